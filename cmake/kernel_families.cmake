@@ -1,0 +1,2 @@
+# The kernel families: one folder each under kernels/ (see latte_kernel_family).
+latte_kernel_family(dot_f32)

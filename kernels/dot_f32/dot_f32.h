@@ -1,0 +1,31 @@
+// Dot product of two f32 vectors: the smallest kernel family, and the pattern
+// every family follows:
+//   <family>.h         the function table and the scalar reference
+//   <family>.cpp       the reference and the dispatch (baseline flags)
+//   <family>_impl.h    one body over an xsimd Arch template
+//   <family>__<isa>.cpp  that body instantiated with one ISA's flags
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/isa.h"
+
+namespace latte::kernels {
+
+struct DotF32Kernels {
+  // sum_i a[i] * b[i]
+  float (*dot)(const float* a, const float* b, std::size_t n);
+};
+
+// Naive on purpose: the ground truth (double accumulation).
+float dot_f32_ref(const float* a, const float* b, std::size_t n);
+
+// The table for `isa`; isa must be supported (isa_supported), else throws.
+const DotF32Kernels& dot_f32_kernels(Isa isa);
+
+// Per-ISA tables, defined in dot_f32__<isa>.cpp.
+const DotF32Kernels* dot_f32_kernels_avx2();
+const DotF32Kernels* dot_f32_kernels_avx512();
+const DotF32Kernels* dot_f32_kernels_neon();
+
+}  // namespace latte::kernels

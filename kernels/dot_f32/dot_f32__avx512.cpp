@@ -1,0 +1,11 @@
+// dot_f32 for avx512: compiled with this ISA's flags only (see CMakeLists.txt).
+#include "kernels/dot_f32/dot_f32_impl.h"
+
+namespace latte::kernels {
+
+const DotF32Kernels* dot_f32_kernels_avx512() {
+  static const DotF32Kernels k{&dot_f32_body<xsimd::avx512bw>};
+  return &k;
+}
+
+}  // namespace latte::kernels

@@ -1,0 +1,107 @@
+#include "kernels/isa.h"
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
+namespace latte {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::ref: return "ref";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+    case Isa::neon: return "neon";
+  }
+  return "?";
+}
+
+std::optional<Isa> parse_isa(std::string_view name) {
+  for (Isa i : {Isa::ref, Isa::avx2, Isa::avx512, Isa::neon})
+    if (name == isa_name(i)) return i;
+  return std::nullopt;
+}
+
+namespace {
+
+bool cpu_runs(Isa isa) {
+  switch (isa) {
+    case Isa::ref: return true;
+#if defined(__x86_64__)
+    // libgcc's checks include the OS's XSAVE support for the vector state.
+    case Isa::avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c");
+    case Isa::avx512:
+      return cpu_runs(Isa::avx2) && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+    case Isa::neon: {
+      unsigned long hw = getauxval(AT_HWCAP);
+      return (hw & HWCAP_ASIMD) && (hw & HWCAP_ASIMDDP) && (hw & HWCAP_ASIMDHP);
+    }
+#endif
+    default: return false;
+  }
+}
+
+bool compiled_in(Isa isa) {
+  switch (isa) {
+    case Isa::ref: return true;
+#ifdef LATTE_HAVE_AVX2
+    case Isa::avx2: return true;
+#endif
+#ifdef LATTE_HAVE_AVX512
+    case Isa::avx512: return true;
+#endif
+#ifdef LATTE_HAVE_NEON
+    case Isa::neon: return true;
+#endif
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool isa_supported(Isa isa) { return compiled_in(isa) && cpu_runs(isa); }
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> out;
+  for (Isa i : {Isa::ref, Isa::avx2, Isa::avx512, Isa::neon})
+    if (isa_supported(i)) out.push_back(i);
+  return out;
+}
+
+Isa best_isa_up_to(Isa cap) {
+  if (cap == Isa::neon) return isa_supported(Isa::neon) ? Isa::neon : Isa::ref;
+  Isa best = Isa::ref;
+  for (Isa i : {Isa::avx2, Isa::avx512})
+    if (static_cast<int>(i) <= static_cast<int>(cap) && isa_supported(i)) best = i;
+  return best;
+}
+
+Isa active_isa() {
+  static const Isa chosen = [] {
+    const char* env = std::getenv("LATTE_ISA");
+    if (env == nullptr || *env == '\0') {
+      Isa best = Isa::ref;
+      for (Isa i : supported_isas()) best = i;  // ascending order: last is best
+      return best;
+    }
+    auto cap = parse_isa(env);
+    if (!cap)
+      throw std::runtime_error(std::string("LATTE_ISA='") + env +
+                               "' is not one of ref, avx2, avx512, neon");
+    return best_isa_up_to(*cap);
+  }();
+  return chosen;
+}
+
+}  // namespace latte

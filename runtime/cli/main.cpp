@@ -1,0 +1,3 @@
+// The `latte` command line (placeholder until the foundation lands).
+#include <cstdio>
+int main() { std::puts("latte"); return 0; }

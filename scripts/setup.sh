@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs Latte's build and test dependencies from Debian packages.
+# Idempotent: installs only what is missing; apt-get as root, sudo otherwise.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build
+  libxsimd-dev      # SIMD kernels, one body per Arch
+  libdnnl-dev       # oneDNN: baseline in the benchmarks
+  libomp-dev        # OpenMP (GCC's libgomp is used with g++)
+  libgtest-dev      # GoogleTest (also the source for the cross build)
+  libbenchmark-dev  # Google Benchmark
+  libpcre2-dev      # tokenizer regexes
+  libcli11-dev      # command line
+  g++-aarch64-linux-gnu qemu-user  # NEON cross build, run under emulation
+  clang             # libFuzzer
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all dependencies present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test:
+#   1. NEON: the kernels cross-built for aarch64, run under qemu-aarch64
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build of the whole suite
+#   3. the Release build (the one users run), whose ctest summary ends the run
+# Any failure (or any sanitizer report: they abort the test) fails the script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+JOBS=${LATTE_JOBS:-$(nproc)}
+GEN=()
+if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
+passed=0
+failed=0
+
+run_ctest() {  # build-dir label [ctest args...]
+  local dir=$1 label=$2; shift 2
+  local log="$dir/ctest.log"
+  echo "== ctest: $label"
+  set +e
+  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" --timeout 600 "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  local total fails
+  total=$(sed -n 's/.*tests passed, [0-9]* tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
+  fails=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -1)
+  passed=$((passed + ${total:-0} - ${fails:-0}))
+  failed=$((failed + ${fails:-0}))
+  if [ "$rc" -ne 0 ] && [ "${fails:-0}" -eq 0 ]; then failed=$((failed + 1)); fi
+  return 0
+}
+
+# 1. NEON cross build (kernels and their tests only).
+if command -v aarch64-linux-gnu-g++ >/dev/null && command -v qemu-aarch64 >/dev/null; then
+  cmake -S . -B build-neon "${GEN[@]}" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
+        -DLATTE_KERNELS_ONLY=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build-neon -j "$JOBS"
+  QEMU_CPU=max run_ctest build-neon "neon (qemu-aarch64)"
+else
+  echo "test.sh: aarch64 cross compiler or qemu missing" >&2
+  exit 1
+fi
+
+# 2. Sanitizers: ASan + UBSan. Reports abort the test (halt_on_error), so a
+#    report is a failed test.
+cmake -S . -B build-asan "${GEN[@]}" -DLATTE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DLATTE_BUILD_BENCH=OFF >/dev/null
+cmake --build build-asan -j "$JOBS"
+ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  run_ctest build-asan "asan+ubsan" -LE slow
+
+# 3. Release.
+cmake -S . -B build "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$JOBS"
+run_ctest build "release"
+
+echo "all builds: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
