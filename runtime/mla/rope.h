@@ -1,0 +1,48 @@
+// Rotary position embedding for the decoupled RoPE part of MLA (d_R dims),
+// with YaRN frequency scaling (mla-spec.md section 3).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace latte {
+
+enum class RopeStyle {
+  consecutive_pairs,  // deepseek2, plm: rotates (x[2i], x[2i+1])     (ggml "NORM")
+  half_split,         // minicpm3:       rotates (x[i], x[i + d/2])   (ggml "NEOX")
+};
+
+struct RopeParams {
+  RopeStyle style = RopeStyle::consecutive_pairs;
+  int dim = 0;                  // d_R, even
+  double freq_base = 10000.0;   // theta base
+  // YaRN (rope.scaling.type == yarn)
+  bool yarn = false;
+  double yarn_factor = 1.0;         // rope.scaling.factor
+  double yarn_orig_ctx = 0.0;       // rope.scaling.original_context_length
+  double yarn_beta_fast = 32.0;
+  double yarn_beta_slow = 1.0;
+  double yarn_log_multiplier = 0.0; // 0.1 * mscale_all_dim
+  double attn_factor = 1.0;         // magnitude of cos/sin; also squared into kq_scale
+  // Optional per-pair frequency divisors (minicpm3 rope_factors_long/short): (dim/2)
+  std::vector<float> freq_factors;
+};
+
+// YaRN's corrected dimension range [low, high] over pair indices, clamped to
+// [0, dim-1] (the clamps matter for small d_R).
+struct YarnRange {
+  double low, high;
+};
+YarnRange yarn_corr_range(const RopeParams& p);
+
+// The rotation angle of every pair at position `pos`: theta (dim/2).
+void rope_angles(const RopeParams& p, double pos, double* theta);
+
+// Rotates x (dim) in place for position `pos`, in double precision.
+void rope_apply_ref(const RopeParams& p, double pos, double* x);
+void rope_apply_ref(const RopeParams& p, double pos, float* x);
+
+// mscale = 1 + yarn_log_multiplier * ln(factor) under YaRN, else 1.
+double yarn_mscale(const RopeParams& p);
+
+}  // namespace latte

@@ -1,0 +1,98 @@
+// Cost model of the two MLA forms, and the latent-vs-MHA cache accounting.
+#include "runtime/mla/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "runtime/error.h"
+#include "runtime/model_catalog.h"
+
+namespace latte {
+namespace {
+
+MlaConfig deepseek_shape(int n_heads) {
+  MlaConfig c;
+  c.d_model = n_heads == 16 ? 2048 : 7168;
+  c.n_heads = n_heads;
+  c.kv_lora_rank = 512;
+  c.d_nope = 128;
+  c.d_rope = 64;
+  c.d_v = 128;
+  c.rope.dim = 64;
+  return c;
+}
+
+TEST(CostModel, PinnedV2LiteCounts) {
+  const MlaConfig c = deepseek_shape(16);
+  // Decode: 1 query token over 4096 cached tokens.
+  MlaCost d = mla_attention_cost(c, 1, 4096);
+  EXPECT_EQ(d.absorbed, 73417728);    // 16*256*512 + 4097*16*(2*512+64)
+  EXPECT_EQ(d.naive, 8613008384);     // 4097*16*256*512 + 4097*16*320
+  // A 2048-token prefill chunk on an empty cache.
+  MlaCost p = mla_attention_cost(c, 2048, 0);
+  EXPECT_EQ(p.absorbed, 40820015104);
+  EXPECT_EQ(p.naive, 15037628416);
+}
+
+TEST(CostModel, PinnedV3Counts) {
+  const MlaConfig c = deepseek_shape(128);
+  MlaCost d = mla_attention_cost(c, 1, 4096);
+  EXPECT_EQ(d.absorbed, 587341824);
+  EXPECT_EQ(d.naive, 68904067072);
+  MlaCost p = mla_attention_cost(c, 2048, 0);
+  EXPECT_EQ(p.absorbed, 326560120832);
+  EXPECT_EQ(p.naive, 120301027328);
+}
+
+TEST(CostModel, PicksAbsorbedForDecodeAndNaiveForLongChunks) {
+  for (int nh : {16, 128}) {
+    const MlaConfig c = deepseek_shape(nh);
+    EXPECT_EQ(mla_pick_form(c, 1, 4096), MlaForm::absorbed) << nh;
+    EXPECT_EQ(mla_pick_form(c, 1, 163839), MlaForm::absorbed) << nh;
+    EXPECT_EQ(mla_pick_form(c, 2048, 0), MlaForm::naive) << nh;
+    EXPECT_EQ(mla_pick_form(c, 2048, 16384), MlaForm::naive) << nh;
+    // Behind 16K cached tokens the crossover is at 170 query tokens.
+    EXPECT_EQ(mla_pick_form(c, 169, 16384), MlaForm::absorbed) << nh;
+    EXPECT_EQ(mla_pick_form(c, 170, 16384), MlaForm::naive) << nh;
+  }
+}
+
+TEST(CostModel, RejectsNegativeCounts) {
+  EXPECT_THROW(mla_attention_cost(deepseek_shape(16), -1, 0), Error);
+}
+
+// ---------------------------------------------------------------- accounting
+
+const KnownMlaModel& model(const std::string& name) {
+  for (const auto& m : known_mla_models())
+    if (name == m.name) return m;
+  throw std::runtime_error("no model " + name);
+}
+
+TEST(CacheAccounting, ElementsPerTokenPerLayer) {
+  // mla-spec.md section 2: latent d_c + d_R versus MHA n_h*(d_nope + d_R + d_v).
+  struct Row { const char* name; std::int64_t latent, mha; };
+  const Row rows[] = {{"DeepSeek-V2-Lite", 576, 5120}, {"DeepSeek-V2", 576, 40960},
+                      {"DeepSeek-V3", 576, 40960},     {"MiniCPM3-4B", 288, 6400},
+                      {"PLM-1.8B", 576, 5120}};
+  ASSERT_EQ(known_mla_models().size(), 5u);
+  for (const auto& r : rows) {
+    const auto& m = model(r.name);
+    EXPECT_EQ(m.latent_elems(), r.latent) << r.name;
+    EXPECT_EQ(m.mha_elems(), r.mha) << r.name;
+  }
+}
+
+TEST(CacheAccounting, V2LiteAllLayers) {
+  const auto& m = model("DeepSeek-V2-Lite");
+  EXPECT_EQ(m.latent_elems() * m.n_layers, 15552);   // per token over 27 layers
+  EXPECT_EQ(m.mha_elems() * m.n_layers, 138240);
+  EXPECT_NEAR(double(m.mha_elems()) / m.latent_elems(), 8.889, 1e-3);
+  // f16 bytes for 32K tokens, all layers: 576 * 2 * 27 * 32768.
+  EXPECT_EQ(m.latent_elems() * 2 * m.n_layers * 32768, 1019215872);
+  EXPECT_EQ(m.max_context, 163840);
+}
+
+}  // namespace
+}  // namespace latte
