@@ -13,7 +13,7 @@ PACKAGES=(
   libpcre2-dev      # tokenizer regexes
   libcli11-dev      # command line
   g++-aarch64-linux-gnu qemu-user  # NEON cross build, run under emulation
-  clang             # libFuzzer
+  clang libclang-rt-14-dev  # libFuzzer (the runtime is only a recommendation of clang)
 )
 
 missing=()

@@ -31,12 +31,20 @@ run_ctest() {  # build-dir label [ctest args...]
   return 0
 }
 
+# The x86 ISAs this CPU has: the kernel tests must then run those kernels.
+cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+has() { for f in "$@"; do [[ " $cpu_flags " == *" $f "* ]] || return 1; done; }
+expect=""
+if has avx2 fma f16c; then expect="avx2"; fi
+if has avx2 fma f16c avx512f avx512bw avx512vl avx512dq avx512_vnni; then expect="$expect,avx512"; fi
+export LATTE_EXPECT_ISAS=$expect
+
 # 1. NEON cross build (kernels and their tests only).
 if command -v aarch64-linux-gnu-g++ >/dev/null && command -v qemu-aarch64 >/dev/null; then
   cmake -S . -B build-neon "${GEN[@]}" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
         -DLATTE_KERNELS_ONLY=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build-neon -j "$JOBS"
-  QEMU_CPU=max run_ctest build-neon "neon (qemu-aarch64)"
+  QEMU_CPU=max LATTE_EXPECT_ISAS=neon run_ctest build-neon "neon (qemu-aarch64)"
 else
   echo "test.sh: aarch64 cross compiler or qemu missing" >&2
   exit 1
@@ -55,6 +63,10 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 cmake -S . -B build "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$JOBS"
 run_ctest build "release"
+
+# 4. Fuzz the GGUF reader (libFuzzer + ASan/UBSan, clang) on its seed corpus.
+echo "== fuzz: gguf reader"
+if scripts/fuzz.sh "${LATTE_FUZZ_SECONDS:-60}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo "all builds: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
