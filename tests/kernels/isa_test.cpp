@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "kernels/dot_f32/dot_f32.h"
@@ -39,6 +40,39 @@ TEST(Isa, CapNeverExceedsRequest) {
 #if defined(__aarch64__)
   EXPECT_FALSE(isa_supported(Isa::avx2));
 #endif
+}
+
+// LATTE_ISA caps the choice; unset, the best supported ISA is used.
+TEST(Isa, ActiveIsaHonoursLatteIsa) {
+  const char* env = std::getenv("LATTE_ISA");
+  if (env != nullptr && *env != '\0') {
+    auto cap = parse_isa(env);
+    ASSERT_TRUE(cap.has_value()) << env;
+    EXPECT_EQ(active_isa(), best_isa_up_to(*cap));
+  } else {
+    EXPECT_EQ(active_isa(), supported_isas().back());
+  }
+}
+
+// scripts/test.sh names the ISAs this machine must run (from /proc/cpuinfo,
+// or neon under qemu), so a build that silently lost a kernel fails here
+// instead of testing only the reference.
+TEST(Isa, ExpectedIsasAreSupported) {
+  const char* env = std::getenv("LATTE_EXPECT_ISAS");
+  if (env == nullptr || *env == '\0') GTEST_SKIP() << "LATTE_EXPECT_ISAS not set (CPU ISA list unknown)";
+  std::string list = env;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    std::size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    const std::string name = list.substr(start, end - start);
+    if (!name.empty()) {
+      auto isa = parse_isa(name);
+      ASSERT_TRUE(isa.has_value()) << name;
+      EXPECT_TRUE(isa_supported(*isa)) << name << " expected but not supported";
+    }
+    start = end + 1;
+  }
 }
 
 TEST(DotF32, MatchesReferenceEveryIsa) {

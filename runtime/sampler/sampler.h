@@ -1,0 +1,88 @@
+// Token sampler: repetition penalty, then greedy (temperature 0) or
+// top-k -> top-p -> min-p -> temperature -> a seeded draw.
+//
+// Semantics follow llama.cpp's default sampler chain:
+//  - repetition penalty over the distinct tokens among the last
+//    repeat_last_n accepted ones: a positive logit is divided by the penalty,
+//    a negative (or zero) one multiplied;
+//  - top-k keeps the k largest logits (0: off);
+//  - top-p keeps the smallest set of most likely tokens whose probability
+//    (softmax at temperature 1 over what top-k kept) sums to >= top_p (1: off);
+//  - min-p keeps tokens with p >= min_p * p_max (0: off);
+//  - temperature divides the surviving logits, then one token is drawn.
+// At least one token always survives. Ties are broken by the lower token id.
+//
+// Randomness: std::mt19937_64 seeded with `seed`; one 64-bit output per draw,
+// turned into a uniform double in [0, 1) from its top 53 bits, so the same
+// seed gives the same tokens with any standard library.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace latte {
+
+struct SamplerConfig {
+  float temperature = 0.8f;     // >= 0; 0 = greedy (argmax after the penalty)
+  std::int32_t top_k = 40;      // >= 0; 0 = off
+  float top_p = 0.95f;          // (0, 1]; 1 = off
+  float min_p = 0.05f;          // [0, 1]; 0 = off
+  float repeat_penalty = 1.0f;  // > 0; 1 = off
+  std::int32_t repeat_last_n = 64;  // >= 0; 0 = off
+  std::uint64_t seed = 0x1a77e5eedULL;
+
+  // Greedy decoding, no penalty.
+  static SamplerConfig greedy() {
+    SamplerConfig c;
+    c.temperature = 0.0f;
+    return c;
+  }
+  // Throws latte::Error(invalid_argument) naming the bad field.
+  void validate() const;
+};
+
+struct TokenProb {
+  std::int32_t id;
+  float logit;  // after penalty and temperature
+  float p;      // normalized over the candidates
+};
+
+// Applies the repetition penalty in place to the distinct ids of `recent`
+// (ids outside the logits are ignored).
+void apply_repetition_penalty(std::span<float> logits, std::span<const std::int32_t> recent, float penalty);
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerConfig& config);  // validates
+
+  // Picks the next token from one row of logits (n_vocab floats) and accepts
+  // it into the penalty history. Error(invalid_argument) on empty or NaN logits.
+  std::int32_t sample(std::span<const float> logits);
+
+  // Adds a token to the penalty history (e.g. the prompt's tokens).
+  void accept(std::int32_t token);
+
+  // Clears the history and re-seeds (with `seed`, or the config's).
+  void reset();
+  void reset(std::uint64_t seed);
+
+  // The candidates a draw would choose from, most likely first, with their
+  // probabilities (for greedy: the argmax alone, p = 1). Uses the current
+  // history; draws nothing.
+  std::vector<TokenProb> candidates(std::span<const float> logits) const;
+
+  const SamplerConfig& config() const { return config_; }
+  std::span<const std::int32_t> history() const;
+
+ private:
+  SamplerConfig config_;
+  std::mt19937_64 rng_;
+  std::vector<std::int32_t> history_;  // last repeat_last_n accepted tokens, oldest first
+};
+
+// Uniform double in [0, 1) from the top 53 bits of one mt19937_64 output.
+double uniform01(std::mt19937_64& rng);
+
+}  // namespace latte
