@@ -1,0 +1,195 @@
+// Weight x activation products: decode matvec bandwidth per type and ISA, and
+// prefill matmul (our int8/f32 kernels) against oneDNN's f32 matmul on the
+// dequantized weights.
+//
+//   bench_matvec --benchmark_filter=Matvec     GB/s of weight bytes read
+//   bench_matvec --benchmark_filter=Matmul     GFLOP/s (2*tokens*rows*cols)
+// Rates use real time; on a shared machine compare the CPU column too (the
+// main thread's CPU time: robust for 1 thread, not meaningful for 2).
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <cstdint>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <random>
+#include <vector>
+
+#include "kernels/isa.h"
+#include "kernels/matvec/matvec.h"
+#include "quant/fp16.h"
+#include "quant/ggml_blocks.h"
+
+namespace {
+
+using latte::GgmlType;
+using latte::Isa;
+
+constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
+                               GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                               GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+std::vector<float> random_floats(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+std::vector<std::uint8_t> make_weights(GgmlType t, std::size_t rows, std::size_t cols) {
+  const std::size_t rb = latte::ggml_row_bytes(t, cols);
+  std::vector<std::uint8_t> w(rows * rb);
+  auto row = random_floats(cols, 1);
+  for (std::size_t r = 0; r < rows; ++r) {
+    row[r % cols] += 0.01f;  // rows differ a little; quantizing random data per row is slow
+    latte::quantize_row_ref(t, row.data(), w.data() + r * rb, cols);
+  }
+  return w;
+}
+
+// args: isa, type, rows, cols, threads
+void BM_Matvec(benchmark::State& state) {
+  const auto isa = static_cast<Isa>(state.range(0));
+  const auto type = static_cast<GgmlType>(state.range(1));
+  const std::size_t rows = state.range(2), cols = state.range(3);
+  const int threads = static_cast<int>(state.range(4));
+  const auto& k = latte::kernels::matvec_kernels(isa);
+  auto w = make_weights(type, rows, cols);
+  auto x = random_floats(cols, 2);
+  std::vector<float> y(rows);
+  std::vector<std::uint8_t> scratch(latte::kernels::matvec_scratch_bytes(type, cols, 1) + 1);
+  for (auto _ : state) {
+    k.matvec(type, w.data(), rows, cols, x.data(), y.data(), scratch.data(), threads);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * w.size()));
+  state.SetLabel(std::string(latte::isa_name(isa)) + " " + latte::ggml_type_name(type));
+}
+
+// args: isa, type, rows, cols, tokens, threads
+void BM_Matmul(benchmark::State& state) {
+  const auto isa = static_cast<Isa>(state.range(0));
+  const auto type = static_cast<GgmlType>(state.range(1));
+  const std::size_t rows = state.range(2), cols = state.range(3), nt = state.range(4);
+  const int threads = static_cast<int>(state.range(5));
+  const auto& k = latte::kernels::matvec_kernels(isa);
+  auto w = make_weights(type, rows, cols);
+  auto x = random_floats(nt * cols, 2);
+  std::vector<float> y(nt * rows);
+  std::vector<std::uint8_t> scratch(latte::kernels::matvec_scratch_bytes(type, cols, nt) + 1);
+  for (auto _ : state) {
+    k.matmul(type, w.data(), rows, cols, x.data(), cols, nt, y.data(), rows, scratch.data(), threads);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(2.0 * nt * rows * cols * state.iterations() / 1e9,
+                                                benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(latte::isa_name(isa)) + " " + latte::ggml_type_name(type));
+}
+
+// oneDNN matmul: Y[nt, rows] = X[nt, cols] * W^T, W dequantized [rows, cols]
+// and stored in `wdt` (f32, or bf16: 2 bytes/weight like F16 files, uses
+// AVX512_BF16 where the CPU has it); X is given in the same type (for bf16 the
+// per-call f32->bf16 conversion of X is not timed). Y is f32.
+// args: rows, cols, tokens, threads, bf16 (0/1)
+void BM_MatmulOneDnn(benchmark::State& state) {
+  const dnnl::memory::dim rows = state.range(0), cols = state.range(1), nt = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  const bool bf16 = state.range(4) != 0;
+  omp_set_num_threads(threads);
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const dt in = bf16 ? dt::bf16 : dt::f32;
+  dnnl::memory::desc src_md({nt, cols}, in, tag::ab);
+  dnnl::memory::desc wei_md({cols, rows}, in, tag::ba);  // [rows][cols] in memory
+  dnnl::memory::desc dst_md({nt, rows}, dt::f32, tag::ab);
+  auto x = random_floats(nt * cols, 2);
+  auto w = random_floats(rows * cols, 3);
+  std::vector<std::uint16_t> xb(x.size()), wb(w.size());
+  for (std::size_t i = 0; i < x.size(); ++i) xb[i] = latte::f32_to_bf16(x[i]);
+  for (std::size_t i = 0; i < w.size(); ++i) wb[i] = latte::f32_to_bf16(w[i]);
+  std::vector<float> y(nt * rows);
+  void* xp = bf16 ? static_cast<void*>(xb.data()) : x.data();
+  void* wp = bf16 ? static_cast<void*>(wb.data()) : w.data();
+  dnnl::memory src(src_md, eng, xp), wei(wei_md, eng, wp), dst(dst_md, eng, y.data());
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_md, dst_md), eng);
+  dnnl::matmul mm(pd);
+  for (auto _ : state) {
+    mm.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+    strm.wait();
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(2.0 * nt * rows * cols * state.iterations() / 1e9,
+                                                benchmark::Counter::kIsRate);
+  state.SetLabel(std::string("onednn ") + (bf16 ? "bf16" : "f32") + " " + pd.impl_info_str());
+}
+
+// The cost of producing the f32 weights oneDNN's f32 path needs, per call,
+// when they are not kept resident (dequantize the whole matrix once).
+// args: type, rows, cols
+void BM_DequantizeMatrix(benchmark::State& state) {
+  const auto type = static_cast<GgmlType>(state.range(0));
+  const std::size_t rows = state.range(1), cols = state.range(2);
+  auto w = make_weights(type, rows, cols);
+  std::vector<float> out(rows * cols);
+  const std::size_t rb = latte::ggml_row_bytes(type, cols);
+  for (auto _ : state) {
+    for (std::size_t r = 0; r < rows; ++r) latte::dequantize_row_ref(type, w.data() + r * rb, out.data() + r * cols, cols);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(std::string("dequantize_row_ref ") + latte::ggml_type_name(type));
+}
+
+void register_all() {
+  for (Isa isa : latte::supported_isas()) {
+    if (isa == Isa::ref) continue;
+    for (GgmlType t : kTypes) {
+      // 2048x2048 (attention-sized) and 10944x2048 (V2-Lite dense FFN up/gate).
+      for (long rows : {2048L, 10944L})
+        for (long threads : {1L, 2L})
+          benchmark::RegisterBenchmark("Matvec", BM_Matvec)
+              ->Args({static_cast<long>(isa), static_cast<long>(t), rows, 2048, threads})
+              ->ArgNames({"isa", "type", "rows", "cols", "thr"})
+              ->MinTime(0.2)
+              ->UseRealTime();
+    }
+  }
+  const Isa best = latte::active_isa();
+  for (GgmlType t : kTypes)
+    for (long nt : {64L, 512L})
+      for (long threads : {1L, 2L})
+        benchmark::RegisterBenchmark("Matmul", BM_Matmul)
+            ->Args({static_cast<long>(best), static_cast<long>(t), 2048, 2048, nt, threads})
+            ->ArgNames({"isa", "type", "rows", "cols", "tok", "thr"})
+            ->MinTime(0.2)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+  for (long bf16 : {0L, 1L})
+    for (long nt : {64L, 512L})
+      for (long threads : {1L, 2L})
+        benchmark::RegisterBenchmark("MatmulOneDnn", BM_MatmulOneDnn)
+            ->Args({2048, 2048, nt, threads, bf16})
+            ->ArgNames({"rows", "cols", "tok", "thr", "bf16"})
+            ->MinTime(0.2)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+  for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K})
+    benchmark::RegisterBenchmark("DequantizeMatrix", BM_DequantizeMatrix)
+        ->Args({static_cast<long>(t), 2048, 2048})
+        ->ArgNames({"type", "rows", "cols"})
+        ->MinTime(0.2)
+        ->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

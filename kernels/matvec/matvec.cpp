@@ -1,0 +1,93 @@
+#include "kernels/matvec/matvec.h"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "quant/fp16.h"
+#include "quant/ggml_blocks.h"
+
+namespace latte::kernels {
+
+bool matvec_supports(GgmlType type) {
+  return ggml_type_info(static_cast<std::uint32_t>(type)).has_value();
+}
+
+void matvec_check_args(GgmlType type, std::size_t cols) {
+  auto info = ggml_type_info(static_cast<std::uint32_t>(type));
+  if (!info)
+    throw std::invalid_argument("matvec: ggml type id " + std::to_string(static_cast<unsigned>(type)) +
+                                " is not supported");
+  if (cols % info->block_elems != 0)
+    throw std::invalid_argument(std::string("matvec: ") + std::to_string(cols) + " columns of " + info->name +
+                                " is not a multiple of its block size " + std::to_string(info->block_elems));
+}
+
+std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_tokens) {
+  matvec_check_args(type, cols);
+  if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) return 0;
+  if (type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K)
+    return n_tokens * (cols / 256) * sizeof(ActQ8K);
+  return n_tokens * (cols / 32) * sizeof(ActQ8);
+}
+
+void matmul_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
+                std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* /*scratch*/,
+                int threads) {
+  matvec_check_args(type, cols);
+  const std::size_t rb = ggml_row_bytes(type, cols);
+  const auto* wb = static_cast<const std::uint8_t*>(w);
+#pragma omp parallel num_threads(threads > 0 ? threads : 1) if (threads > 1)
+  {
+    std::vector<float> row(cols);  // [cols] one dequantized weight row
+#pragma omp for schedule(static)
+    for (std::size_t r = 0; r < rows; ++r) {
+      dequantize_row_ref(type, wb + r * rb, row.data(), cols);
+      for (std::size_t t = 0; t < n_tokens; ++t) {
+        double acc = 0;
+        for (std::size_t c = 0; c < cols; ++c) acc += static_cast<double>(row[c]) * x[t * ldx + c];
+        y[t * ldy + r] = static_cast<float>(acc);
+      }
+    }
+  }
+}
+
+void matvec_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
+                float* y, void* scratch, int threads) {
+  matmul_ref(type, w, rows, cols, x, cols, 1, y, rows, scratch, threads);
+}
+
+void dequantize_ref(GgmlType type, const void* src, float* dst, std::size_t n) {
+  matvec_check_args(type, n);
+  dequantize_row_ref(type, src, dst, n);
+}
+
+void dequantize_bf16_ref(GgmlType type, const void* src, std::uint16_t* dst, std::size_t n) {
+  matvec_check_args(type, n);
+  std::vector<float> tmp(n);  // [n]
+  dequantize_row_ref(type, src, tmp.data(), n);
+  for (std::size_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(tmp[i]);
+}
+
+namespace {
+const MatvecKernels kRef{&matvec_ref, &matmul_ref, &dequantize_ref, &dequantize_bf16_ref};
+}
+
+const MatvecKernels& matvec_kernels(Isa isa) {
+  if (!isa_supported(isa))
+    throw std::runtime_error(std::string("matvec: ISA ") + isa_name(isa) + " is not supported here");
+  switch (isa) {
+#ifdef LATTE_HAVE_AVX2
+    case Isa::avx2: return *matvec_kernels_avx2();
+#endif
+#ifdef LATTE_HAVE_AVX512
+    case Isa::avx512: return *matvec_kernels_avx512();
+#endif
+#ifdef LATTE_HAVE_NEON
+    case Isa::neon: return *matvec_kernels_neon();
+#endif
+    default: return kRef;
+  }
+}
+
+}  // namespace latte::kernels

@@ -1,0 +1,99 @@
+// Products of a GGML-typed weight matrix with f32 activations.
+//   decode:  y = W x            (one token)
+//   prefill: Y = X W^T          (several tokens)
+// W has `rows` rows of `cols` elements, stored row-major as consecutive blocks
+// of its type (a GGUF tensor with ne = {cols, rows}, used in place); each row
+// is ggml_row_bytes(type, cols) bytes. Types: F32, F16, BF16, Q8_0, Q4_0,
+// Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K.
+//
+// The SIMD bodies for the quantized types first quantize the activations to
+// int8 in caller-provided scratch (ActQ8: one f32 scale per 32; ActQ8K: one
+// per 256 for Q4_K/Q5_K/Q6_K, as llama.cpp's Q8_K) and use integer dot
+// products (AVX-512 VNNI vpdpbusd, AVX2 vpmaddubsw, NEON sdot): that adds an
+// error of at most amax(block)/254 per activation (output NMSE around 1e-5).
+// F32/F16/BF16 weights are multiplied in f32 (exact products, f32 sums).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/isa.h"
+#include "quant/ggml_types.h"
+
+namespace latte::kernels {
+
+// Activations quantized for the integer paths: x[i] ~ d * qs[i].
+struct ActQ8 {
+  float d;
+  float s;  // d * sum(qs): the term offsets and mins multiply
+  std::int8_t qs[32];
+};
+static_assert(sizeof(ActQ8) == 40);
+// For the K-quants: one scale per 256, so the sub-block scales can multiply
+// integer sums. x[i] ~ d * qs[i]; sums[g] = sum(qs[32g .. 32g+31]).
+struct ActQ8K {
+  float d;
+  std::int32_t sums[8];
+  std::int8_t qs[256];
+};
+static_assert(sizeof(ActQ8K) == 292);
+
+// Scratch bytes the kernels need for n_tokens rows of `cols` activations
+// (0 for F32/F16/BF16). The scratch must be at least 4-byte aligned (it holds
+// ActQ8/ActQ8K); 64 is best. One scratch per concurrent call.
+std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_tokens);
+
+struct MatvecKernels {
+  // y[r] = sum_c W[r, c] * x[c] for r < rows.
+  //   w: rows x row_bytes; x: [cols]; y: [rows]
+  //   scratch: matvec_scratch_bytes(type, cols, 1) bytes
+  //   threads: OpenMP threads over rows (1: no parallel region, safe to call
+  //   from inside the caller's own parallel region). To split rows over your
+  //   own threads instead: w + r0 * row_bytes, rows = r1 - r0, y + r0,
+  //   threads = 1, one scratch per thread.
+  // cols must be a multiple of the type's block size.
+  void (*matvec)(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
+                 float* y, void* scratch, int threads);
+  // Y[t, r] = sum_c X[t, c] * W[r, c] for t < n_tokens, r < rows.
+  //   x: [n_tokens][ldx] (ldx >= cols); y: [n_tokens][ldy] (ldy >= rows)
+  //   scratch: matvec_scratch_bytes(type, cols, n_tokens) bytes
+  // Each weight block is decoded once per group of up to 4 tokens.
+  void (*matmul)(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
+                 std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch,
+                 int threads);
+  // dst[0..n) = the n elements of `type` at src as f32 (same values as
+  // dequantize_row_ref). n: a multiple of the block size. Single-threaded:
+  // for packing weights at load time (e.g. for a oneDNN prefill GEMM).
+  void (*dequantize)(GgmlType type, const void* src, float* dst, std::size_t n);
+  // The same rounded to bf16 bits (round to nearest even).
+  void (*dequantize_bf16)(GgmlType type, const void* src, std::uint16_t* dst, std::size_t n);
+};
+
+// Naive on purpose: dequantize_row_ref of each row, double accumulation,
+// unquantized activations. Scratch is unused; threads is honored.
+void matvec_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
+                float* y, void* scratch, int threads);
+void matmul_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
+                std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch,
+                int threads);
+// dequantize_row_ref, then quant/fp16.h's f32_to_bf16.
+void dequantize_ref(GgmlType type, const void* src, float* dst, std::size_t n);
+void dequantize_bf16_ref(GgmlType type, const void* src, std::uint16_t* dst, std::size_t n);
+
+// True for the types matvec/matmul accept.
+bool matvec_supports(GgmlType type);
+// Throws std::invalid_argument naming the type unless matvec_supports(type)
+// and cols is a multiple of its block size (every entry point calls it).
+void matvec_check_args(GgmlType type, std::size_t cols);
+
+// The table for `isa`; isa must be supported (isa_supported), else throws.
+// The functions throw std::invalid_argument for an unsupported type or a
+// cols that is not a multiple of the block size.
+const MatvecKernels& matvec_kernels(Isa isa);
+
+// Per-ISA tables, defined in matvec__<isa>.cpp.
+const MatvecKernels* matvec_kernels_avx2();
+const MatvecKernels* matvec_kernels_avx512();
+const MatvecKernels* matvec_kernels_neon();
+
+}  // namespace latte::kernels

@@ -1,0 +1,767 @@
+// One body for every ISA: included only by matvec__<isa>.cpp.
+//
+// Everything here is either a template over the xsimd Arch or in an anonymous
+// namespace (per-TU copies compiled with that TU's flags), and nothing uses
+// std templates: an inline copy compiled with -mavx512f must never be the one
+// the linker keeps for baseline callers.
+//
+// Quantized types: the activations are quantized once to int8 (ActQ8: one
+// scale per 32; ActQ8K: one per 256 for the K-quants); each 32-element weight
+// group is decoded to 32 bytes (unsigned 0..31 or signed int8) and dotted
+// with the int8 activations (VNNI / maddubs / sdot). *_0/*_1/Q8_0: scaled by
+// d_w * d_x into an f32 accumulator per group. K-quants: the integer sub-block
+// scales multiply the int32 dots, one f32 FMA per 256. Offsets and mins
+// (Q4_0's -8, Q4_1's m, K-quant mins) are applied through activation sums,
+// so the integer path stays unsigned x signed.
+#pragma once
+
+// GCC 12's AVX-512 conversion intrinsics start from _mm512_undefined_*(),
+// which -W(maybe-)uninitialized reports falsely; the state must be set before
+// the intrinsic headers (only per-ISA files include this header).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <xsimd/xsimd.hpp>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
+#include "kernels/matvec/matvec.h"
+#include "quant/ggml_blocks.h"
+
+namespace latte::kernels {
+namespace {
+
+inline std::size_t mv_min(std::size_t a, std::size_t b) { return a < b ? a : b; }
+inline float mv_fmax(float a, float b) { return a > b ? a : b; }
+
+// ------------------------------------------------------------ int8 primitives
+#if defined(__AVX2__)
+
+using I8x32 = __m256i;  // 32 bytes: one weight group or one activation group
+using Acc = __m256;     // f32 partial sums
+
+inline float h2f(std::uint16_t v) { return _cvtsh_ss(v); }
+inline std::uint16_t ld_u16(const void* p) { std::uint16_t v; std::memcpy(&v, p, 2); return v; }
+inline I8x32 ld32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline I8x32 splat8(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+inline I8x32 or8(I8x32 a, I8x32 b) { return _mm256_or_si256(a, b); }
+inline I8x32 sub8(I8x32 a, I8x32 b) { return _mm256_sub_epi8(a, b); }
+// 16 bytes of nibble pairs -> [low nibbles of 0..15, high nibbles of 0..15]
+inline I8x32 nib16(const std::uint8_t* qs) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), splat8(15));
+}
+inline I8x32 lo_nib(I8x32 v) { return _mm256_and_si256(v, splat8(15)); }
+inline I8x32 hi_nib(I8x32 v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), splat8(15)); }
+// byte i = 0x10 where bit i of `bits` is set (Q5_0/Q5_1 fifth bit)
+inline I8x32 bits32_x10(std::uint32_t bits) {
+  const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                        2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), shuf);
+  v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+  return _mm256_and_si256(v, splat8(0x10));
+}
+// byte i = 0x10 where bit j of v[i] is set (Q5_K fifth bit)
+inline I8x32 bitplane_x10(I8x32 v, int j) {
+  const __m256i m = splat8(1 << j);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, m), m), splat8(0x10));
+}
+// ((v >> 2k) & 3) << 4 per byte (Q6_K high bits), k = 0..3
+template <int k>
+inline I8x32 q6_hi(I8x32 v) {
+  if constexpr (k == 0) return _mm256_and_si256(_mm256_slli_epi16(v, 4), splat8(0x30));
+  else if constexpr (k == 1) return _mm256_and_si256(_mm256_slli_epi16(v, 2), splat8(0x30));
+  else if constexpr (k == 2) return _mm256_and_si256(v, splat8(0x30));
+  else return _mm256_and_si256(_mm256_srli_epi16(v, 2), splat8(0x30));
+}
+// 8 int32 lanes; lane l = sum of bytes 4l..4l+3 of u*x (u unsigned <= 127 or
+// 128 from abs(-128); x signed, never -128)
+inline __m256i dot_lanes_u8s8(I8x32 u, I8x32 x) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
+#endif
+}
+inline Acc acc_zero() { return _mm256_setzero_ps(); }
+// acc += s * dot(u, x)
+inline Acc fma_dot_u(Acc acc, I8x32 u, I8x32 x, float s) {
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_lanes_u8s8(u, x)), _mm256_set1_ps(s), acc);
+}
+// signed weights: |w| * (x with w's sign)
+inline Acc fma_dot_s(Acc acc, I8x32 w, I8x32 x, float s) {
+  return fma_dot_u(acc, _mm256_abs_epi8(w), _mm256_sign_epi8(x, w), s);
+}
+// acc += s0 * dot(first 16) + s1 * dot(last 16), signed weights
+inline Acc fma_dot2_s(Acc acc, I8x32 w, I8x32 x, float s0, float s1) {
+  const __m256i d = dot_lanes_u8s8(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_setr_m128(_mm_set1_ps(s0), _mm_set1_ps(s1)), acc);
+}
+inline float hsum(Acc a) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+// Integer accumulation for the K-quants (activations share one scale per 256):
+// I32 lanes 0-3 cover bytes 0-15 of a group, lanes 4-7 bytes 16-31.
+using I32 = __m256i;
+inline I32 i32_zero() { return _mm256_setzero_si256(); }
+// acc + dot(u, x) * (s0 for bytes 0-15, s1 for bytes 16-31); u unsigned <= 63
+inline I32 madd_scaled_u(I32 acc, I8x32 u, I8x32 x, int s0, int s1) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  const __m256i d = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x);
+  return _mm256_add_epi32(acc, _mm256_mullo_epi32(d, _mm256_setr_epi32(s0, s0, s0, s0, s1, s1, s1, s1)));
+#else
+  const __m256i sc = _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(s0)), _mm_set1_epi16(static_cast<short>(s1)));
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), sc));
+#endif
+}
+inline I32 madd_scaled_s(I32 acc, I8x32 w, I8x32 x, int s0, int s1) {
+  return madd_scaled_u(acc, _mm256_abs_epi8(w), _mm256_sign_epi8(x, w), s0, s1);
+}
+inline Acc fma_i32(Acc acc, I32 v, float s) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(s), acc); }
+
+// out[j] = q[j] * (j < 16 ? s0 : s1) + m, j < 32 (q signed bytes)
+inline void store32(I8x32 q, float s0, float s1, float m, float* out) {
+  const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+  const __m256 vs0 = _mm256_set1_ps(s0), vs1 = _mm256_set1_ps(s1), vm = _mm256_set1_ps(m);
+  auto cv = [](__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)); };
+  _mm256_storeu_ps(out, _mm256_fmadd_ps(cv(lo), vs0, vm));
+  _mm256_storeu_ps(out + 8, _mm256_fmadd_ps(cv(_mm_srli_si128(lo, 8)), vs0, vm));
+  _mm256_storeu_ps(out + 16, _mm256_fmadd_ps(cv(hi), vs1, vm));
+  _mm256_storeu_ps(out + 24, _mm256_fmadd_ps(cv(_mm_srli_si128(hi, 8)), vs1, vm));
+}
+
+#elif defined(__aarch64__)
+
+struct I8x32 {
+  int8x16_t a, b;
+};
+using Acc = float32x4_t;
+
+inline float h2f(std::uint16_t v) {
+  __fp16 f;
+  std::memcpy(&f, &v, 2);
+  return static_cast<float>(f);
+}
+inline std::uint16_t ld_u16(const void* p) { std::uint16_t v; std::memcpy(&v, p, 2); return v; }
+inline I8x32 ld32(const void* p) {
+  const auto* q = static_cast<const std::int8_t*>(p);
+  return {vld1q_s8(q), vld1q_s8(q + 16)};
+}
+inline I8x32 splat8(int v) { return {vdupq_n_s8(static_cast<std::int8_t>(v)), vdupq_n_s8(static_cast<std::int8_t>(v))}; }
+inline I8x32 or8(I8x32 x, I8x32 y) { return {vorrq_s8(x.a, y.a), vorrq_s8(x.b, y.b)}; }
+inline I8x32 sub8(I8x32 x, I8x32 y) { return {vsubq_s8(x.a, y.a), vsubq_s8(x.b, y.b)}; }
+inline int8x16_t s8(uint8x16_t v) { return vreinterpretq_s8_u8(v); }
+inline uint8x16_t u8(int8x16_t v) { return vreinterpretq_u8_s8(v); }
+inline I8x32 nib16(const std::uint8_t* qs) {
+  const uint8x16_t v = vld1q_u8(qs);
+  return {s8(vandq_u8(v, vdupq_n_u8(15))), s8(vshrq_n_u8(v, 4))};
+}
+inline I8x32 lo_nib(I8x32 v) { return {s8(vandq_u8(u8(v.a), vdupq_n_u8(15))), s8(vandq_u8(u8(v.b), vdupq_n_u8(15)))}; }
+inline I8x32 hi_nib(I8x32 v) { return {s8(vshrq_n_u8(u8(v.a), 4)), s8(vshrq_n_u8(u8(v.b), 4))}; }
+inline I8x32 bits32_x10(std::uint32_t bits) {
+  static const std::uint8_t kIdx[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                        2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+  static const std::uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+  const uint8x16_t t = vreinterpretq_u8_u32(vdupq_n_u32(bits));
+  const uint8x16_t bit = vld1q_u8(kBit), x10 = vdupq_n_u8(0x10);
+  const uint8x16_t a = vandq_u8(vtstq_u8(vqtbl1q_u8(t, vld1q_u8(kIdx)), bit), x10);
+  const uint8x16_t b = vandq_u8(vtstq_u8(vqtbl1q_u8(t, vld1q_u8(kIdx + 16)), bit), x10);
+  return {s8(a), s8(b)};
+}
+inline I8x32 bitplane_x10(I8x32 v, int j) {
+  const uint8x16_t m = vdupq_n_u8(static_cast<std::uint8_t>(1 << j)), x10 = vdupq_n_u8(0x10);
+  return {s8(vandq_u8(vtstq_u8(u8(v.a), m), x10)), s8(vandq_u8(vtstq_u8(u8(v.b), m), x10))};
+}
+template <int k>
+inline I8x32 q6_hi(I8x32 v) {
+  const uint8x16_t m = vdupq_n_u8(0x30);
+  auto f = [&](int8x16_t x) {
+    if constexpr (k == 0) return s8(vandq_u8(vshlq_n_u8(u8(x), 4), m));
+    else if constexpr (k == 1) return s8(vandq_u8(vshlq_n_u8(u8(x), 2), m));
+    else if constexpr (k == 2) return s8(vandq_u8(u8(x), m));
+    else return s8(vandq_u8(vshrq_n_u8(u8(x), 2), m));
+  };
+  return {f(v.a), f(v.b)};
+}
+inline Acc acc_zero() { return vdupq_n_f32(0.f); }
+// sdot is signed x signed: unsigned weights <= 127 are the same bytes.
+inline Acc fma_dot_s(Acc acc, I8x32 w, I8x32 x, float s) {
+  const int32x4_t d = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w.a, x.a), w.b, x.b);
+  return vfmaq_n_f32(acc, vcvtq_f32_s32(d), s);
+}
+inline Acc fma_dot_u(Acc acc, I8x32 u, I8x32 x, float s) { return fma_dot_s(acc, u, x, s); }
+inline Acc fma_dot2_s(Acc acc, I8x32 w, I8x32 x, float s0, float s1) {
+  acc = vfmaq_n_f32(acc, vcvtq_f32_s32(vdotq_s32(vdupq_n_s32(0), w.a, x.a)), s0);
+  return vfmaq_n_f32(acc, vcvtq_f32_s32(vdotq_s32(vdupq_n_s32(0), w.b, x.b)), s1);
+}
+inline float hsum(Acc a) { return vaddvq_f32(a); }
+struct I32 {
+  int32x4_t a, b;  // bytes 0-15, bytes 16-31
+};
+inline I32 i32_zero() { return {vdupq_n_s32(0), vdupq_n_s32(0)}; }
+inline I32 madd_scaled_s(I32 acc, I8x32 w, I8x32 x, int s0, int s1) {
+  return {vmlaq_n_s32(acc.a, vdotq_s32(vdupq_n_s32(0), w.a, x.a), s0),
+          vmlaq_n_s32(acc.b, vdotq_s32(vdupq_n_s32(0), w.b, x.b), s1)};
+}
+inline I32 madd_scaled_u(I32 acc, I8x32 u, I8x32 x, int s0, int s1) { return madd_scaled_s(acc, u, x, s0, s1); }
+inline Acc fma_i32(Acc acc, I32 v, float s) { return vfmaq_n_f32(acc, vcvtq_f32_s32(vaddq_s32(v.a, v.b)), s); }
+inline void store32(I8x32 q, float s0, float s1, float m, float* out) {
+  const float32x4_t vm = vdupq_n_f32(m);
+  auto half = [&](int8x16_t v, float sc, float* o) {
+    const int16x8_t a = vmovl_s8(vget_low_s8(v)), b = vmovl_s8(vget_high_s8(v));
+    vst1q_f32(o, vfmaq_n_f32(vm, vcvtq_f32_s32(vmovl_s16(vget_low_s16(a))), sc));
+    vst1q_f32(o + 4, vfmaq_n_f32(vm, vcvtq_f32_s32(vmovl_s16(vget_high_s16(a))), sc));
+    vst1q_f32(o + 8, vfmaq_n_f32(vm, vcvtq_f32_s32(vmovl_s16(vget_low_s16(b))), sc));
+    vst1q_f32(o + 12, vfmaq_n_f32(vm, vcvtq_f32_s32(vmovl_s16(vget_high_s16(b))), sc));
+  };
+  half(q.a, s0, out);
+  half(q.b, s1, out + 16);
+}
+
+#else
+#error "matvec_impl.h: no SIMD primitives for this target"
+#endif
+
+// ------------------------------------------------------------ row kernels
+// Each computes out[t] = dot(W row, x_t) for NT tokens, decoding every weight
+// group once. xq[t]: token t's ActQ8 blocks [cols/32].
+//
+// Two accumulator sets (A for even groups, B for odd) so consecutive groups
+// do not wait on one FMA chain: with one set, a single token is bound by the
+// FMA latency (about 4 cycles per 32 elements), not by loads or decoding.
+
+template <int NT>
+struct Accs {
+  Acc v[2][NT];
+  float c[2][NT];  // scalar corrections (offsets, mins)
+  Accs() {
+    for (int u = 0; u < 2; ++u)
+      for (int t = 0; t < NT; ++t) { v[u][t] = acc_zero(); c[u][t] = 0.f; }
+  }
+  void finish(float* out) const {
+    for (int t = 0; t < NT; ++t) out[t] = hsum(v[0][t] + v[1][t]) + (c[0][t] + c[1][t]);
+  }
+};
+
+template <int NT>
+void row_q8_0(const BlockQ8_0* w, std::size_t nb, const ActQ8* const* xq, float* out) {
+  Accs<NT> s;
+  auto step = [&](std::size_t i, int u) {
+    const float d = h2f(ld_u16(&w[i].d));
+    const I8x32 q = ld32(w[i].qs);
+    for (int t = 0; t < NT; ++t) s.v[u][t] = fma_dot_s(s.v[u][t], q, ld32(xq[t][i].qs), d * xq[t][i].d);
+  };
+  std::size_t i = 0;
+  for (; i + 2 <= nb; i += 2) { step(i, 0); step(i + 1, 1); }
+  if (i < nb) step(i, 0);
+  s.finish(out);
+}
+
+// Q4_0 / Q4_1 / Q5_0 / Q5_1: value = d*q + m, q unsigned (m = -8d / -16d for *_0).
+template <int NT, class Block, bool kFive, bool kHasMin>
+void row_q32(const Block* w, std::size_t nb, const ActQ8* const* xq, float* out) {
+  Accs<NT> s;
+  auto step = [&](std::size_t i, int u) {
+    const float d = h2f(ld_u16(&w[i].d));
+    float m;
+    if constexpr (kHasMin) m = h2f(ld_u16(&w[i].m));
+    else m = (kFive ? -16.f : -8.f) * d;
+    I8x32 q = nib16(w[i].qs);
+    if constexpr (kFive) {
+      std::uint32_t qh;
+      std::memcpy(&qh, w[i].qh, 4);  // little-endian targets only
+      q = or8(q, bits32_x10(qh));
+    }
+    for (int t = 0; t < NT; ++t) {
+      const ActQ8& a = xq[t][i];
+      s.v[u][t] = fma_dot_u(s.v[u][t], q, ld32(a.qs), d * a.d);
+      s.c[u][t] += m * a.s;
+    }
+  };
+  std::size_t i = 0;
+  for (; i + 2 <= nb; i += 2) { step(i, 0); step(i + 1, 1); }
+  if (i < nb) step(i, 0);
+  s.finish(out);
+}
+
+inline void unpack_k4_scales(const std::uint8_t* q, float d, float dmin, float* sc, float* mn) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = d * static_cast<float>(q[j] & 63);
+    mn[j] = dmin * static_cast<float>(q[j + 4] & 63);
+    sc[j + 4] = d * static_cast<float>((q[j + 8] & 15) | ((q[j] >> 6) << 4));
+    mn[j + 4] = dmin * static_cast<float>((q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4));
+  }
+}
+
+inline void unpack_k4_iscales(const std::uint8_t* q, int* sc, int* mn) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = q[j] & 63;
+    mn[j] = q[j + 4] & 63;
+    sc[j + 4] = (q[j + 8] & 15) | ((q[j] >> 6) << 4);
+    mn[j + 4] = (q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4);
+  }
+}
+
+// Q4_K / Q5_K against ActQ8K: sub-block j of 32 is value = d*sc_j*q - dmin*m_j.
+// The 6-bit scales multiply integer dots (one f32 FMA per 256 per token); the
+// mins meet the activation sums per 32.
+template <int NT, class Block, bool kFive>
+void row_k45(const Block* w, std::size_t nb, const ActQ8K* const* xq, float* out) {
+  Accs<NT> s;
+  for (std::size_t i = 0; i < nb; ++i) {
+    int sc[8], mn[8];
+    unpack_k4_iscales(w[i].scales, sc, mn);
+    const float d = h2f(ld_u16(&w[i].d)), dmin = h2f(ld_u16(&w[i].dmin));
+    I8x32 qh;
+    if constexpr (kFive) qh = ld32(w[i].qh);
+    I32 ai[NT];
+    for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
+    for (int c = 0; c < 4; ++c) {
+      const I8x32 v = ld32(w[i].qs + 32 * c);
+      I8x32 q0 = lo_nib(v), q1 = hi_nib(v);
+      if constexpr (kFive) {
+        q0 = or8(q0, bitplane_x10(qh, 2 * c));
+        q1 = or8(q1, bitplane_x10(qh, 2 * c + 1));
+      }
+      for (int t = 0; t < NT; ++t) {
+        const std::int8_t* xs = xq[t][i].qs + 64 * c;
+        ai[t] = madd_scaled_u(ai[t], q0, ld32(xs), sc[2 * c], sc[2 * c]);
+        ai[t] = madd_scaled_u(ai[t], q1, ld32(xs + 32), sc[2 * c + 1], sc[2 * c + 1]);
+      }
+    }
+    for (int t = 0; t < NT; ++t) {
+      const ActQ8K& a = xq[t][i];
+      int msum = 0;
+      for (int j = 0; j < 8; ++j) msum += mn[j] * a.sums[j];
+      s.v[i & 1][t] = fma_i32(s.v[i & 1][t], ai[t], d * a.d);
+      s.c[i & 1][t] -= dmin * a.d * static_cast<float>(msum);
+    }
+  }
+  s.finish(out);
+}
+
+// Q6_K against ActQ8K: group g (32 elements) of half h has scales sc[2g],
+// sc[2g+1] (16 elements each); weights q-32 signed.
+template <int NT>
+void row_q6_k(const BlockQ6_K* w, std::size_t nb, const ActQ8K* const* xq, float* out) {
+  Accs<NT> s;
+  const I8x32 k32 = splat8(32);
+  for (std::size_t i = 0; i < nb; ++i) {
+    const float d = h2f(ld_u16(&w[i].d));
+    I32 ai[NT];
+    for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
+    for (int h = 0; h < 2; ++h) {
+      const I8x32 l0 = ld32(w[i].ql + 64 * h), l1 = ld32(w[i].ql + 64 * h + 32);
+      const I8x32 hb = ld32(w[i].qh + 32 * h);
+      const std::int8_t* sc = w[i].scales + 8 * h;
+      I8x32 q[4];
+      q[0] = sub8(or8(lo_nib(l0), q6_hi<0>(hb)), k32);
+      q[1] = sub8(or8(lo_nib(l1), q6_hi<1>(hb)), k32);
+      q[2] = sub8(or8(hi_nib(l0), q6_hi<2>(hb)), k32);
+      q[3] = sub8(or8(hi_nib(l1), q6_hi<3>(hb)), k32);
+      for (int g = 0; g < 4; ++g)
+        for (int t = 0; t < NT; ++t)
+          ai[t] = madd_scaled_s(ai[t], q[g], ld32(xq[t][i].qs + 128 * h + 32 * g), sc[2 * g], sc[2 * g + 1]);
+    }
+    for (int t = 0; t < NT; ++t) s.v[i & 1][t] = fma_i32(s.v[i & 1][t], ai[t], d * xq[t][i].d);
+  }
+  s.finish(out);
+}
+
+// ------------------------------------------------------------ float weights
+template <class Arch>
+struct FloatLoads {
+  using V = xsimd::batch<float, Arch>;
+  static constexpr std::size_t W = V::size;
+  static V f32(const std::uint8_t* p) { return V::load_unaligned(reinterpret_cast<const float*>(p)); }
+  static V f16(const std::uint8_t* p) {
+#if defined(__AVX512F__)
+    if constexpr (W == 16) return V(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+#endif
+#if defined(__AVX2__)
+    if constexpr (W == 8) return V(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+#endif
+#if defined(__aarch64__)
+    if constexpr (W == 4) return V(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const std::uint16_t*>(p)))));
+#endif
+  }
+  static V bf16(const std::uint8_t* p) {
+#if defined(__AVX512F__)
+    if constexpr (W == 16)
+      return V(_mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16)));
+#endif
+#if defined(__AVX2__)
+    if constexpr (W == 8)
+      return V(_mm256_castsi256_ps(
+          _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16)));
+#endif
+#if defined(__aarch64__)
+    if constexpr (W == 4)
+      return V(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(reinterpret_cast<const std::uint16_t*>(p)), 16)));
+#endif
+  }
+};
+
+inline float scalar_f32(const std::uint8_t* p) { float v; std::memcpy(&v, p, 4); return v; }
+inline float scalar_f16(const std::uint8_t* p) { return h2f(ld_u16(p)); }
+inline float scalar_bf16(const std::uint8_t* p) {
+  const std::uint32_t b = static_cast<std::uint32_t>(ld_u16(p)) << 16;
+  float v;
+  std::memcpy(&v, &b, 4);
+  return v;
+}
+
+// kT: 0 f32, 1 f16, 2 bf16
+template <class Arch, int NT, int kT>
+void row_float(const std::uint8_t* w, std::size_t cols, const float* const* xf, float* out) {
+  using L = FloatLoads<Arch>;
+  using V = typename L::V;
+  constexpr std::size_t W = L::W;
+  constexpr std::size_t E = kT == 0 ? 4 : 2;  // bytes per element
+  // U weight vectors per step: one token gets 4 FMA chains (FMA latency, not
+  // loads, would bound it otherwise), several tokens 2 each.
+  constexpr int U = NT == 1 ? 4 : 2;
+  V acc[U][NT];
+  for (int u = 0; u < U; ++u)
+    for (int t = 0; t < NT; ++t) acc[u][t] = V(0.f);
+  auto load = [](const std::uint8_t* p) {
+    if constexpr (kT == 0) return L::f32(p);
+    else if constexpr (kT == 1) return L::f16(p);
+    else return L::bf16(p);
+  };
+  std::size_t c = 0;
+  for (; c + U * W <= cols; c += U * W) {
+    for (int u = 0; u < U; ++u) {
+      const V wv = load(w + (c + u * W) * E);
+      for (int t = 0; t < NT; ++t) acc[u][t] = xsimd::fma(wv, V::load_unaligned(xf[t] + c + u * W), acc[u][t]);
+    }
+  }
+  for (; c + W <= cols; c += W) {
+    const V w0 = load(w + c * E);
+    for (int t = 0; t < NT; ++t) acc[0][t] = xsimd::fma(w0, V::load_unaligned(xf[t] + c), acc[0][t]);
+  }
+  for (int t = 0; t < NT; ++t) {
+    V sum = acc[0][t];
+    for (int u = 1; u < U; ++u) sum += acc[u][t];
+    out[t] = xsimd::hadd(sum);
+  }
+  for (; c < cols; ++c) {
+    const float wv = kT == 0 ? scalar_f32(w + c * E) : kT == 1 ? scalar_f16(w + c * E) : scalar_bf16(w + c * E);
+    for (int t = 0; t < NT; ++t) out[t] += wv * xf[t][c];
+  }
+}
+
+// ------------------------------------------------------------ dequantize
+// The same decoders as the row kernels, written out as f32: out [32 * nb].
+template <class Block, bool kFive, bool kHasMin>
+void deq_q32(const Block* w, std::size_t nb, float* out) {
+  for (std::size_t i = 0; i < nb; ++i, out += 32) {
+    const float d = h2f(ld_u16(&w[i].d));
+    float m;
+    if constexpr (kHasMin) m = h2f(ld_u16(&w[i].m));
+    else m = (kFive ? -16.f : -8.f) * d;
+    I8x32 q = nib16(w[i].qs);
+    if constexpr (kFive) {
+      std::uint32_t qh;
+      std::memcpy(&qh, w[i].qh, 4);
+      q = or8(q, bits32_x10(qh));
+    }
+    store32(q, d, d, m, out);
+  }
+}
+inline void deq_q8_0_simd(const BlockQ8_0* w, std::size_t nb, float* out) {
+  for (std::size_t i = 0; i < nb; ++i, out += 32) {
+    const float d = h2f(ld_u16(&w[i].d));
+    store32(ld32(w[i].qs), d, d, 0.f, out);
+  }
+}
+template <class Block, bool kFive>
+void deq_k45(const Block* w, std::size_t nb, float* out) {
+  for (std::size_t i = 0; i < nb; ++i, out += 256) {
+    float sc[8], mn[8];
+    unpack_k4_scales(w[i].scales, h2f(ld_u16(&w[i].d)), h2f(ld_u16(&w[i].dmin)), sc, mn);
+    I8x32 qh;
+    if constexpr (kFive) qh = ld32(w[i].qh);
+    for (int c = 0; c < 4; ++c) {
+      const I8x32 v = ld32(w[i].qs + 32 * c);
+      I8x32 q0 = lo_nib(v), q1 = hi_nib(v);
+      if constexpr (kFive) {
+        q0 = or8(q0, bitplane_x10(qh, 2 * c));
+        q1 = or8(q1, bitplane_x10(qh, 2 * c + 1));
+      }
+      store32(q0, sc[2 * c], sc[2 * c], -mn[2 * c], out + 64 * c);
+      store32(q1, sc[2 * c + 1], sc[2 * c + 1], -mn[2 * c + 1], out + 64 * c + 32);
+    }
+  }
+}
+inline void deq_q6_k_simd(const BlockQ6_K* w, std::size_t nb, float* out) {
+  const I8x32 k32 = splat8(32);
+  for (std::size_t i = 0; i < nb; ++i) {
+    const float d = h2f(ld_u16(&w[i].d));
+    for (int h = 0; h < 2; ++h, out += 128) {
+      const I8x32 l0 = ld32(w[i].ql + 64 * h), l1 = ld32(w[i].ql + 64 * h + 32);
+      const I8x32 hb = ld32(w[i].qh + 32 * h);
+      const std::int8_t* sc = w[i].scales + 8 * h;
+      store32(sub8(or8(lo_nib(l0), q6_hi<0>(hb)), k32), d * sc[0], d * sc[1], 0.f, out);
+      store32(sub8(or8(lo_nib(l1), q6_hi<1>(hb)), k32), d * sc[2], d * sc[3], 0.f, out + 32);
+      store32(sub8(or8(hi_nib(l0), q6_hi<2>(hb)), k32), d * sc[4], d * sc[5], 0.f, out + 64);
+      store32(sub8(or8(hi_nib(l1), q6_hi<3>(hb)), k32), d * sc[6], d * sc[7], 0.f, out + 96);
+    }
+  }
+}
+
+// f32 [n] -> bf16 bits [n], round to nearest even (NaN payloads not kept).
+// Intrinsics, not xsimd integer batches: on NEON those take the addresses of
+// xsimd's inline vreinterpret wrappers, which then become weak symbols here.
+inline void f32_to_bf16_simd(const float* src, std::uint16_t* dst, std::size_t n) {
+  std::size_t i = 0;
+#if defined(__AVX2__)
+  const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+  for (; i + 8 <= n; i += 8) {
+    const __m256i x = _mm256_castps_si256(_mm256_loadu_ps(src + i));
+    const __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(x, bias), _mm256_and_si256(_mm256_srli_epi32(x, 16), one)), 16);
+    // pack within 128-bit lanes, then gather the two low quarters
+    const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_castsi256_si128(p));
+  }
+#elif defined(__aarch64__)
+  const uint32x4_t bias = vdupq_n_u32(0x7fff), one = vdupq_n_u32(1);
+  for (; i + 4 <= n; i += 4) {
+    const uint32x4_t x = vreinterpretq_u32_f32(vld1q_f32(src + i));
+    const uint32x4_t r = vshrq_n_u32(vaddq_u32(vaddq_u32(x, bias), vandq_u32(vshrq_n_u32(x, 16), one)), 16);
+    vst1_u16(dst + i, vmovn_u32(r));
+  }
+#endif
+  for (; i < n; ++i) {
+    std::uint32_t x;
+    std::memcpy(&x, src + i, 4);
+    dst[i] = static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+  }
+}
+
+inline bool is_float_type(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
+
+}  // namespace
+
+// ------------------------------------------------------------ Arch-templated
+// x [cols] -> xq [cols/32]
+template <class Arch>
+void matvec_quantize_act(const float* x, std::size_t cols, ActQ8* xq) {
+  using V = xsimd::batch<float, Arch>;
+  using VI = xsimd::batch<std::int32_t, Arch>;
+  constexpr std::size_t W = V::size;  // 4, 8 or 16: divides 32
+  for (std::size_t b = 0; b < cols / 32; ++b) {
+    const float* p = x + 32 * b;
+    V m(0.f);
+    for (std::size_t k = 0; k < 32; k += W) m = xsimd::max(m, xsimd::abs(V::load_unaligned(p + k)));
+    alignas(64) float lanes[W];
+    m.store_aligned(lanes);
+    float amax = 0.f;
+    for (std::size_t k = 0; k < W; ++k) amax = mv_fmax(amax, lanes[k]);
+    const float d = amax / 127.f;
+    const V id(d != 0.f ? 127.f / amax : 0.f);
+    alignas(64) std::int32_t qi[32];
+    for (std::size_t k = 0; k < 32; k += W) {
+      const VI q = xsimd::nearbyint_as_int(V::load_unaligned(p + k) * id);
+      q.store_aligned(qi + k);
+    }
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      xq[b].qs[j] = static_cast<std::int8_t>(qi[j]);
+      sum += qi[j];
+    }
+    xq[b].d = d;
+    xq[b].s = d * static_cast<float>(sum);
+  }
+}
+
+// x [cols] -> xq [cols/256] (one scale per 256, sums per 32)
+template <class Arch>
+void matvec_quantize_act_k(const float* x, std::size_t cols, ActQ8K* xq) {
+  using V = xsimd::batch<float, Arch>;
+  constexpr std::size_t W = V::size;
+  for (std::size_t b = 0; b < cols / 256; ++b) {
+    const float* p = x + 256 * b;
+    V m(0.f);
+    for (std::size_t k = 0; k < 256; k += W) m = xsimd::max(m, xsimd::abs(V::load_unaligned(p + k)));
+    alignas(64) float lanes[W];
+    m.store_aligned(lanes);
+    float amax = 0.f;
+    for (std::size_t k = 0; k < W; ++k) amax = mv_fmax(amax, lanes[k]);
+    const V id(amax != 0.f ? 127.f / amax : 0.f);
+    alignas(64) std::int32_t qi[32];
+    for (int g = 0; g < 8; ++g) {
+      for (std::size_t k = 0; k < 32; k += W)
+        xsimd::nearbyint_as_int(V::load_unaligned(p + 32 * g + k) * id).store_aligned(qi + k);
+      int sum = 0;
+      for (int j = 0; j < 32; ++j) {
+        xq[b].qs[32 * g + j] = static_cast<std::int8_t>(qi[j]);
+        sum += qi[j];
+      }
+      xq[b].sums[g] = sum;
+    }
+    xq[b].d = amax / 127.f;
+  }
+}
+
+// n elements of `type` at src -> dst [n] as f32
+template <class Arch>
+void dequantize_body(GgmlType type, const void* src, float* dst, std::size_t n) {
+  matvec_check_args(type, n);
+  const auto* p = static_cast<const std::uint8_t*>(src);
+  using L = FloatLoads<Arch>;
+  constexpr std::size_t W = L::W;
+  switch (type) {
+    case GgmlType::F32: std::memcpy(dst, src, n * 4); return;
+    case GgmlType::F16:
+    case GgmlType::BF16: {
+      const bool h = type == GgmlType::F16;
+      std::size_t i = 0;
+      for (; i + W <= n; i += W) (h ? L::f16(p + 2 * i) : L::bf16(p + 2 * i)).store_unaligned(dst + i);
+      for (; i < n; ++i) dst[i] = h ? scalar_f16(p + 2 * i) : scalar_bf16(p + 2 * i);
+      return;
+    }
+    case GgmlType::Q8_0: return deq_q8_0_simd(reinterpret_cast<const BlockQ8_0*>(p), n / 32, dst);
+    case GgmlType::Q4_0: return deq_q32<BlockQ4_0, false, false>(reinterpret_cast<const BlockQ4_0*>(p), n / 32, dst);
+    case GgmlType::Q4_1: return deq_q32<BlockQ4_1, false, true>(reinterpret_cast<const BlockQ4_1*>(p), n / 32, dst);
+    case GgmlType::Q5_0: return deq_q32<BlockQ5_0, true, false>(reinterpret_cast<const BlockQ5_0*>(p), n / 32, dst);
+    case GgmlType::Q5_1: return deq_q32<BlockQ5_1, true, true>(reinterpret_cast<const BlockQ5_1*>(p), n / 32, dst);
+    case GgmlType::Q4_K: return deq_k45<BlockQ4_K, false>(reinterpret_cast<const BlockQ4_K*>(p), n / 256, dst);
+    case GgmlType::Q5_K: return deq_k45<BlockQ5_K, true>(reinterpret_cast<const BlockQ5_K*>(p), n / 256, dst);
+    case GgmlType::Q6_K: return deq_q6_k_simd(reinterpret_cast<const BlockQ6_K*>(p), n / 256, dst);
+  }
+}
+
+// n elements of `type` -> bf16 [n], through an f32 chunk on the stack.
+template <class Arch>
+void dequantize_bf16_body(GgmlType type, const void* src, std::uint16_t* dst, std::size_t n) {
+  matvec_check_args(type, n);
+  const std::size_t blk = type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16 ? 1
+                          : (type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K) ? 256 : 32;
+  const std::size_t bytes_per_blk = ggml_row_bytes(type, blk);
+  if (type == GgmlType::BF16) { std::memcpy(dst, src, 2 * n); return; }
+  constexpr std::size_t kChunk = 1024;  // elements per pass (a multiple of every block size)
+  alignas(64) float buf[kChunk];
+  const auto* p = static_cast<const std::uint8_t*>(src);
+  for (std::size_t i = 0; i < n; i += kChunk) {
+    const std::size_t m = mv_min(kChunk, n - i);
+    dequantize_body<Arch>(type, p + i / blk * bytes_per_blk, buf, m);
+    f32_to_bf16_simd(buf, dst + i, m);
+  }
+}
+
+// out[t] = W row . x_t for NT tokens
+template <class Arch, int NT>
+void matvec_row(GgmlType type, const std::uint8_t* w, std::size_t cols, const float* const* xf,
+                const void* const* xv, float* out) {
+  const auto* xq = reinterpret_cast<const ActQ8* const*>(xv);
+  const auto* xk = reinterpret_cast<const ActQ8K* const*>(xv);
+  switch (type) {
+    case GgmlType::F32: return row_float<Arch, NT, 0>(w, cols, xf, out);
+    case GgmlType::F16: return row_float<Arch, NT, 1>(w, cols, xf, out);
+    case GgmlType::BF16: return row_float<Arch, NT, 2>(w, cols, xf, out);
+    case GgmlType::Q8_0: return row_q8_0<NT>(reinterpret_cast<const BlockQ8_0*>(w), cols / 32, xq, out);
+    case GgmlType::Q4_0:
+      return row_q32<NT, BlockQ4_0, false, false>(reinterpret_cast<const BlockQ4_0*>(w), cols / 32, xq, out);
+    case GgmlType::Q4_1:
+      return row_q32<NT, BlockQ4_1, false, true>(reinterpret_cast<const BlockQ4_1*>(w), cols / 32, xq, out);
+    case GgmlType::Q5_0:
+      return row_q32<NT, BlockQ5_0, true, false>(reinterpret_cast<const BlockQ5_0*>(w), cols / 32, xq, out);
+    case GgmlType::Q5_1:
+      return row_q32<NT, BlockQ5_1, true, true>(reinterpret_cast<const BlockQ5_1*>(w), cols / 32, xq, out);
+    case GgmlType::Q4_K:
+      return row_k45<NT, BlockQ4_K, false>(reinterpret_cast<const BlockQ4_K*>(w), cols / 256, xk, out);
+    case GgmlType::Q5_K:
+      return row_k45<NT, BlockQ5_K, true>(reinterpret_cast<const BlockQ5_K*>(w), cols / 256, xk, out);
+    case GgmlType::Q6_K: return row_q6_k<NT>(reinterpret_cast<const BlockQ6_K*>(w), cols / 256, xk, out);
+  }
+}
+
+template <class Arch>
+void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
+                 std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch, int threads) {
+  matvec_check_args(type, cols);
+  if (rows == 0 || n_tokens == 0) return;
+  const std::size_t rb = ggml_row_bytes(type, cols);
+  const auto* wb = static_cast<const std::uint8_t*>(w);
+  const bool quant = !is_float_type(type);
+  const bool kq = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+  // scratch: [n_tokens][cols/32] ActQ8, or [n_tokens][cols/256] ActQ8K for the K-quants
+  auto* xb = static_cast<std::uint8_t*>(scratch);
+  const std::size_t act_bytes = kq ? cols / 256 * sizeof(ActQ8K) : cols / 32 * sizeof(ActQ8);  // per token
+  const int nth = threads > 1 ? threads : 1;
+  if (quant) {
+#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1 && n_tokens > 1)
+    for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(n_tokens); ++t) {
+      const float* xt = x + static_cast<std::size_t>(t) * ldx;
+      void* dst = xb + static_cast<std::size_t>(t) * act_bytes;
+      if (kq) matvec_quantize_act_k<Arch>(xt, cols, static_cast<ActQ8K*>(dst));
+      else matvec_quantize_act<Arch>(xt, cols, static_cast<ActQ8*>(dst));
+    }
+  }
+  // Tiles of rows per thread; within a tile, groups of 4 tokens share every
+  // decoded weight group. Columns go in chunks so the 4 tokens' activations
+  // stay in L1 while the tile's weights stream from L2 (f32 activations:
+  // 4 x 1024 x 4 bytes; int8: 4 x 4096 x ~1.2 bytes).
+  constexpr std::size_t kRowTile = 16;
+  const std::size_t chunk = mv_min(cols, quant ? 4096 : 1024);  // a multiple of 256
+  // Weight bytes per block, so the parallel region calls nothing that throws.
+  const std::size_t blk_elems = ggml_block_elems(type), blk_bytes = ggml_row_bytes(type, blk_elems);
+  const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + kRowTile - 1) / kRowTile);
+#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
+  for (std::ptrdiff_t tile = 0; tile < tiles; ++tile) {
+    const std::size_t r0 = static_cast<std::size_t>(tile) * kRowTile, r1 = mv_min(rows, r0 + kRowTile);
+    for (std::size_t t0 = 0; t0 < n_tokens; t0 += 4) {
+      const std::size_t n = mv_min(4, n_tokens - t0);
+      float sum[kRowTile][4] = {};  // [rows of the tile][tokens of the group]
+      for (std::size_t c0 = 0; c0 < cols; c0 += chunk) {
+        const std::size_t cl = mv_min(chunk, cols - c0);
+        const std::size_t w_off = c0 / blk_elems * blk_bytes;
+        const std::size_t a_off = kq ? c0 / 256 * sizeof(ActQ8K) : c0 / 32 * sizeof(ActQ8);
+        const float* xf[4];
+        const void* xa[4];
+        for (std::size_t k = 0; k < n; ++k) {
+          xf[k] = x + (t0 + k) * ldx + c0;
+          xa[k] = quant ? xb + (t0 + k) * act_bytes + a_off : nullptr;
+        }
+        for (std::size_t r = r0; r < r1; ++r) {
+          float out[4];
+          const std::uint8_t* wr = wb + r * rb + w_off;
+          switch (n) {
+            case 1: matvec_row<Arch, 1>(type, wr, cl, xf, xa, out); break;
+            case 2: matvec_row<Arch, 2>(type, wr, cl, xf, xa, out); break;
+            case 3: matvec_row<Arch, 3>(type, wr, cl, xf, xa, out); break;
+            default: matvec_row<Arch, 4>(type, wr, cl, xf, xa, out); break;
+          }
+          for (std::size_t k = 0; k < n; ++k) sum[r - r0][k] += out[k];
+        }
+      }
+      for (std::size_t r = r0; r < r1; ++r)
+        for (std::size_t k = 0; k < n; ++k) y[(t0 + k) * ldy + r] = sum[r - r0][k];
+    }
+  }
+}
+
+template <class Arch>
+void matvec_body(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x, float* y,
+                 void* scratch, int threads) {
+  matmul_body<Arch>(type, w, rows, cols, x, cols, 1, y, rows, scratch, threads);
+}
+
+}  // namespace latte::kernels

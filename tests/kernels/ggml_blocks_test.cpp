@@ -1,0 +1,252 @@
+// Dequantize references on hand-built blocks (expected values derived by hand
+// from the bit layouts in mla-spec.md section 3), and quantize -> dequantize
+// round trips with stated error bounds.
+#include "quant/ggml_blocks.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "quant/fp16.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace latte {
+namespace {
+
+template <class Block>
+std::vector<float> deq(GgmlType t, const Block& b, std::size_t n) {
+  std::vector<float> y(n, 1e30f);
+  dequantize_row_ref(t, &b, y.data(), n);
+  return y;
+}
+
+TEST(GgmlBlocks, Q4_0HandBuilt) {
+  BlockQ4_0 b{};
+  b.d = 0x3800;  // 0.5
+  std::memset(b.qs, 0x88, 16);  // every q = 8 -> 0
+  b.qs[0] = 0x1F;  // y[0] = (15-8)*0.5, y[16] = (1-8)*0.5
+  b.qs[1] = 0x80;  // y[1] = (0-8)*0.5, y[17] = 0
+  auto y = deq(GgmlType::Q4_0, b, 32);
+  EXPECT_EQ(y[0], 3.5f);
+  EXPECT_EQ(y[16], -3.5f);
+  EXPECT_EQ(y[1], -4.f);
+  EXPECT_EQ(y[17], 0.f);
+  EXPECT_EQ(y[31], 0.f);
+}
+
+TEST(GgmlBlocks, Q4_1HandBuilt) {
+  BlockQ4_1 b{};
+  b.d = 0x3400;  // 0.25
+  b.m = 0xBC00;  // -1
+  b.qs[0] = 0x3A;  // y[0] = 10*0.25-1, y[16] = 3*0.25-1
+  auto y = deq(GgmlType::Q4_1, b, 32);
+  EXPECT_EQ(y[0], 1.5f);
+  EXPECT_EQ(y[16], -0.25f);
+  EXPECT_EQ(y[5], -1.f);
+}
+
+TEST(GgmlBlocks, Q5_0HandBuilt) {
+  BlockQ5_0 b{};
+  b.d = 0x3C00;  // 1
+  const std::uint8_t qh[4] = {0x02, 0x00, 0x01, 0x00};  // u32 LE 0x00010002: bits 1 and 16
+  std::memcpy(b.qh, qh, 4);
+  b.qs[1] = 0x2F;
+  auto y = deq(GgmlType::Q5_0, b, 32);
+  EXPECT_EQ(y[1], 15.f);    // (15 | 16) - 16
+  EXPECT_EQ(y[17], -14.f);  // (2 | 0) - 16: bit 17 clear
+  EXPECT_EQ(y[16], 0.f);    // (0 | 16) - 16: bit 16 set
+  EXPECT_EQ(y[0], -16.f);   // 0 - 16
+}
+
+TEST(GgmlBlocks, Q5_1HandBuilt) {
+  BlockQ5_1 b{};
+  b.d = 0x3800;  // 0.5
+  b.m = 0x4000;  // 2
+  const std::uint8_t qh[4] = {0, 0, 0, 0x80};  // bit 31: element 31
+  std::memcpy(b.qh, qh, 4);
+  b.qs[15] = 0x7F;
+  auto y = deq(GgmlType::Q5_1, b, 32);
+  EXPECT_EQ(y[15], 9.5f);   // 15*0.5 + 2
+  EXPECT_EQ(y[31], 13.5f);  // (7|16)*0.5 + 2
+  EXPECT_EQ(y[0], 2.f);
+}
+
+TEST(GgmlBlocks, Q8_0HandBuilt) {
+  BlockQ8_0 b{};
+  b.d = 0x3000;  // 0.125
+  b.qs[0] = -128;
+  b.qs[31] = 127;
+  b.qs[5] = -3;
+  auto y = deq(GgmlType::Q8_0, b, 32);
+  EXPECT_EQ(y[0], -16.f);
+  EXPECT_EQ(y[31], 15.875f);
+  EXPECT_EQ(y[5], -0.375f);
+  EXPECT_EQ(y[6], 0.f);
+}
+
+// Scales for Q4_K/Q5_K: sub-block 0: sc 2, m 3; sub-block 5: sc 37 (0b100101),
+// m 20 (0b010100): low 4 bits in byte 9 (5 | 4<<4), sc's top 2 bits (2) in
+// byte 1 bits 6-7, m's top 2 bits (1) in byte 5 bits 6-7; all others 0.
+constexpr std::uint8_t kK4Scales[12] = {2, 0x80, 0, 0, 3, 0x40, 0, 0, 0, 0x45, 0, 0};
+
+TEST(GgmlBlocks, ScaleMinK4) {
+  std::uint8_t sc, m;
+  get_scale_min_k4(0, kK4Scales, &sc, &m);
+  EXPECT_EQ(sc, 2);
+  EXPECT_EQ(m, 3);
+  get_scale_min_k4(5, kK4Scales, &sc, &m);
+  EXPECT_EQ(sc, 37);
+  EXPECT_EQ(m, 20);
+  for (int j : {1, 2, 3, 4, 6, 7}) {
+    get_scale_min_k4(j, kK4Scales, &sc, &m);
+    EXPECT_EQ(sc, 0) << j;
+    EXPECT_EQ(m, 0) << j;
+  }
+  const std::uint8_t scs[8] = {2, 0, 0, 0, 0, 37, 0, 0}, ms[8] = {3, 0, 0, 0, 0, 20, 0, 0};
+  std::uint8_t packed[12];
+  pack_scale_min_k4(scs, ms, packed);
+  EXPECT_EQ(0, std::memcmp(packed, kK4Scales, 12));
+}
+
+TEST(GgmlBlocks, Q4_KHandBuilt) {
+  BlockQ4_K b{};
+  b.d = 0x3C00;     // 1
+  b.dmin = 0x3800;  // 0.5
+  std::memcpy(b.scales, kK4Scales, 12);
+  b.qs[7] = 0x09;   // chunk 0 low nibble: element 7 of sub-block 0
+  b.qs[67] = 0xA0;  // chunk 2 high nibble: element 3 of sub-block 5 (= 163)
+  auto y = deq(GgmlType::Q4_K, b, 256);
+  EXPECT_EQ(y[7], 16.5f);    // 1*2*9 - 0.5*3
+  EXPECT_EQ(y[1], -1.5f);    // 1*2*0 - 0.5*3
+  EXPECT_EQ(y[163], 360.f);  // 1*37*10 - 0.5*20
+  EXPECT_EQ(y[131], 0.f);    // sub-block 4: sc 0, m 0
+  EXPECT_EQ(y[32], 0.f);
+}
+
+TEST(GgmlBlocks, Q5_KHandBuilt) {
+  BlockQ5_K b{};
+  b.d = 0x3C00;
+  b.dmin = 0x3800;
+  std::memcpy(b.scales, kK4Scales, 12);
+  b.qs[7] = 0x09;
+  b.qs[67] = 0xA0;
+  b.qh[7] = 0x01;  // bit 0 (sub-block 0) of element 7
+  b.qh[3] = 0x20;  // bit 5 (sub-block 5) of element 3 -> 163
+  auto y = deq(GgmlType::Q5_K, b, 256);
+  EXPECT_EQ(y[7], 48.5f);    // 2*(9|16) - 1.5
+  EXPECT_EQ(y[3], -1.5f);    // bit 0 of qh[3] is clear
+  EXPECT_EQ(y[163], 952.f);  // 37*(10|16) - 10
+  EXPECT_EQ(y[131], 0.f);    // sub-block 4 (bit 4 of qh[3] clear, sc 0)
+}
+
+TEST(GgmlBlocks, Q6_KHandBuilt) {
+  BlockQ6_K b{};
+  b.d = 0x3800;  // 0.5
+  b.scales[0] = 2;
+  b.scales[1] = -3;
+  b.scales[2] = 1;
+  b.scales[4] = 1;
+  b.scales[6] = -1;
+  b.scales[10] = 4;
+  b.ql[0] = 0x5F;   // y[0] low 4 = 15, y[64] low 4 = 5
+  b.qh[0] = 0xE4;   // 2-bit fields 0,1,2,3 for y[0], y[32], y[64], y[96]
+  b.ql[96] = 0x07;  // half 1: y[128+32] low 4 = 7
+  b.qh[32] = 0x0C;  // half 1: y[160] high 2 bits = 3
+  auto y = deq(GgmlType::Q6_K, b, 256);
+  EXPECT_EQ(y[0], -17.f);  // 0.5*2*((15|0)-32)
+  EXPECT_EQ(y[1], -32.f);  // 0.5*2*(0-32)
+  EXPECT_EQ(y[16], 48.f);  // 0.5*-3*(0-32)
+  EXPECT_EQ(y[17], 48.f);
+  EXPECT_EQ(y[32], -8.f);  // 0.5*1*((0|16)-32)
+  EXPECT_EQ(y[33], -16.f); // 0.5*1*(0-32)
+  EXPECT_EQ(y[64], 2.5f);  // 0.5*1*((5|32)-32)
+  EXPECT_EQ(y[65], -16.f);
+  EXPECT_EQ(y[96], -8.f);  // 0.5*-1*((0|48)-32)
+  EXPECT_EQ(y[128], 0.f);  // scales[8] = 0
+  EXPECT_EQ(y[160], 46.f); // 0.5*4*((7|48)-32)
+  EXPECT_EQ(y[161], -64.f);// 0.5*4*(0-32)
+}
+
+TEST(GgmlBlocks, FloatTypesHandBuilt) {
+  const std::uint16_t h[4] = {0x3C00, 0xC000, 0x7BFF, 0x0001};
+  std::vector<float> y(4);
+  dequantize_row_ref(GgmlType::F16, h, y.data(), 4);
+  EXPECT_EQ(y[0], 1.f);
+  EXPECT_EQ(y[1], -2.f);
+  EXPECT_EQ(y[2], 65504.f);
+  EXPECT_EQ(y[3], 5.9604644775390625e-8f);  // 2^-24, the smallest subnormal
+  const std::uint16_t bf[3] = {0x3F80, 0xC0A0, 0x4049};
+  dequantize_row_ref(GgmlType::BF16, bf, y.data(), 3);
+  EXPECT_EQ(y[0], 1.f);
+  EXPECT_EQ(y[1], -5.f);
+  EXPECT_EQ(y[2], 3.140625f);
+  const float f[2] = {1.25f, -7.f};
+  dequantize_row_ref(GgmlType::F32, f, y.data(), 2);
+  EXPECT_EQ(y[0], 1.25f);
+  EXPECT_EQ(y[1], -7.f);
+}
+
+TEST(GgmlBlocks, RowBytesAndValidation) {
+  EXPECT_EQ(ggml_row_bytes(GgmlType::Q4_0, 64), 36u);
+  EXPECT_EQ(ggml_row_bytes(GgmlType::Q6_K, 512), 420u);
+  EXPECT_EQ(ggml_row_bytes(GgmlType::BF16, 3), 6u);
+  EXPECT_THROW(ggml_row_bytes(GgmlType::Q4_K, 1408), std::invalid_argument);
+  EXPECT_THROW(ggml_row_bytes(static_cast<GgmlType>(99), 32), std::invalid_argument);
+  float y[32];
+  BlockQ8_0 b{};
+  EXPECT_THROW(dequantize_row_ref(GgmlType::Q8_0, &b, y, 16), std::invalid_argument);
+}
+
+struct RoundTrip {
+  GgmlType type;
+  double nmse;     // bound on sum err^2 / sum x^2 for x uniform in [-1, 1]
+  double max_err;  // bound on max |err|
+};
+
+// Bounds: half a quantization step for x in [-1, 1] (step 2/levels), plus
+// the K-quants' 6-bit scales and mins (up to a step more). Q4_0/Q5_0 put the
+// signed extreme at -2^(b-1), so the opposite extreme may clip by a full step.
+TEST(GgmlBlocks, QuantizeRoundTrip) {
+  const RoundTrip cases[] = {
+      {GgmlType::F32, 0, 0},           {GgmlType::F16, 1e-7, 5e-4},     {GgmlType::BF16, 2e-5, 4e-3},
+      {GgmlType::Q8_0, 3e-5, 0.0045},  {GgmlType::Q4_0, 8e-3, 0.126},  {GgmlType::Q4_1, 8e-3, 0.07},
+      {GgmlType::Q5_0, 2e-3, 0.063},   {GgmlType::Q5_1, 2e-3, 0.035},   {GgmlType::Q4_K, 1.2e-2, 0.14},
+      {GgmlType::Q5_K, 3e-3, 0.07},    {GgmlType::Q6_K, 6e-4, 0.04},
+  };
+  const std::size_t n = 4096;
+  auto x = test::random_vector(n, 7);
+  for (const auto& c : cases) {
+    std::vector<std::uint8_t> q(ggml_row_bytes(c.type, n));
+    std::vector<float> y(n);
+    quantize_row_ref(c.type, x.data(), q.data(), n);
+    dequantize_row_ref(c.type, q.data(), y.data(), n);
+    double max_err = 0;
+    for (std::size_t i = 0; i < n; ++i) max_err = std::max(max_err, std::fabs(double(y[i]) - x[i]));
+    const double e = test::nmse(y.data(), x.data(), n);
+    EXPECT_LE(e, c.nmse) << ggml_type_name(c.type);
+    EXPECT_LE(max_err, c.max_err) << ggml_type_name(c.type);
+    RecordProperty(ggml_type_name(c.type), std::to_string(e));
+  }
+}
+
+// Zero blocks and blocks with one large outlier must not produce NaN/inf.
+TEST(GgmlBlocks, QuantizeDegenerate) {
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    std::vector<float> x(256, 0.f), y(256);
+    std::vector<std::uint8_t> q(ggml_row_bytes(t, 256));
+    quantize_row_ref(t, x.data(), q.data(), 256);
+    dequantize_row_ref(t, q.data(), y.data(), 256);
+    for (float v : y) ASSERT_EQ(v, 0.f) << ggml_type_name(t);
+    x[100] = -3.f;
+    quantize_row_ref(t, x.data(), q.data(), 256);
+    dequantize_row_ref(t, q.data(), y.data(), 256);
+    for (float v : y) ASSERT_TRUE(std::isfinite(v)) << ggml_type_name(t);
+    EXPECT_NEAR(y[100], -3.f, 0.1f) << ggml_type_name(t);
+  }
+}
+
+}  // namespace
+}  // namespace latte
