@@ -1,0 +1,149 @@
+#include "runtime/model/model_params.h"
+
+#include <cmath>
+#include <string>
+
+#include "runtime/error.h"
+#include "runtime/gguf/gguf_file.h"
+
+namespace latte {
+
+const char* model_arch_name(ModelArch a) {
+  switch (a) {
+    case ModelArch::deepseek2: return "deepseek2";
+    case ModelArch::minicpm3: return "minicpm3";
+    case ModelArch::plm: return "plm";
+  }
+  return "?";
+}
+
+namespace {
+
+[[noreturn]] void bad(const std::string& msg) { throw Error(Status::bad_file, msg); }
+
+int as_dim(std::uint64_t v, const std::string& key, std::uint64_t max = 1u << 20) {
+  if (v > max) bad("metadata " + key + " = " + std::to_string(v) + " is out of range");
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+ModelParams ModelParams::from_gguf(const GgufFile& f) {
+  ModelParams p;
+  const std::string arch(f.require_string("general.architecture"));
+  if (arch == "deepseek2") p.arch = ModelArch::deepseek2;
+  else if (arch == "minicpm3") p.arch = ModelArch::minicpm3;
+  else if (arch == "plm") p.arch = ModelArch::plm;
+  else
+    throw Error(Status::unsupported, "unknown architecture '" + arch +
+                                         "' (general.architecture): Latte runs deepseek2, minicpm3, plm");
+  p.name = std::string(f.get_string("general.name", ""));
+  const std::string k = arch + ".";
+  auto req = [&](const char* key, std::uint64_t max = 1u << 20) {
+    return as_dim(f.require_u64(k + key), k + key, max);
+  };
+  auto opt = [&](const char* key, std::uint64_t def, std::uint64_t max = 1u << 20) {
+    return as_dim(f.get_u64(k + key, def), k + key, max);
+  };
+
+  MlaConfig& m = p.mla;
+  p.n_layers = req("block_count", 4096);
+  p.context_length = static_cast<std::int64_t>(f.get_u64(k + "context_length", 0));
+  m.d_model = req("embedding_length");
+  m.n_heads = req("attention.head_count", 4096);
+  const int n_head_kv = opt("attention.head_count_kv", m.n_heads, 4096);
+  m.q_lora_rank = opt("attention.q_lora_rank", 0);
+  m.kv_lora_rank = req("attention.kv_lora_rank");
+  m.d_rope = req("rope.dimension_count", 4096);
+  m.rms_eps = f.require_f32(k + "attention.layer_norm_rms_epsilon");
+  const int key_length = req("attention.key_length");
+  const int value_length = req("attention.value_length");
+  const int key_mla = opt("attention.key_length_mla", 0);
+  const int value_mla = opt("attention.value_length_mla", 0);
+  if (key_mla > 0 && value_mla > 0) {
+    // New layout: key/value_length describe the cache row (d_c + d_R, d_c).
+    p.kv_layout = KvLayout::split;
+    if (n_head_kv != 1) bad(k + "attention.head_count_kv must be 1 in the split (MLA) layout");
+    if (key_length != m.kv_lora_rank + m.d_rope || value_length != m.kv_lora_rank)
+      bad(k + "attention.key_length/value_length do not match kv_lora_rank + rope dimension");
+    m.d_nope = key_mla - m.d_rope;
+    m.d_v = value_mla;
+  } else {
+    p.kv_layout = KvLayout::legacy;
+    m.d_nope = key_length - m.d_rope;
+    m.d_v = value_length;
+  }
+  if (m.d_nope <= 0) bad(k + "attention.key_length is not larger than rope.dimension_count");
+
+  RopeParams& r = m.rope;
+  r.dim = m.d_rope;
+  r.style = p.arch == ModelArch::minicpm3 ? RopeStyle::half_split : RopeStyle::consecutive_pairs;
+  r.freq_base = f.get_f32(k + "rope.freq_base", 10000.f);
+  r.attn_factor = f.get_f32(k + "rope.scaling.attn_factor", 1.f);
+  p.rope_orig_ctx = static_cast<std::int64_t>(f.get_u64(k + "rope.scaling.original_context_length", 0));
+  const std::string scaling(f.get_string(k + "rope.scaling.type", "none"));
+  if (scaling == "yarn") {
+    r.yarn = true;
+    r.yarn_factor = f.require_f32(k + "rope.scaling.factor");
+    r.yarn_orig_ctx = static_cast<double>(f.require_u64(k + "rope.scaling.original_context_length"));
+    r.yarn_log_multiplier = f.get_f32(k + "rope.scaling.yarn_log_multiplier", 0.f);
+    r.yarn_beta_fast = f.get_f32(k + "rope.scaling.yarn_beta_fast", 32.f);
+    r.yarn_beta_slow = f.get_f32(k + "rope.scaling.yarn_beta_slow", 1.f);
+    if (!(r.yarn_factor > 0) || !(r.yarn_orig_ctx > 0))
+      bad(k + "rope.scaling.factor and original_context_length must be > 0 for yarn");
+  } else if (scaling != "none" && scaling != "") {
+    throw Error(Status::unsupported, "rope scaling type '" + scaling + "' (" + k +
+                                         "rope.scaling.type) is not supported: Latte runs none and yarn");
+  }
+  if (p.arch == ModelArch::minicpm3 || p.arch == ModelArch::plm) {
+    // Both scale scores by 1/sqrt(head dim) only (llama.cpp's graphs).
+    m.kq_scale_override = 1.0 / std::sqrt(static_cast<double>(m.d_nope + m.d_rope));
+  } else if (p.kv_layout == KvLayout::legacy) {
+    // Legacy deepseek2: key_length (d_nope + d_R) under the sqrt, as the default.
+  }
+
+  // Feed-forward.
+  p.ff_dense = req("feed_forward_length");
+  p.ffn_kind = p.arch == ModelArch::plm ? FfnKind::relu2 : FfnKind::swiglu;
+  p.n_experts = opt("expert_count", 0, 1u << 16);
+  if (p.n_experts > 0) {
+    p.n_experts_used = req("expert_used_count", 1u << 16);
+    p.n_experts_shared = opt("expert_shared_count", 0, 1u << 16);
+    p.ff_expert = req("expert_feed_forward_length");
+    p.n_leading_dense = opt("leading_dense_block_count", 0, 4096);
+    p.expert_weights_scale = f.get_f32(k + "expert_weights_scale", 0.f);
+    p.expert_weights_norm = f.get_bool(k + "expert_weights_norm", false);
+    const int g = opt("expert_gating_func", 1, 16);
+    if (g != 1 && g != 2) bad(k + "expert_gating_func = " + std::to_string(g) + " (1 softmax, 2 sigmoid)");
+    p.gating = static_cast<GatingFunc>(g);
+    p.n_expert_groups = opt("expert_group_count", 0, 1u << 16);
+    p.n_expert_groups_used = opt("expert_group_used_count", 0, 1u << 16);
+    if (p.n_experts_used < 1 || p.n_experts_used > p.n_experts)
+      bad(k + "expert_used_count must be in [1, expert_count]");
+    if (p.n_expert_groups > 1) {
+      if (p.n_experts % p.n_expert_groups != 0) bad(k + "expert_count is not a multiple of expert_group_count");
+      if (p.n_expert_groups_used < 1 || p.n_expert_groups_used > p.n_expert_groups)
+        bad(k + "expert_group_used_count must be in [1, expert_group_count]");
+    }
+  }
+
+  if (p.arch == ModelArch::minicpm3) {
+    p.embed_scale = 12.f;
+    p.residual_scale = 1.4f / std::sqrt(static_cast<float>(p.n_layers));
+    p.logit_scale = 256.f / static_cast<float>(m.d_model);
+  }
+
+  // Vocabulary size: the key if present, else the token list.
+  if (f.has(k + "vocab_size")) p.n_vocab = req("vocab_size", 1u << 24);
+  else if (f.has("tokenizer.ggml.tokens")) p.n_vocab = static_cast<int>(f.require_array("tokenizer.ggml.tokens").count);
+  if (p.n_vocab <= 0) bad("vocabulary size unknown (" + k + "vocab_size and tokenizer.ggml.tokens absent)");
+
+  try {
+    m.validate();
+  } catch (const Error& e) {
+    bad(std::string("inconsistent attention shapes: ") + e.what());
+  }
+  return p;
+}
+
+}  // namespace latte
