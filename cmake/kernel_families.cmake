@@ -1,3 +1,4 @@
 # The kernel families: one folder each under kernels/ (see latte_kernel_family).
 latte_kernel_family(dot_f32)
 latte_kernel_family(matvec)
+latte_kernel_family(mla_attn)

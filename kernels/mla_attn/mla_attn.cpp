@@ -1,0 +1,136 @@
+#include "kernels/mla_attn/mla_attn.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace latte::kernels {
+
+namespace {
+
+// (n_ctx, d_c + d_R) dequantized rows.
+std::vector<float> load_rows(const LatentLayerView& v, std::int64_t n_ctx) {
+  const auto& L = v.layout;
+  const int C = L.d_c + L.d_R;
+  std::vector<float> rows(static_cast<std::size_t>(n_ctx) * C);
+  for (std::int64_t j = 0; j < n_ctx; ++j) {
+    float* r = rows.data() + j * C;
+    latent_load_row(L, v.tiles[j / L.tokens], static_cast<int>(j % L.tokens), r, r + L.d_c);
+  }
+  return rows;
+}
+
+void attend_ref(int n_heads, const float* q_lat, const float* q_pe, float scale, int d_c,
+                int d_R, const float* rows, std::int64_t n_ctx, float* out) {
+  const int C = d_c + d_R;
+  std::vector<double> s(n_ctx), o(d_c);
+  for (int h = 0; h < n_heads; ++h) {
+    const float* ql = q_lat + static_cast<std::size_t>(h) * d_c;
+    const float* qr = q_pe + static_cast<std::size_t>(h) * d_R;
+    double mx = -std::numeric_limits<double>::infinity();
+    for (std::int64_t j = 0; j < n_ctx; ++j) {
+      const float* r = rows + j * C;
+      double acc = 0;
+      for (int c = 0; c < d_c; ++c) acc += static_cast<double>(ql[c]) * r[c];
+      for (int c = 0; c < d_R; ++c) acc += static_cast<double>(qr[c]) * r[d_c + c];
+      s[j] = acc * scale;
+      mx = std::max(mx, s[j]);
+    }
+    double sum = 0;
+    for (std::int64_t j = 0; j < n_ctx; ++j) sum += (s[j] = std::exp(s[j] - mx));
+    if (n_ctx == 0) sum = 1;  // no tokens: a zero output
+    std::fill(o.begin(), o.end(), 0.0);
+    for (std::int64_t j = 0; j < n_ctx; ++j) {
+      const float* r = rows + j * C;
+      for (int c = 0; c < d_c; ++c) o[c] += s[j] * r[c];
+    }
+    for (int c = 0; c < d_c; ++c) out[static_cast<std::size_t>(h) * d_c + c] = static_cast<float>(o[c] / sum);
+  }
+}
+
+std::size_t ref_scratch(int, const LatentTileLayout&, int) { return 0; }
+
+const MlaAttnKernels kRef{&ref_scratch, &mla_decode_ref, &mla_prefill_ref};
+
+}  // namespace
+
+void mla_decode_ref(const MlaDecodeArgs& a) {
+  const auto& L = a.cache.layout;
+  auto rows = load_rows(a.cache, a.n_ctx);
+  attend_ref(a.n_heads, a.q_lat, a.q_pe, a.scale, L.d_c, L.d_R, rows.data(), a.n_ctx, a.out);
+}
+
+void mla_prefill_ref(const MlaPrefillArgs& a) {
+  const auto& L = a.cache.layout;
+  auto rows = load_rows(a.cache, a.p0 + a.n_q);
+  const std::size_t nl = static_cast<std::size_t>(a.n_heads) * L.d_c;
+  const std::size_t nr = static_cast<std::size_t>(a.n_heads) * L.d_R;
+  for (int i = 0; i < a.n_q; ++i)
+    attend_ref(a.n_heads, a.q_lat + i * nl, a.q_pe + i * nr, a.scale, L.d_c, L.d_R, rows.data(),
+               a.p0 + i + 1, a.out + i * nl);
+}
+
+double mla_decode_ops(int n_heads, int d_c, int d_R, std::int64_t n_ctx) {
+  return 2.0 * n_heads * (2.0 * d_c + d_R) * static_cast<double>(n_ctx);
+}
+
+const MlaAttnKernels& mla_attn_kernels(Isa isa) {
+  if (!isa_supported(isa))
+    throw std::runtime_error(std::string("mla_attn: ISA ") + isa_name(isa) + " is not supported here");
+  switch (isa) {
+#ifdef LATTE_HAVE_AVX2
+    case Isa::avx2: return *mla_attn_kernels_avx2();
+#endif
+#ifdef LATTE_HAVE_AVX512
+    case Isa::avx512: return *mla_attn_kernels_avx512();
+#endif
+#ifdef LATTE_HAVE_NEON
+    case Isa::neon: return *mla_attn_kernels_neon();
+#endif
+    default: return kRef;
+  }
+}
+
+namespace {
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+// Grows, never shrinks: the scratch does not depend on the context length.
+void* thread_scratch(std::size_t bytes) {
+  thread_local std::unique_ptr<void, FreeDeleter> buf;
+  thread_local std::size_t cap = 0;
+  if (bytes > cap) {
+    buf.reset();
+    std::size_t n = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, n);
+    if (!p) throw std::bad_alloc();
+    buf.reset(p);
+    cap = n;
+  }
+  return buf.get();
+}
+
+}  // namespace
+
+void mla_decode(const MlaDecodeArgs& a) {
+  const auto& k = mla_attn_kernels(active_isa());
+  MlaDecodeArgs b = a;
+  b.scratch = thread_scratch(k.scratch_bytes(a.n_heads, a.cache.layout, a.threads));
+  k.decode(b);
+}
+
+void mla_prefill(const MlaPrefillArgs& a) {
+  const auto& k = mla_attn_kernels(active_isa());
+  MlaPrefillArgs b = a;
+  b.scratch = thread_scratch(k.scratch_bytes(a.n_heads, a.cache.layout, a.threads));
+  k.prefill(b);
+}
+
+}  // namespace latte::kernels

@@ -1,0 +1,76 @@
+// Absorbed MLA attention over one layer of the latent cache (mla-spec.md 1):
+//   s_h(j) = scale * (q_lat_h . c_KV(j) + q_pe_h . k_pe(j))
+//   o_h    = sum_j softmax_j(s_h) c_KV(j)                     (d_c) per head
+// decode: one query token against tokens [0, n_ctx).
+// prefill: n_q query tokens at positions p0 .. p0+n_q-1, causal: query i sees
+// tokens [0, p0 + i + 1) (the cache already holds the chunk's own rows).
+//
+// Threads: the context is split into contiguous tile ranges, one per thread,
+// each running an online softmax, merged by log-sum-exp; short contexts split
+// the heads instead. int8 caches: the query is quantized per head (latent and
+// rope parts separately) and scores use integer dot products (vpdpbusd,
+// vpmaddubsw+vpmaddwd, sdot); the softmax weights, times each token's latent
+// scale, are quantized per head per block of up to 4 tiles and the value
+// product is an integer dot product along tokens as well.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/isa.h"
+#include "quant/latent_formats.h"
+
+namespace latte::kernels {
+
+struct MlaDecodeArgs {
+  int n_heads = 0;
+  const float* q_lat = nullptr;  // (n_heads, d_c)
+  const float* q_pe = nullptr;   // (n_heads, d_R)
+  float scale = 1.f;             // softmax scale
+  LatentLayerView cache{};
+  std::int64_t n_ctx = 0;        // 0 gives a zero output
+  float* out = nullptr;          // (n_heads, d_c)
+  int threads = 0;               // 0: omp_get_max_threads()
+  void* scratch = nullptr;       // table.scratch_bytes(...) bytes, 64-byte aligned
+};
+
+struct MlaPrefillArgs {
+  int n_heads = 0;
+  int n_q = 0;
+  std::int64_t p0 = 0;
+  const float* q_lat = nullptr;  // (n_q, n_heads, d_c)
+  const float* q_pe = nullptr;   // (n_q, n_heads, d_R)
+  float scale = 1.f;
+  LatentLayerView cache{};
+  float* out = nullptr;          // (n_q, n_heads, d_c)
+  int threads = 0;
+  void* scratch = nullptr;       // same size as for decode with these threads
+};
+
+struct MlaAttnKernels {
+  // Scratch a decode or prefill call needs; independent of the context length.
+  std::size_t (*scratch_bytes)(int n_heads, const LatentTileLayout& layout, int threads);
+  void (*decode)(const MlaDecodeArgs& a);
+  void (*prefill)(const MlaPrefillArgs& a);
+};
+
+// Naive on purpose (double accumulation over the dequantized cache rows).
+void mla_decode_ref(const MlaDecodeArgs& a);
+void mla_prefill_ref(const MlaPrefillArgs& a);
+
+// The table for `isa`; throws std::runtime_error if it is not supported.
+const MlaAttnKernels& mla_attn_kernels(Isa isa);
+
+// Convenience: active_isa()'s table with a per-thread scratch buffer kept
+// between calls (a.scratch is ignored).
+void mla_decode(const MlaDecodeArgs& a);
+void mla_prefill(const MlaPrefillArgs& a);
+
+// Operation count of one decode step over n_ctx tokens (multiply-add = 2).
+double mla_decode_ops(int n_heads, int d_c, int d_R, std::int64_t n_ctx);
+
+const MlaAttnKernels* mla_attn_kernels_avx2();
+const MlaAttnKernels* mla_attn_kernels_avx512();
+const MlaAttnKernels* mla_attn_kernels_neon();
+
+}  // namespace latte::kernels

@@ -1,0 +1,843 @@
+// One body for every ISA: included only by mla_attn__<isa>.cpp. Everything
+// here is a template over the xsimd Arch or sits in an anonymous namespace,
+// so no ISA-compiled inline code is shared with other objects.
+#pragma once
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <xsimd/xsimd.hpp>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+#if defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
+
+#include "kernels/mla_attn/mla_attn.h"
+
+namespace latte::kernels {
+
+// ---------------------------------------------------------------- int8 ops
+// vec: 16*L cache bytes (L lanes of one 16-byte block each); acc: int32 lanes.
+// dot(acc, a, b): acc += sum over 4 adjacent bytes of a (cache) * b (s8).
+// On x86 a is the stored u8 (q + 128), so results carry +128 * sum(b)
+// (kOffset); on NEON the load removes the offset and sdot is signed.
+template <class Arch>
+struct I8;
+
+#if defined(__AVX512F__)
+template <>
+struct I8<xsimd::avx512bw> {
+  using vec = __m512i;
+  using acc = __m512i;
+  static constexpr int L = 4;
+  static constexpr bool kOffset = true;
+  static constexpr int QMAX = 127, PMAX = 127;
+  static acc zero() { return _mm512_setzero_si512(); }
+  static vec load(const void* p) { return _mm512_loadu_si512(p); }
+  static vec load_raw(const void* p) { return _mm512_loadu_si512(p); }
+  using F = xsimd::batch<float, xsimd::avx512bw>;
+  static F i2f(const std::int32_t* p) { return F(_mm512_cvtepi32_ps(_mm512_loadu_si512(p))); }
+  static void round_store(F x, std::int32_t* p) { _mm512_storeu_si512(p, _mm512_cvtps_epi32(x)); }
+  // 2^round(t), and t - round(t) in frac
+  static F pow2_round(F t, F& frac) {
+    __m512i n = _mm512_cvtps_epi32(t);
+    frac = t - F(_mm512_cvtepi32_ps(n));
+    return F(_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(127)), 23)));
+  }
+  static vec bcast(const void* p) {
+    int v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+  }
+  static acc dot(acc s, vec a, vec b) { return _mm512_dpbusd_epi32(s, a, b); }
+  // 4 channels x 4 tokens -> 4 tokens x 4 channels in every 16-byte lane.
+  static vec tshuf(vec x) {
+    const __m512i idx = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    return _mm512_shuffle_epi8(x, idx);
+  }
+  // Lane i = the i-th 4 bytes of p, repeated.
+  static vec pvec(const std::uint8_t* p) {
+    const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    return _mm512_permutexvar_epi32(idx, _mm512_zextsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static void store_vec(vec x, void* p) { _mm512_storeu_si512(p, x); }
+  static void store(acc x, std::int32_t* p) { _mm512_storeu_si512(p, x); }
+  // a[0..3] -> out[16]: out[4i + d] = sum over lanes of a[i] dword d.
+  static void lanesum4(const acc* a, std::int32_t* out) {
+    __m512i s01 = _mm512_add_epi32(_mm512_shuffle_i32x4(a[0], a[1], 0x44), _mm512_shuffle_i32x4(a[0], a[1], 0xEE));
+    __m512i s23 = _mm512_add_epi32(_mm512_shuffle_i32x4(a[2], a[3], 0x44), _mm512_shuffle_i32x4(a[2], a[3], 0xEE));
+    __m512i r = _mm512_add_epi32(_mm512_shuffle_i32x4(s01, s23, 0x88), _mm512_shuffle_i32x4(s01, s23, 0xDD));
+    _mm512_storeu_si512(out, r);
+  }
+  // 4L int32 in [0, 255] -> bytes
+  static void narrow(const std::int32_t* src, std::uint8_t* dst) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(_mm512_loadu_si512(src)));
+  }
+};
+#endif
+
+#if defined(__AVX2__)
+template <>
+struct I8<xsimd::fma3<xsimd::avx2>> {
+  using vec = __m256i;
+  using acc = __m256i;
+  static constexpr int L = 2;
+  static constexpr bool kOffset = true;
+  // vpmaddubsw saturates at 16 bits: 2 * 255 * 64 < 32768.
+  static constexpr int QMAX = 64, PMAX = 64;
+  static acc zero() { return _mm256_setzero_si256(); }
+  static vec load(const void* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static vec load_raw(const void* p) { return load(p); }
+  using F = xsimd::batch<float, xsimd::fma3<xsimd::avx2>>;
+  static F i2f(const std::int32_t* p) { return F(_mm256_cvtepi32_ps(load(p))); }
+  static void round_store(F x, std::int32_t* p) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_cvtps_epi32(x));
+  }
+  static F pow2_round(F t, F& frac) {
+    __m256i n = _mm256_cvtps_epi32(t);
+    frac = t - F(_mm256_cvtepi32_ps(n));
+    return F(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23)));
+  }
+  static vec bcast(const void* p) {
+    int v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+  }
+  static acc dot(acc s, vec a, vec b) {
+    return _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
+  }
+  static vec tshuf(vec x) {
+    const __m256i idx = _mm256_broadcastsi128_si256(
+        _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    return _mm256_shuffle_epi8(x, idx);
+  }
+  static vec pvec(const std::uint8_t* p) {
+    const __m256i idx = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    return _mm256_permutevar8x32_epi32(
+        _mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))), idx);
+  }
+  static void store_vec(vec x, void* p) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), x); }
+  static void store(acc x, std::int32_t* p) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), x); }
+  static void lanesum4(const acc* a, std::int32_t* out) {
+    for (int i = 0; i < 4; ++i)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 4 * i),
+                       _mm_add_epi32(_mm256_castsi256_si128(a[i]), _mm256_extracti128_si256(a[i], 1)));
+  }
+  static void narrow(const std::int32_t* src, std::uint8_t* dst) {
+    __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+    __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 4));
+    __m128i w = _mm_packs_epi32(lo, hi);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), _mm_packus_epi16(w, w));
+  }
+};
+#endif
+
+#if defined(__ARM_NEON) && defined(__aarch64__)
+template <>
+struct I8<xsimd::neon64> {
+  using vec = int8x16_t;
+  using acc = int32x4_t;
+  static constexpr int L = 1;
+  static constexpr bool kOffset = false;
+  static constexpr int QMAX = 127, PMAX = 127;
+  static acc zero() { return vdupq_n_s32(0); }
+  static vec load(const void* p) {
+    return vreinterpretq_s8_u8(veorq_u8(vld1q_u8(static_cast<const std::uint8_t*>(p)), vdupq_n_u8(0x80)));
+  }
+  static vec load_raw(const void* p) { return vld1q_s8(static_cast<const std::int8_t*>(p)); }
+  using F = xsimd::batch<float, xsimd::neon64>;
+  static F i2f(const std::int32_t* p) { return F(vcvtq_f32_s32(vld1q_s32(p))); }
+  static void round_store(F x, std::int32_t* p) { vst1q_s32(p, vcvtnq_s32_f32(x)); }
+  static F pow2_round(F t, F& frac) {
+    int32x4_t n = vcvtnq_s32_f32(t);
+    frac = t - F(vcvtq_f32_s32(n));
+    return F(vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n, vdupq_n_s32(127)), 23)));
+  }
+  static vec bcast(const void* p) {
+    std::int32_t v;
+    std::memcpy(&v, p, 4);
+    return vreinterpretq_s8_s32(vdupq_n_s32(v));
+  }
+  static acc dot(acc s, vec a, vec b) { return vdotq_s32(s, a, b); }
+  static vec tshuf(vec x) {
+    static const std::uint8_t kIdx[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+    return vqtbl1q_s8(x, vld1q_u8(kIdx));
+  }
+  static vec pvec(const std::uint8_t* p) { return bcast(p); }
+  static void store_vec(vec x, void* p) { vst1q_s8(static_cast<std::int8_t*>(p), x); }
+  static void store(acc x, std::int32_t* p) { vst1q_s32(p, x); }
+  static void lanesum4(const acc* a, std::int32_t* out) {
+    for (int i = 0; i < 4; ++i) vst1q_s32(out + 4 * i, a[i]);
+  }
+  static void narrow(const std::int32_t* src, std::uint8_t* dst) {
+    for (int i = 0; i < 4; ++i) dst[i] = static_cast<std::uint8_t>(src[i]);
+  }
+};
+#endif
+
+namespace {
+
+inline float fmx(float a, float b) { return a > b ? a : b; }
+inline std::int64_t imin(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
+inline std::size_t al64(std::size_t n) { return (n + 63) / 64 * 64; }
+
+constexpr float kMasked = -1e30f;
+constexpr int kI8BlockTiles = 4;  // tiles per softmax / integer-accumulation block
+// Context chunks per thread, taken dynamically: a thread slowed by another
+// process on its core does not hold the others back. Each chunk is at least
+// kMinChunkTiles tiles so the merge stays negligible.
+constexpr int kSplitsPerThread = 8;
+constexpr int kMinChunkTiles = 8;
+
+// Scratch layout of one call (shared part, then one slot per thread).
+struct Plan {
+  int nh = 0, d_c = 0, d_R = 0, C = 0, T = 0, G = 0, Gl = 0, nt = 1, BT = 0;
+  bool i8 = false;
+  std::size_t off_qf = 0;    // f32 (nh, C): scaled query (float path)
+  std::size_t off_q8 = 0;    // i8 (nh, C): quantized query (int8 path)
+  std::size_t off_qv = 0;    // f32 (4, nh): qsl, qsr, corr_l, corr_r
+  std::size_t off_part = 0;  // per split: f32 o (nh, d_c), m (nh), l (nh)
+  std::size_t part_floats = 0;
+  int max_splits = 1;
+  std::size_t off_thr = 0, thr_bytes = 0;
+  // within a thread slot
+  std::size_t t_S = 0;    // f32 (nh, BT) scores / weights
+  std::size_t t_Si = 0;   // i32 (2, nh, BT) raw int scores
+  std::size_t t_pq = 0;   // u8 (nh, BT) quantized weights
+  std::size_t t_pv = 0;   // (nh, BT/(4L), 16L) bytes: weight vectors
+  std::size_t t_conv = 0; // f32 (T, C): f16 tile converted
+  std::size_t t_hv = 0;   // f32 (3, nh): ps, corr_p, spare
+  std::size_t total = 0;
+};
+
+inline Plan make_plan(int nh, const LatentTileLayout& L, int threads) {
+  Plan p;
+  p.nh = nh;
+  p.d_c = L.d_c;
+  p.d_R = L.d_R;
+  p.C = L.d_c + L.d_R;
+  p.T = L.tokens;
+  p.G = p.C / 4;
+  p.Gl = L.d_c / 4;
+  p.nt = threads;
+  p.i8 = L.storage == LatentStorage::int8;
+  p.BT = p.i8 ? kI8BlockTiles * p.T : p.T;
+  std::size_t o = 0;
+  const std::size_t nhs = static_cast<std::size_t>(nh);
+  p.off_qf = o; o += al64(4 * nhs * p.C);
+  p.off_q8 = o; o += al64(nhs * p.C);
+  p.off_qv = o; o += al64(4 * 4 * nhs);
+  p.part_floats = nhs * p.d_c + 2 * nhs;
+  p.max_splits = kSplitsPerThread * threads;
+  p.off_part = o; o += al64(4 * p.part_floats * p.max_splits);
+  p.off_thr = o;
+  std::size_t t = 0;
+  const std::size_t bt = static_cast<std::size_t>(p.BT);
+  p.t_S = t; t += al64(4 * nhs * bt);
+  if (p.i8) {
+    p.t_Si = t; t += al64(2 * 4 * nhs * bt);
+    p.t_pq = t; t += al64(nhs * bt);
+    p.t_pv = t; t += al64(4 * nhs * bt);
+  }
+  if (L.storage == LatentStorage::f16) { p.t_conv = t; t += al64(4 * static_cast<std::size_t>(p.T) * p.C); }
+  p.t_hv = t; t += al64(4 * 3 * nhs);
+  p.thr_bytes = t;
+  p.total = o + t * threads;
+  return p;
+}
+
+inline int resolve_threads(int t) { return t > 0 ? t : omp_get_max_threads(); }
+
+inline std::size_t scratch_bytes_impl(int nh, const LatentTileLayout& L, int threads) {
+  const int nt = resolve_threads(threads);
+  const std::size_t a = make_plan(nh, L, nt).total, b = make_plan(nh, L, 1).total * nt;
+  return a > b ? a : b;
+}
+
+}  // namespace
+
+// The state one work item (heads [h0, h1), tiles [t0, t1)) needs.
+template <class Arch>
+struct MlaCtx {
+  Plan P;
+  const LatentLayerView* cache;
+  std::int64_t n_ctx;
+  std::uint8_t* base;  // scratch
+};
+
+// exp(x) for x <= 0 (softmax arguments): 2^n * 2^f, |f| <= 1/2, a degree-6
+// polynomial for 2^f (relative error ~2e-7); below -87 it returns ~1e-38
+// (weights that small vanish in every sum). Own code because xsimd::exp
+// instantiates non-Arch helpers on neon.
+template <class Arch>
+xsimd::batch<float, Arch> exp_neg(xsimd::batch<float, Arch> x) {
+  using F = xsimd::batch<float, Arch>;
+  F t = xsimd::max(x * F(1.44269504f), F(-126.f));
+  F f;
+  const F p2n = I8<Arch>::pow2_round(t, f);
+  const F y = f * F(0.693147181f);
+  F r = F(1.f / 720);
+  r = xsimd::fma(r, y, F(1.f / 120));
+  r = xsimd::fma(r, y, F(1.f / 24));
+  r = xsimd::fma(r, y, F(1.f / 6));
+  r = xsimd::fma(r, y, F(0.5f));
+  r = xsimd::fma(r, y, F(1.f));
+  r = xsimd::fma(r, y, F(1.f));
+  return r * p2n;
+}
+
+// ---------------------------------------------------------------- int8 path
+
+// Raw integer scores of HB heads over one tile: Sl/Sr (HB, stride) int32.
+template <class Arch, int HB>
+void i8_scores(const std::uint8_t* data, int T, int Gl, int G, const std::int8_t* q8, int C,
+               std::int32_t* Sl, std::int32_t* Sr, std::size_t stride) {
+  using K = I8<Arch>;
+  constexpr int L = K::L;
+  const std::size_t TG = T / 4;
+  for (int c = 0; c < T / (4 * L); c += 2) {
+    typename K::acc a[HB][2];
+    auto run = [&](int g0, int g1, std::int32_t* S) {
+      for (int h = 0; h < HB; ++h) a[h][0] = a[h][1] = K::zero();
+      for (int g = g0; g < g1; ++g) {
+        const std::uint8_t* p = data + (g * TG + static_cast<std::size_t>(c) * L) * 16;
+        typename K::vec x0 = K::tshuf(K::load(p)), x1 = K::tshuf(K::load(p + 16 * L));
+        for (int h = 0; h < HB; ++h) {
+          typename K::vec b = K::bcast(q8 + static_cast<std::size_t>(h) * C + 4 * g);
+          a[h][0] = K::dot(a[h][0], x0, b);
+          a[h][1] = K::dot(a[h][1], x1, b);
+        }
+      }
+      for (int h = 0; h < HB; ++h) {
+        K::store(a[h][0], S + h * stride + c * 4 * L);
+        K::store(a[h][1], S + h * stride + (c + 1) * 4 * L);
+      }
+    };
+    run(0, Gl, Sl);
+    run(Gl, G, Sr);
+  }
+}
+
+// Integer value products of HB heads x GB channel groups (from g0) over the
+// first nch weight chunks of a block: out (HB, 16) int32, out[h][4i+d] =
+// channel 4(g0+i)+d.
+template <class Arch, int HB, int GB>
+void i8_values(const std::uint8_t* const* tiles, int T, int g0, int nch, const std::uint8_t* pv,
+               std::size_t pv_stride, std::int32_t* out) {
+  using K = I8<Arch>;
+  constexpr int L = K::L;
+  const int cpt = T / (4 * L);  // chunks per tile
+  const std::size_t TG = T / 4;
+  typename K::acc a[HB][4];
+  for (int h = 0; h < HB; ++h)
+    for (int i = 0; i < 4; ++i) a[h][i] = K::zero();
+  for (int ch = 0; ch < nch; ++ch) {
+    const std::uint8_t* d = tiles[ch / cpt] + (static_cast<std::size_t>(g0) * TG + (ch % cpt) * L) * 16;
+    typename K::vec x[GB];
+    for (int i = 0; i < GB; ++i) x[i] = K::load(d + i * TG * 16);
+    for (int h = 0; h < HB; ++h) {
+      typename K::vec b = K::load_raw(pv + h * pv_stride + static_cast<std::size_t>(ch) * 16 * L);
+      for (int i = 0; i < GB; ++i) a[h][i] = K::dot(a[h][i], x[i], b);
+    }
+  }
+  for (int h = 0; h < HB; ++h) K::lanesum4(a[h], out + 16 * h);
+}
+
+template <class Arch, int HB>
+void i8_scores_n(int n, const std::uint8_t* data, int T, int Gl, int G, const std::int8_t* q8, int C,
+                 std::int32_t* Sl, std::int32_t* Sr, std::size_t stride) {
+  if constexpr (HB > 1) {
+    if (n < HB) return i8_scores_n<Arch, HB - 1>(n, data, T, Gl, G, q8, C, Sl, Sr, stride);
+  }
+  i8_scores<Arch, HB>(data, T, Gl, G, q8, C, Sl, Sr, stride);
+}
+
+template <class Arch, int HB, int GB>
+void i8_values_n(int nh, int ng, const std::uint8_t* const* tiles, int T, int g0, int nch,
+                 const std::uint8_t* pv, std::size_t pv_stride, std::int32_t* out) {
+  if constexpr (HB > 1) {
+    if (nh < HB) return i8_values_n<Arch, HB - 1, GB>(nh, ng, tiles, T, g0, nch, pv, pv_stride, out);
+  }
+  if constexpr (GB > 1) {
+    if (ng < GB) return i8_values_n<Arch, HB, GB - 1>(nh, ng, tiles, T, g0, nch, pv, pv_stride, out);
+  }
+  i8_values<Arch, HB, GB>(tiles, T, g0, nch, pv, pv_stride, out);
+}
+
+template <class Arch>
+constexpr int score_hb() {
+  return I8<Arch>::L == 2 ? 4 : 8;  // 16 ymm on avx2, 32 registers elsewhere
+}
+template <class Arch>
+constexpr int value_hb() {
+  return I8<Arch>::L == 2 ? 2 : 4;
+}
+
+template <class Arch>
+void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t t1, float* po,
+             float* pm, float* pl, std::uint8_t* thr) {
+  using K = I8<Arch>;
+  using F = xsimd::batch<float, Arch>;
+  constexpr int W = F::size;  // == 4L
+  static_assert(W == 4 * K::L, "int32 batch must match the token vector");
+  const Plan& P = X.P;
+  const int T = P.T, BT = P.BT, d_c = P.d_c;
+  const auto& LY = X.cache->layout;
+  const std::int8_t* q8 = reinterpret_cast<const std::int8_t*>(X.base + P.off_q8);
+  const float* qv = reinterpret_cast<const float*>(X.base + P.off_qv);
+  const float *qsl = qv, *qsr = qv + P.nh, *cl = qv + 2 * P.nh, *cr = qv + 3 * P.nh;
+  float* S = reinterpret_cast<float*>(thr + P.t_S);
+  std::int32_t* Sl = reinterpret_cast<std::int32_t*>(thr + P.t_Si);
+  std::int32_t* Sr = Sl + static_cast<std::size_t>(P.nh) * BT;
+  std::uint8_t* pq = thr + P.t_pq;
+  std::uint8_t* pv = thr + P.t_pv;
+  float* hv = reinterpret_cast<float*>(thr + P.t_hv);
+  float *ps = hv, *cp = hv + P.nh;
+  const std::size_t pv_stride = static_cast<std::size_t>(BT) * 4;
+  alignas(64) std::int32_t ibuf[W];
+
+  for (int h = h0; h < h1; ++h) {
+    pm[h] = -INFINITY;
+    pl[h] = 0.f;
+    std::memset(po + static_cast<std::size_t>(h) * d_c, 0, sizeof(float) * d_c);
+  }
+  for (std::int64_t tb = t0; tb < t1; tb += kI8BlockTiles) {
+    const int ntile = static_cast<int>(imin(kI8BlockTiles, t1 - tb));
+    const std::uint8_t* tp[kI8BlockTiles];
+    for (int i = 0; i < ntile; ++i) tp[i] = static_cast<const std::uint8_t*>(X.cache->tiles[tb + i]);
+    const int nvalid = static_cast<int>(imin(static_cast<std::int64_t>(ntile) * T, X.n_ctx - tb * T));
+    const int ntok = (nvalid + W - 1) / W * W;  // whole vectors
+    // 1. integer scores
+    for (int i = 0; i < ntile && i * T < nvalid; ++i)
+      for (int h = h0; h < h1; h += score_hb<Arch>())
+        i8_scores_n<Arch, score_hb<Arch>()>(h1 - h, tp[i], T, P.Gl, P.G, q8 + static_cast<std::size_t>(h) * P.C,
+                                            P.C, Sl + static_cast<std::size_t>(h) * BT + i * T,
+                                            Sr + static_cast<std::size_t>(h) * BT + i * T, BT);
+    // 2. per head: float scores, online softmax, weights quantized with the
+    //    token's latent scale folded in.
+    for (int h = h0; h < h1; ++h) {
+      float* s = S + static_cast<std::size_t>(h) * BT;
+      const std::int32_t* sl = Sl + static_cast<std::size_t>(h) * BT;
+      const std::int32_t* sr = Sr + static_cast<std::size_t>(h) * BT;
+      const F ql(qsl[h]), qr(qsr[h]), vcl(cl[h]), vcr(cr[h]);
+      F mxv(kMasked);
+      for (int j = 0; j < ntok; j += W) {
+        const float* sc = reinterpret_cast<const float*>(tp[j / T] + LY.scale_offset) + (j % T);
+        F x = (K::i2f(sl + j) - vcl) * F::load_unaligned(sc) * ql + (K::i2f(sr + j) - vcr) * F::load_unaligned(sc + T) * qr;
+        x.store_unaligned(s + j);
+      }
+      for (int j = nvalid; j < ntok; ++j) s[j] = kMasked;
+      for (int j = 0; j < ntok; j += W) mxv = xsimd::max(mxv, F::load_unaligned(s + j));
+      alignas(64) float tmp[W];
+      mxv.store_aligned(tmp);
+      float mb = kMasked;
+      for (int i = 0; i < W; ++i) mb = fmx(mb, tmp[i]);
+      const float mn = fmx(pm[h], mb);
+      const float alpha = std::exp(pm[h] - mn);
+      pm[h] = mn;
+      F lsum(0.f), wmx(0.f);
+      const F vmn(mn);
+      for (int j = 0; j < ntok; j += W) {
+        const float* sc = reinterpret_cast<const float*>(tp[j / T] + LY.scale_offset) + (j % T);
+        F p = exp_neg<Arch>(F::load_unaligned(s + j) - vmn);
+        lsum += p;
+        F w = p * F::load_unaligned(sc);
+        w.store_unaligned(s + j);
+        wmx = xsimd::max(wmx, w);
+      }
+      pl[h] = pl[h] * alpha + xsimd::hadd(lsum);
+      wmx.store_aligned(tmp);
+      float wm = 0.f;
+      for (int i = 0; i < W; ++i) wm = fmx(wm, tmp[i]);
+      const float inv = wm > 0.f ? K::PMAX / wm : 0.f;
+      ps[h] = wm / K::PMAX;
+      const F vinv(inv);
+      F qsum(0.f);  // exact: at most 127 * 256
+      std::uint8_t* q = pq + static_cast<std::size_t>(h) * BT;
+      for (int j = 0; j < ntok; j += W) {
+        K::round_store(F::load_unaligned(s + j) * vinv, ibuf);
+        qsum += K::i2f(ibuf);
+        K::narrow(ibuf, q + j);
+      }
+      cp[h] = K::kOffset ? 128.f * xsimd::hadd(qsum) : 0.f;
+      std::uint8_t* v = pv + static_cast<std::size_t>(h) * pv_stride;
+      for (int j = 0; j < ntok; j += W) K::store_vec(K::pvec(q + j), v + static_cast<std::size_t>(j) * 4);
+      if (alpha != 1.f) {
+        float* o = po + static_cast<std::size_t>(h) * d_c;
+        const F va(alpha);
+        int c = 0;
+        for (; c + W <= d_c; c += W) (F::load_unaligned(o + c) * va).store_unaligned(o + c);
+        for (; c < d_c; ++c) o[c] *= alpha;
+      }
+    }
+    // 3. integer value products, scaled into the partial output.
+    const int nch = ntok / W;
+    alignas(64) std::int32_t vo[16 * value_hb<Arch>()];
+    for (int h = h0; h < h1; h += value_hb<Arch>()) {
+      const int nhb = static_cast<int>(imin(value_hb<Arch>(), h1 - h));
+      for (int g = 0; g < P.Gl; g += 4) {
+        const int ng = static_cast<int>(imin(4, P.Gl - g));
+        i8_values_n<Arch, value_hb<Arch>(), 4>(nhb, ng, tp, T, g, nch, pv + static_cast<std::size_t>(h) * pv_stride,
+                                               pv_stride, vo);
+        for (int k = 0; k < nhb; ++k) {
+          float* o = po + static_cast<std::size_t>(h + k) * d_c + 4 * g;
+          const std::int32_t* r = vo + 16 * k;
+          const float sc = ps[h + k], cc = cp[h + k];
+          const int n = 4 * ng;
+          int c = 0;
+          if (n == 16) {
+            const F vs(sc), vc(cc);
+            for (; c + W <= 16; c += W)
+              xsimd::fma(K::i2f(r + c) - vc, vs, F::load_unaligned(o + c)).store_unaligned(o + c);
+          }
+          for (; c < n; ++c) o[c] += sc * (static_cast<float>(r[c]) - cc);
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- float path
+
+// S (HB, stride) = rows (T, C) . qf (HB, C)
+template <class Arch, int HB>
+void f_scores(const float* rows, int ntok, int C, const float* qf, float* S, std::size_t stride) {
+  using F = xsimd::batch<float, Arch>;
+  constexpr int W = F::size;
+  for (int j = 0; j < ntok; j += 2) {
+    const float* r0 = rows + static_cast<std::size_t>(j) * C;
+    const float* r1 = r0 + C;
+    F a[HB][2];
+    for (int h = 0; h < HB; ++h) a[h][0] = a[h][1] = F(0.f);
+    int c = 0;
+    for (; c + W <= C; c += W) {
+      F x0 = F::load_unaligned(r0 + c), x1 = F::load_unaligned(r1 + c);
+      for (int h = 0; h < HB; ++h) {
+        F q = F::load_unaligned(qf + static_cast<std::size_t>(h) * C + c);
+        a[h][0] = xsimd::fma(q, x0, a[h][0]);
+        a[h][1] = xsimd::fma(q, x1, a[h][1]);
+      }
+    }
+    for (int h = 0; h < HB; ++h) {
+      float s0 = xsimd::hadd(a[h][0]), s1 = xsimd::hadd(a[h][1]);
+      for (int k = c; k < C; ++k) {
+        s0 += qf[static_cast<std::size_t>(h) * C + k] * r0[k];
+        s1 += qf[static_cast<std::size_t>(h) * C + k] * r1[k];
+      }
+      S[h * stride + j] = s0;
+      S[h * stride + j + 1] = s1;
+    }
+  }
+}
+
+// o (HB, d_c) += P (HB, stride) . rows (ntok, C)[:, :d_c]
+template <class Arch, int HB>
+void f_values(const float* rows, int ntok, int C, int d_c, const float* Pw, std::size_t stride, float* o) {
+  using F = xsimd::batch<float, Arch>;
+  constexpr int W = F::size;
+  int c = 0;
+  for (; c + 2 * W <= d_c; c += 2 * W) {
+    F a[HB][2];
+    for (int h = 0; h < HB; ++h) {
+      a[h][0] = F::load_unaligned(o + static_cast<std::size_t>(h) * d_c + c);
+      a[h][1] = F::load_unaligned(o + static_cast<std::size_t>(h) * d_c + c + W);
+    }
+    for (int j = 0; j < ntok; ++j) {
+      const float* r = rows + static_cast<std::size_t>(j) * C + c;
+      F x0 = F::load_unaligned(r), x1 = F::load_unaligned(r + W);
+      for (int h = 0; h < HB; ++h) {
+        F p(Pw[h * stride + j]);
+        a[h][0] = xsimd::fma(p, x0, a[h][0]);
+        a[h][1] = xsimd::fma(p, x1, a[h][1]);
+      }
+    }
+    for (int h = 0; h < HB; ++h) {
+      a[h][0].store_unaligned(o + static_cast<std::size_t>(h) * d_c + c);
+      a[h][1].store_unaligned(o + static_cast<std::size_t>(h) * d_c + c + W);
+    }
+  }
+  for (; c < d_c; ++c)
+    for (int h = 0; h < HB; ++h) {
+      float acc = o[static_cast<std::size_t>(h) * d_c + c];
+      for (int j = 0; j < ntok; ++j) acc += Pw[h * stride + j] * rows[static_cast<std::size_t>(j) * C + c];
+      o[static_cast<std::size_t>(h) * d_c + c] = acc;
+    }
+}
+
+template <class Arch, int HB>
+void f_scores_n(int n, const float* rows, int ntok, int C, const float* qf, float* S, std::size_t stride) {
+  if constexpr (HB > 1) {
+    if (n < HB) return f_scores_n<Arch, HB - 1>(n, rows, ntok, C, qf, S, stride);
+  }
+  f_scores<Arch, HB>(rows, ntok, C, qf, S, stride);
+}
+
+template <class Arch, int HB>
+void f_values_n(int n, const float* rows, int ntok, int C, int d_c, const float* Pw, std::size_t stride, float* o) {
+  if constexpr (HB > 1) {
+    if (n < HB) return f_values_n<Arch, HB - 1>(n, rows, ntok, C, d_c, Pw, stride, o);
+  }
+  f_values<Arch, HB>(rows, ntok, C, d_c, Pw, stride, o);
+}
+
+template <class Arch>
+void f16_to_f32_rows(const std::uint16_t* src, float* dst, std::size_t n) {
+  std::size_t i = 0;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<Arch, xsimd::avx512bw>) {
+    for (; i + 16 <= n; i += 16)
+      _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+  }
+#endif
+#if defined(__F16C__) && defined(__AVX2__)
+  if constexpr (std::is_same_v<Arch, xsimd::fma3<xsimd::avx2>>) {
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  }
+#endif
+#if defined(__ARM_NEON) && defined(__aarch64__)
+  if constexpr (std::is_same_v<Arch, xsimd::neon64>) {
+    for (; i + 4 <= n; i += 4)
+      vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(src + i))));
+  }
+#endif
+  for (; i < n; ++i) {
+    // only reached for n % W tails: the scalar conversion, bit exact
+    const std::uint16_t h = src[i];
+    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+    std::uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu, bits;
+    if (e == 0x1f) bits = sign | 0x7f800000u | (m << 13);
+    else if (e == 0) {
+      if (m == 0) bits = sign;
+      else {
+        int k = -1;
+        do { ++k; m <<= 1; } while ((m & 0x400u) == 0);
+        bits = sign | static_cast<std::uint32_t>(127 - 15 - k) << 23 | ((m & 0x3ffu) << 13);
+      }
+    } else bits = sign | ((e + 112) << 23) | (m << 13);
+    std::memcpy(dst + i, &bits, 4);
+  }
+}
+
+template <class Arch>
+void f_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t t1, float* po, float* pm,
+            float* pl, std::uint8_t* thr) {
+  using F = xsimd::batch<float, Arch>;
+  constexpr int W = F::size;
+  constexpr int HBs = 4, HBv = 4;
+  const Plan& P = X.P;
+  const int T = P.T, BT = P.BT, C = P.C, d_c = P.d_c;
+  const bool f16 = X.cache->layout.storage == LatentStorage::f16;
+  const float* qf = reinterpret_cast<const float*>(X.base + P.off_qf);
+  float* S = reinterpret_cast<float*>(thr + P.t_S);
+  float* conv = f16 ? reinterpret_cast<float*>(thr + P.t_conv) : nullptr;
+  for (int h = h0; h < h1; ++h) {
+    pm[h] = -INFINITY;
+    pl[h] = 0.f;
+    std::memset(po + static_cast<std::size_t>(h) * d_c, 0, sizeof(float) * d_c);
+  }
+  for (std::int64_t t = t0; t < t1; ++t) {
+    const int nvalid = static_cast<int>(imin(T, X.n_ctx - t * T));
+    const int ntok = (nvalid + 1) / 2 * 2;
+    const float* rows;
+    if (f16) {
+      f16_to_f32_rows<Arch>(static_cast<const std::uint16_t*>(X.cache->tiles[t]), conv,
+                            static_cast<std::size_t>(ntok) * C);
+      rows = conv;
+    } else {
+      rows = static_cast<const float*>(X.cache->tiles[t]);
+    }
+    for (int h = h0; h < h1; h += HBs)
+      f_scores_n<Arch, HBs>(h1 - h, rows, ntok, C, qf + static_cast<std::size_t>(h) * C,
+                            S + static_cast<std::size_t>(h) * BT, BT);
+    for (int h = h0; h < h1; ++h) {
+      float* s = S + static_cast<std::size_t>(h) * BT;
+      float mb = kMasked;
+      for (int j = 0; j < nvalid; ++j) mb = fmx(mb, s[j]);
+      const float mn = fmx(pm[h], mb);
+      const float alpha = std::exp(pm[h] - mn);
+      pm[h] = mn;
+      F lsum(0.f);
+      const F vmn(mn);
+      int j = 0;
+      for (; j + W <= nvalid; j += W) {
+        F p = exp_neg<Arch>(F::load_unaligned(s + j) - vmn);
+        lsum += p;
+        p.store_unaligned(s + j);
+      }
+      float l = xsimd::hadd(lsum);
+      for (; j < nvalid; ++j) l += (s[j] = std::exp(s[j] - mn));
+      for (; j < ntok; ++j) s[j] = 0.f;
+      pl[h] = pl[h] * alpha + l;
+      if (alpha != 1.f) {
+        float* o = po + static_cast<std::size_t>(h) * d_c;
+        const F va(alpha);
+        int c = 0;
+        for (; c + W <= d_c; c += W) (F::load_unaligned(o + c) * va).store_unaligned(o + c);
+        for (; c < d_c; ++c) o[c] *= alpha;
+      }
+    }
+    for (int h = h0; h < h1; h += HBv)
+      f_values_n<Arch, HBv>(h1 - h, rows, ntok, C, d_c, S + static_cast<std::size_t>(h) * BT, BT,
+                            po + static_cast<std::size_t>(h) * d_c);
+  }
+}
+
+// ---------------------------------------------------------------- driver
+
+template <class Arch>
+void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const float* q_pe, float scale) {
+  const int nh = P.nh, d_c = P.d_c, d_R = P.d_R, C = P.C;
+  if (!P.i8) {
+    float* qf = reinterpret_cast<float*>(base + P.off_qf);
+    for (int h = 0; h < nh; ++h) {
+      for (int c = 0; c < d_c; ++c) qf[static_cast<std::size_t>(h) * C + c] = q_lat[static_cast<std::size_t>(h) * d_c + c] * scale;
+      for (int c = 0; c < d_R; ++c) qf[static_cast<std::size_t>(h) * C + d_c + c] = q_pe[static_cast<std::size_t>(h) * d_R + c] * scale;
+    }
+    return;
+  }
+  constexpr int QMAX = I8<Arch>::QMAX;
+  std::int8_t* q8 = reinterpret_cast<std::int8_t*>(base + P.off_q8);
+  float* qv = reinterpret_cast<float*>(base + P.off_qv);
+  for (int h = 0; h < nh; ++h) {
+    auto quant = [&](const float* x, int n, std::int8_t* q, float& qs, float& corr) {
+      float amax = 0.f;
+      for (int i = 0; i < n; ++i) amax = fmx(amax, std::fabs(x[i]));
+      const float inv = amax > 0.f ? QMAX / amax : 0.f;
+      int sum = 0;
+      for (int i = 0; i < n; ++i) {
+        const int v = static_cast<int>(std::nearbyint(x[i] * inv));
+        q[i] = static_cast<std::int8_t>(v);
+        sum += v;
+      }
+      qs = amax / QMAX * scale;
+      corr = I8<Arch>::kOffset ? 128.f * static_cast<float>(sum) : 0.f;
+    };
+    quant(q_lat + static_cast<std::size_t>(h) * d_c, d_c, q8 + static_cast<std::size_t>(h) * C, qv[h], qv[2 * nh + h]);
+    quant(q_pe + static_cast<std::size_t>(h) * d_R, d_R, q8 + static_cast<std::size_t>(h) * C + d_c, qv[nh + h],
+          qv[3 * nh + h]);
+  }
+}
+
+// Merge split partials into out (heads [h0, h1)).
+template <class Arch>
+void merge_heads(const Plan& P, const std::uint8_t* base, int nsplit, int h0, int h1, float* out) {
+  using F = xsimd::batch<float, Arch>;
+  constexpr int W = F::size;
+  const int nh = P.nh, d_c = P.d_c;
+  for (int h = h0; h < h1; ++h) {
+    float M = -INFINITY;
+    for (int s = 0; s < nsplit; ++s) {
+      const float* part = reinterpret_cast<const float*>(base + P.off_part) + s * P.part_floats;
+      M = fmx(M, part[static_cast<std::size_t>(nh) * d_c + h]);
+    }
+    float wsum = 0.f;
+    float* o = out + static_cast<std::size_t>(h) * d_c;
+    for (int s = 0; s < nsplit; ++s) {
+      const float* part = reinterpret_cast<const float*>(base + P.off_part) + s * P.part_floats;
+      const float m = part[static_cast<std::size_t>(nh) * d_c + h];
+      const float l = part[static_cast<std::size_t>(nh) * d_c + nh + h];
+      const float w = l > 0.f ? std::exp(m - M) : 0.f;
+      wsum += w * l;
+      const float* po = part + static_cast<std::size_t>(h) * d_c;
+      const F vw(w);
+      int c = 0;
+      if (s == 0) {
+        for (; c + W <= d_c; c += W) (F::load_unaligned(po + c) * vw).store_unaligned(o + c);
+        for (; c < d_c; ++c) o[c] = po[c] * w;
+      } else {
+        for (; c + W <= d_c; c += W) xsimd::fma(F::load_unaligned(po + c), vw, F::load_unaligned(o + c)).store_unaligned(o + c);
+        for (; c < d_c; ++c) o[c] += po[c] * w;
+      }
+    }
+    const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+    for (int c = 0; c < d_c; ++c) o[c] *= inv;
+  }
+}
+
+// One decode over `base` scratch (layout P) with up to P.nt threads.
+template <class Arch>
+void decode_core(const Plan& P, std::uint8_t* base, const float* q_lat, const float* q_pe, float scale,
+                 const LatentLayerView& cache, std::int64_t n_ctx, float* out) {
+  prepare_query<Arch>(P, base, q_lat, q_pe, scale);
+  MlaCtx<Arch> X{P, &cache, n_ctx, base};
+  const std::int64_t n_tiles = (n_ctx + P.T - 1) / P.T;
+  // Split the context first; leftover threads split the heads.
+  std::int64_t want = P.nt == 1 ? 1 : imin(P.max_splits, n_tiles / kMinChunkTiles);
+  if (want < P.nt) want = imin(P.nt, n_tiles);
+  const int n_cs = static_cast<int>(want);
+  int n_hs = P.nt / n_cs;
+  if (n_hs > (P.nh + 3) / 4) n_hs = (P.nh + 3) / 4;
+  if (n_hs < 1) n_hs = 1;
+  const int items = n_cs * n_hs;
+  auto work = [&](int it, int thread) {
+    const int cs = it % n_cs, hs = it / n_cs;
+    const std::int64_t t0 = n_tiles * cs / n_cs, t1 = n_tiles * (cs + 1) / n_cs;
+    const int h0 = P.nh * hs / n_hs, h1 = P.nh * (hs + 1) / n_hs;
+    float* part = reinterpret_cast<float*>(base + P.off_part) + cs * P.part_floats;
+    float* pm = part + static_cast<std::size_t>(P.nh) * P.d_c;
+    float* pl = pm + P.nh;
+    std::uint8_t* thr = base + P.off_thr + static_cast<std::size_t>(thread) * P.thr_bytes;
+    if (P.i8)
+      i8_item<Arch>(X, h0, h1, t0, t1, part, pm, pl, thr);
+    else
+      f_item<Arch>(X, h0, h1, t0, t1, part, pm, pl, thr);
+  };
+  if (items == 1) {
+    work(0, 0);
+    merge_heads<Arch>(P, base, 1, 0, P.nh, out);
+    return;
+  }
+#pragma omp parallel num_threads(static_cast<int>(imin(items, P.nt)))
+  {
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+#pragma omp for schedule(dynamic, 1)
+    for (int it = 0; it < items; ++it) work(it, t);
+    merge_heads<Arch>(P, base, n_cs, P.nh * t / n, P.nh * (t + 1) / n, out);
+  }
+}
+
+template <class Arch>
+std::size_t mla_scratch_body(int nh, const LatentTileLayout& L, int threads) {
+  return scratch_bytes_impl(nh, L, threads);
+}
+
+template <class Arch>
+void mla_decode_body(const MlaDecodeArgs& a) {
+  if (a.n_ctx <= 0) {  // nothing to attend to
+    std::memset(a.out, 0, sizeof(float) * a.n_heads * a.cache.layout.d_c);
+    return;
+  }
+  const Plan P = make_plan(a.n_heads, a.cache.layout, resolve_threads(a.threads));
+  decode_core<Arch>(P, static_cast<std::uint8_t*>(a.scratch), a.q_lat, a.q_pe, a.scale, a.cache, a.n_ctx, a.out);
+}
+
+template <class Arch>
+void mla_prefill_body(const MlaPrefillArgs& a) {
+  const int nt = resolve_threads(a.threads);
+  const auto& L = a.cache.layout;
+  const std::size_t nl = static_cast<std::size_t>(a.n_heads) * L.d_c;
+  const std::size_t nr = static_cast<std::size_t>(a.n_heads) * L.d_R;
+  std::uint8_t* base = static_cast<std::uint8_t*>(a.scratch);
+  if (a.n_q >= nt && nt > 1) {
+    // One query per thread at a time: no merge, all cores busy.
+    const Plan P1 = make_plan(a.n_heads, L, 1);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (int i = 0; i < a.n_q; ++i)
+      decode_core<Arch>(P1, base + static_cast<std::size_t>(omp_get_thread_num()) * P1.total, a.q_lat + i * nl,
+                        a.q_pe + i * nr, a.scale, a.cache, a.p0 + i + 1, a.out + i * nl);
+    return;
+  }
+  const Plan P = make_plan(a.n_heads, L, nt);
+  for (int i = 0; i < a.n_q; ++i)
+    decode_core<Arch>(P, base, a.q_lat + i * nl, a.q_pe + i * nr, a.scale, a.cache, a.p0 + i + 1, a.out + i * nl);
+}
+
+}  // namespace latte::kernels

@@ -1,0 +1,143 @@
+#include "quant/latent_formats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "quant/fp16.h"
+
+namespace latte {
+
+const char* latent_storage_name(LatentStorage s) {
+  switch (s) {
+    case LatentStorage::f32: return "f32";
+    case LatentStorage::f16: return "f16";
+    case LatentStorage::int8: return "int8";
+  }
+  return "?";
+}
+
+std::optional<LatentStorage> parse_latent_storage(std::string_view name) {
+  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8})
+    if (name == latent_storage_name(s)) return s;
+  return std::nullopt;
+}
+
+const char* latent_layout_problem(LatentStorage s, int d_c, int d_R, int tokens) {
+  if (d_c <= 0 || d_R < 0) return "d_c must be > 0 and d_R >= 0";
+  if (tokens <= 0 || tokens % kLatentTileQuantum != 0) return "tile tokens must be a positive multiple of 32";
+  if (s == LatentStorage::int8 && (d_c % 4 != 0 || d_R % 4 != 0))
+    return "int8 latent storage needs d_c and d_R to be multiples of 4";
+  if (s != LatentStorage::f32 && s != LatentStorage::f16 && s != LatentStorage::int8)
+    return "unknown latent storage";
+  return "";
+}
+
+LatentTileLayout make_latent_tile_layout(LatentStorage s, int d_c, int d_R, int tokens) {
+  const char* why = latent_layout_problem(s, d_c, d_R, tokens);
+  if (*why) throw std::invalid_argument(std::string("latent tile layout: ") + why);
+  LatentTileLayout L;
+  L.storage = s;
+  L.d_c = d_c;
+  L.d_R = d_R;
+  L.tokens = tokens;
+  const std::size_t row = static_cast<std::size_t>(d_c + d_R);
+  switch (s) {
+    case LatentStorage::f32: L.bytes = row * tokens * 4; break;
+    case LatentStorage::f16: L.bytes = row * tokens * 2; break;
+    case LatentStorage::int8:
+      L.scale_offset = row * tokens;
+      L.bytes = L.scale_offset + 2 * 4 * static_cast<std::size_t>(tokens);
+      break;
+  }
+  return L;
+}
+
+float latent_quantize_int8(const float* x, int n, std::int8_t* q) {
+  float amax = 0.f;
+  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float s = amax / 127.f;
+  const float inv = amax > 0.f ? 127.f / amax : 0.f;
+  for (int i = 0; i < n; ++i) {
+    float r = std::nearbyint(x[i] * inv);
+    r = std::min(127.f, std::max(-127.f, r));
+    q[i] = static_cast<std::int8_t>(r);
+  }
+  return s;
+}
+
+namespace {
+
+std::size_t int8_offset(const LatentTileLayout& L, int c, int t) {
+  const std::size_t g = c / 4, k = t / 4;
+  return (g * (L.tokens / 4) + k) * 16 + (c % 4) * 4 + (t % 4);
+}
+
+}  // namespace
+
+void latent_store_row(const LatentTileLayout& L, void* tile, int t, const float* c_kv,
+                      const float* k_pe) {
+  const int C = L.d_c + L.d_R;
+  switch (L.storage) {
+    case LatentStorage::f32: {
+      float* row = static_cast<float*>(tile) + static_cast<std::size_t>(t) * C;
+      std::memcpy(row, c_kv, sizeof(float) * L.d_c);
+      std::memcpy(row + L.d_c, k_pe, sizeof(float) * L.d_R);
+      break;
+    }
+    case LatentStorage::f16: {
+      auto* row = static_cast<std::uint16_t*>(tile) + static_cast<std::size_t>(t) * C;
+      for (int i = 0; i < L.d_c; ++i) row[i] = f32_to_fp16(c_kv[i]);
+      for (int i = 0; i < L.d_R; ++i) row[L.d_c + i] = f32_to_fp16(k_pe[i]);
+      break;
+    }
+    case LatentStorage::int8: {
+      auto* base = static_cast<std::uint8_t*>(tile);
+      std::int8_t q[4096];
+      auto put = [&](const float* x, int n, int c0) {
+        const float s = latent_quantize_int8(x, n, q);
+        for (int i = 0; i < n; ++i)
+          base[int8_offset(L, c0 + i, t)] = static_cast<std::uint8_t>(q[i] + 128);
+        return s;
+      };
+      if (L.d_c > 4096 || L.d_R > 4096) throw std::invalid_argument("latent row too wide");
+      float* scales = reinterpret_cast<float*>(base + L.scale_offset);
+      scales[t] = put(c_kv, L.d_c, 0);
+      scales[L.tokens + t] = L.d_R > 0 ? put(k_pe, L.d_R, L.d_c) : 0.f;
+      break;
+    }
+  }
+}
+
+void latent_load_row(const LatentTileLayout& L, const void* tile, int t, float* c_kv,
+                     float* k_pe) {
+  const int C = L.d_c + L.d_R;
+  switch (L.storage) {
+    case LatentStorage::f32: {
+      const float* row = static_cast<const float*>(tile) + static_cast<std::size_t>(t) * C;
+      std::memcpy(c_kv, row, sizeof(float) * L.d_c);
+      std::memcpy(k_pe, row + L.d_c, sizeof(float) * L.d_R);
+      break;
+    }
+    case LatentStorage::f16: {
+      const auto* row = static_cast<const std::uint16_t*>(tile) + static_cast<std::size_t>(t) * C;
+      for (int i = 0; i < L.d_c; ++i) c_kv[i] = fp16_to_f32(row[i]);
+      for (int i = 0; i < L.d_R; ++i) k_pe[i] = fp16_to_f32(row[L.d_c + i]);
+      break;
+    }
+    case LatentStorage::int8: {
+      const auto* base = static_cast<const std::uint8_t*>(tile);
+      const float* scales = reinterpret_cast<const float*>(base + L.scale_offset);
+      const float sl = scales[t], sr = scales[L.tokens + t];
+      for (int i = 0; i < L.d_c; ++i)
+        c_kv[i] = sl * static_cast<float>(static_cast<int>(base[int8_offset(L, i, t)]) - 128);
+      for (int i = 0; i < L.d_R; ++i)
+        k_pe[i] = sr * static_cast<float>(static_cast<int>(base[int8_offset(L, L.d_c + i, t)]) - 128);
+      break;
+    }
+  }
+}
+
+}  // namespace latte

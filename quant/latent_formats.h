@@ -1,0 +1,69 @@
+// Row formats of the MLA latent cache: one row per token per layer holds
+// [c_KV (d_c) ; k_pe (d_R)], grouped into tiles of a fixed token count.
+//
+//   f32, f16: a tile is (tokens, d_c + d_R) row-major; no per-token overhead.
+//   int8:     a tile is data then scales:
+//             data   (G, tokens/4, 4, 4) bytes, G = (d_c + d_R) / 4 channel
+//                    groups; block (g, k) holds channels 4g..4g+3 (outer) of
+//                    tokens 4k..4k+3 (inner), each stored as u8 = q + 128 with
+//                    q = round(x / scale) in [-127, 127]. Four tokens of one
+//                    channel are one 32-bit word (what vpdpbusd/sdot sum over
+//                    for the value product); a 4x4 byte transpose gives four
+//                    channels of one token (the score product).
+//             lat_scale  f32 (tokens): max|c_KV| / 127 per token
+//             rope_scale f32 (tokens): max|k_pe| / 127 per token
+//             584 bytes per token for d_c 512, d_R 64.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace latte {
+
+enum class LatentStorage : std::uint8_t { f32 = 0, f16 = 1, int8 = 2 };
+
+const char* latent_storage_name(LatentStorage s);
+std::optional<LatentStorage> parse_latent_storage(std::string_view name);
+
+// Plain data (no inline code: per-ISA kernels read it).
+struct LatentTileLayout {
+  LatentStorage storage = LatentStorage::f32;
+  int d_c = 0;
+  int d_R = 0;
+  int tokens = 0;                  // rows per tile
+  std::size_t scale_offset = 0;    // int8: byte offset of lat_scale (rope_scale follows)
+  std::size_t bytes = 0;           // whole tile
+};
+
+// Token count per tile must be a multiple of this (the kernels' step).
+inline constexpr int kLatentTileQuantum = 32;
+
+// Empty string if (storage, d_c, d_R, tokens) is a valid layout, else why not.
+const char* latent_layout_problem(LatentStorage s, int d_c, int d_R, int tokens);
+
+// Throws std::invalid_argument if the layout is invalid.
+LatentTileLayout make_latent_tile_layout(LatentStorage s, int d_c, int d_R, int tokens);
+
+// Writes row t (0 <= t < tokens) of a tile from f32 values (the reference
+// quantizer: round to nearest even, per-row scales).
+void latent_store_row(const LatentTileLayout& L, void* tile, int t, const float* c_kv,
+                      const float* k_pe);
+
+// Reads row t back as f32 (dequantized).
+void latent_load_row(const LatentTileLayout& L, const void* tile, int t, float* c_kv,
+                     float* k_pe);
+
+// One layer of a cache as the kernels see it: tile pointers in token order;
+// tiles[i] holds tokens [i*tokens, (i+1)*tokens).
+struct LatentLayerView {
+  LatentTileLayout layout;
+  const void* const* tiles = nullptr;
+};
+
+// The int8 row quantizer alone: q (n) = round(x / s), s = max|x| / 127
+// (s = 0 for an all-zero row). Returns s.
+float latent_quantize_int8(const float* x, int n, std::int8_t* q);
+
+}  // namespace latte

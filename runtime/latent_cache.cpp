@@ -1,0 +1,134 @@
+#include "runtime/latent_cache.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "runtime/error.h"
+
+namespace latte {
+
+namespace {
+
+std::size_t round64(std::size_t n) { return (n + 63) / 64 * 64; }
+
+std::int64_t tiles_for(std::int64_t tokens, int tile) { return (tokens + tile - 1) / tile; }
+
+}  // namespace
+
+LatentCache::LatentCache(const LatentCacheConfig& cfg) : cfg_(cfg) {
+  if (cfg.n_layers <= 0) throw Error(Status::invalid_argument, "latent cache: n_layers must be > 0");
+  if (cfg.max_tokens <= 0) throw Error(Status::invalid_argument, "latent cache: max_tokens must be > 0");
+  const char* why = latent_layout_problem(cfg.storage, cfg.d_c, cfg.d_R, cfg.tile_tokens);
+  if (*why) throw Error(Status::invalid_argument, std::string("latent cache: ") + why);
+  layout_ = make_latent_tile_layout(cfg.storage, cfg.d_c, cfg.d_R, cfg.tile_tokens);
+  tile_alloc_ = round64(layout_.bytes);
+  layers_.resize(cfg.n_layers);
+  for (auto& l : layers_) l.tiles.assign(tiles_for(cfg.max_tokens, cfg.tile_tokens), nullptr);
+}
+
+LatentCache::~LatentCache() { free_all(); }
+
+LatentCache::LatentCache(LatentCache&& o) noexcept
+    : cfg_(o.cfg_), layout_(o.layout_), tile_alloc_(o.tile_alloc_), layers_(std::move(o.layers_)),
+      n_tiles_(o.n_tiles_) {
+  o.layers_.clear();
+  o.n_tiles_ = 0;
+}
+
+LatentCache& LatentCache::operator=(LatentCache&& o) noexcept {
+  if (this != &o) {
+    free_all();
+    cfg_ = o.cfg_;
+    layout_ = o.layout_;
+    tile_alloc_ = o.tile_alloc_;
+    layers_ = std::move(o.layers_);
+    n_tiles_ = o.n_tiles_;
+    o.layers_.clear();
+    o.n_tiles_ = 0;
+  }
+  return *this;
+}
+
+void LatentCache::free_all() {
+  for (auto& l : layers_)
+    for (void*& t : l.tiles) {
+      std::free(t);
+      t = nullptr;
+    }
+  n_tiles_ = 0;
+}
+
+std::size_t LatentCache::bytes_for(int n_layers, int d_c, int d_R, std::int64_t n_tokens, LatentStorage storage,
+                                   int tile_tokens) {
+  const char* why = latent_layout_problem(storage, d_c, d_R, tile_tokens);
+  if (*why) throw Error(Status::invalid_argument, std::string("latent cache: ") + why);
+  if (n_layers < 0 || n_tokens < 0) throw Error(Status::invalid_argument, "latent cache: negative size");
+  const std::size_t tile = round64(make_latent_tile_layout(storage, d_c, d_R, tile_tokens).bytes);
+  const std::size_t nt = static_cast<std::size_t>(tiles_for(n_tokens, tile_tokens));
+  return sizeof(LatentCache) + static_cast<std::size_t>(n_layers) * (sizeof(Layer) + nt * (sizeof(void*) + tile));
+}
+
+std::size_t LatentCache::bytes() const {
+  std::size_t b = sizeof(LatentCache) + layers_.size() * sizeof(Layer) + n_tiles_ * tile_alloc_;
+  for (const auto& l : layers_) b += l.tiles.size() * sizeof(void*);
+  return b;
+}
+
+void LatentCache::check_layer(int layer) const {
+  if (layer < 0 || layer >= static_cast<int>(layers_.size()))
+    throw Error(Status::invalid_argument, "latent cache: layer " + std::to_string(layer) + " out of range [0, " +
+                                              std::to_string(layers_.size()) + ")");
+}
+
+std::int64_t LatentCache::size(int layer) const {
+  check_layer(layer);
+  return layers_[layer].n;
+}
+
+void LatentCache::write(int layer, std::int64_t pos, int n, const float* c_kv, const float* k_pe) {
+  check_layer(layer);
+  Layer& l = layers_[layer];
+  if (n < 0 || pos < 0 || pos > l.n)
+    throw Error(Status::invalid_argument, "latent cache: write at position " + std::to_string(pos) +
+                                              " leaves a hole (layer holds " + std::to_string(l.n) + " tokens)");
+  if (pos + n > cfg_.max_tokens)
+    throw Error(Status::context_overflow, "latent cache: " + std::to_string(pos + n) +
+                                              " tokens exceed the context of " + std::to_string(cfg_.max_tokens));
+  const int T = cfg_.tile_tokens;
+  for (int i = 0; i < n; ++i) {
+    const std::int64_t p = pos + i;
+    void*& tile = l.tiles[p / T];
+    if (tile == nullptr) {
+      tile = std::aligned_alloc(64, tile_alloc_);
+      if (tile == nullptr) throw Error(Status::out_of_memory, "latent cache: cannot allocate a tile");
+      std::memset(tile, 0, tile_alloc_);
+      ++n_tiles_;
+    }
+    latent_store_row(layout_, tile, static_cast<int>(p % T), c_kv + static_cast<std::size_t>(i) * cfg_.d_c,
+                     k_pe + static_cast<std::size_t>(i) * cfg_.d_R);
+  }
+  if (pos + n > l.n) l.n = pos + n;
+}
+
+void LatentCache::read_row(int layer, std::int64_t pos, float* c_kv, float* k_pe) const {
+  check_layer(layer);
+  const Layer& l = layers_[layer];
+  if (pos < 0 || pos >= l.n)
+    throw Error(Status::invalid_argument, "latent cache: position " + std::to_string(pos) + " not stored");
+  latent_load_row(layout_, l.tiles[pos / cfg_.tile_tokens], static_cast<int>(pos % cfg_.tile_tokens), c_kv, k_pe);
+}
+
+void LatentCache::truncate(std::int64_t n_tokens) {
+  if (n_tokens < 0) throw Error(Status::invalid_argument, "latent cache: negative length");
+  for (auto& l : layers_)
+    if (l.n > n_tokens) l.n = n_tokens;
+}
+
+LatentLayerView LatentCache::view(int layer) const {
+  check_layer(layer);
+  return {layout_, const_cast<const void* const*>(layers_[layer].tiles.data())};
+}
+
+}  // namespace latte

@@ -1,0 +1,110 @@
+#include "quant/latent_formats.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "quant/fp16.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace latte {
+namespace {
+
+TEST(LatentFormats, NamesRoundTrip) {
+  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8})
+    EXPECT_EQ(parse_latent_storage(latent_storage_name(s)), s);
+  EXPECT_FALSE(parse_latent_storage("q4_0").has_value());
+}
+
+TEST(LatentFormats, TileBytes) {
+  // V2-Lite rows: 576 elements.
+  EXPECT_EQ(make_latent_tile_layout(LatentStorage::f32, 512, 64, 64).bytes, 576u * 4 * 64);
+  EXPECT_EQ(make_latent_tile_layout(LatentStorage::f16, 512, 64, 64).bytes, 576u * 2 * 64);
+  auto i8 = make_latent_tile_layout(LatentStorage::int8, 512, 64, 64);
+  EXPECT_EQ(i8.bytes, 584u * 64);  // 576 bytes + two f32 scales per token
+  EXPECT_EQ(i8.scale_offset, 576u * 64);
+}
+
+TEST(LatentFormats, InvalidLayoutsAreRefused) {
+  EXPECT_THROW(make_latent_tile_layout(LatentStorage::int8, 510, 64, 64), std::invalid_argument);
+  EXPECT_THROW(make_latent_tile_layout(LatentStorage::int8, 512, 62, 64), std::invalid_argument);
+  EXPECT_THROW(make_latent_tile_layout(LatentStorage::f32, 512, 64, 48), std::invalid_argument);
+  EXPECT_THROW(make_latent_tile_layout(LatentStorage::f32, 0, 64, 64), std::invalid_argument);
+  EXPECT_NO_THROW(make_latent_tile_layout(LatentStorage::f16, 37, 6, 32));
+  EXPECT_STREQ(latent_layout_problem(LatentStorage::int8, 512, 64, 64), "");
+}
+
+TEST(LatentFormats, Int8QuantizerRoundsToNearestWithRowScale) {
+  const float x[] = {0.f, 1.f, -2.54f, 2.54f, 0.01f, 0.025f, -1.26f};
+  std::int8_t q[7];
+  const float s = latent_quantize_int8(x, 7, q);
+  EXPECT_FLOAT_EQ(s, 2.54f / 127);
+  const int want[] = {0, 50, -127, 127, 0, 1, -63};
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(q[i], want[i]) << i;
+  std::vector<float> z(9, 0.f);
+  std::int8_t qz[9];
+  EXPECT_EQ(latent_quantize_int8(z.data(), 9, qz), 0.f);
+  for (auto v : qz) EXPECT_EQ(v, 0);
+}
+
+TEST(LatentFormats, RowsRoundTripEveryStorage) {
+  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+    auto L = make_latent_tile_layout(s, 36, 8, 32);
+    std::vector<std::uint8_t> tile(L.bytes, 0xAB);
+    std::vector<std::vector<float>> c(32), r(32);
+    for (int t = 0; t < 32; ++t) {
+      c[t] = test::random_vector(36, 100 + t, -3.f, 3.f);
+      r[t] = test::random_vector(8, 200 + t, -0.5f, 0.5f);
+      latent_store_row(L, tile.data(), t, c[t].data(), r[t].data());
+    }
+    for (int t = 0; t < 32; ++t) {
+      float a[36], b[8];
+      latent_load_row(L, tile.data(), t, a, b);
+      for (int i = 0; i < 36; ++i) {
+        float want = c[t][i];
+        if (s == LatentStorage::f16) want = fp16_to_f32(f32_to_fp16(want));
+        double amax = 0;
+        for (float v : c[t]) amax = std::max(amax, std::fabs(static_cast<double>(v)));
+        const double tol = s == LatentStorage::int8 ? amax / 127 / 2 * 1.0001 : 0.0;
+        ASSERT_NEAR(a[i], want, tol) << latent_storage_name(s) << " t=" << t << " c=" << i;
+      }
+      for (int i = 0; i < 8; ++i) {
+        double amax = 0;
+        for (float v : r[t]) amax = std::max(amax, std::fabs(static_cast<double>(v)));
+        const float want = s == LatentStorage::f16 ? fp16_to_f32(f32_to_fp16(r[t][i])) : r[t][i];
+        ASSERT_NEAR(b[i], want, s == LatentStorage::int8 ? amax / 127 / 2 * 1.0001 : 0.0);
+      }
+    }
+  }
+}
+
+// The int8 byte layout the kernels rely on: block (g, k) of 16 bytes holds
+// channels 4g..4g+3 (outer) x tokens 4k..4k+3 (inner), as q + 128; then the
+// latent scales, then the rope scales.
+TEST(LatentFormats, Int8ByteLayout) {
+  auto L = make_latent_tile_layout(LatentStorage::int8, 8, 4, 32);
+  std::vector<std::uint8_t> tile(L.bytes, 0);
+  float c[8] = {127, -127, 0, 1, 2, 3, 4, 5};
+  float r[4] = {0.5f, -0.5f, 0.25f, 0};
+  latent_store_row(L, tile.data(), 5, c, r);  // token 5: token group 1, slot 1
+  const std::size_t TG = 32 / 4;
+  auto at = [&](int ch, int tok) { return tile[((ch / 4) * TG + tok / 4) * 16 + (ch % 4) * 4 + tok % 4]; };
+  EXPECT_EQ(at(0, 5), 255);
+  EXPECT_EQ(at(1, 5), 1);
+  EXPECT_EQ(at(2, 5), 128);
+  EXPECT_EQ(at(3, 5), 129);
+  EXPECT_EQ(at(8, 5), 255);   // rope channel 0: 0.5 / (0.5/127)
+  EXPECT_EQ(at(9, 5), 1);
+  EXPECT_EQ(at(10, 5), 128 + 64);  // 63.5 rounds to even
+  const float* sc = reinterpret_cast<const float*>(tile.data() + L.scale_offset);
+  EXPECT_FLOAT_EQ(sc[5], 1.f);
+  EXPECT_FLOAT_EQ(sc[32 + 5], 0.5f / 127);
+  EXPECT_EQ(at(0, 4), 0);  // other tokens untouched
+}
+
+}  // namespace
+}  // namespace latte
