@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds Latte, and runs it.
+# Installs what is missing, builds Latte, and generates text with the model
+# shipped in models/ (extra arguments go to `latte run`, e.g. -p "..." -n 64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >&2
@@ -7,4 +8,13 @@ GEN=()
 if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
 cmake -S . -B build "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)" --target latte >&2
-exec build/latte demo "$@"
+
+model=models/latte-tiny-mla.gguf
+if [ ! -f "$model" ]; then
+  echo "run.sh: $model is missing; running one MLA layer with random weights instead" >&2
+  exec build/latte demo
+fi
+if [ $# -eq 0 ]; then
+  set -- -p "A fortune for today:" -n 80 --temp 0.7 --seed 42
+fi
+exec build/latte run -m "$model" "$@"

@@ -1,12 +1,17 @@
 // The CLI's commands, one function each.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace latte::cli {
 
 // `latte info --models`: the cache accounting table of mla-spec.md section 2.
 void print_model_cache_table(std::FILE* out);
+// `latte info FILE`: architecture, shapes, tensor types, cache bytes.
+int run_info_file(const std::string& path);
 
 struct DemoOptions {
   int n_prefill = 16;
@@ -14,5 +19,85 @@ struct DemoOptions {
 };
 // `latte demo`: one MLA layer on random weights, naive versus absorbed.
 int run_demo(const DemoOptions& opts);
+
+struct EvalOptions {
+  std::string model;
+  std::string tokens;      // "1,2,3"
+  std::string logits_out;
+  std::string cache = "f32";
+  int threads = 0;
+  int prefill_chunk = 512;
+};
+// `latte eval`: logits of every position as float32 [n_tokens, n_vocab].
+int run_eval(const EvalOptions& opts);
+
+struct BenchOptions {
+  std::string model;
+  std::vector<std::int64_t> depths{0};
+  std::string cache = "int8";
+  int threads = 0;
+  int n_prompt = 512;
+  int n_gen = 32;
+  int repetitions = 1;
+  bool json = false;
+};
+// `latte bench`: prefill and decode tok/s at several context depths.
+int run_bench(const BenchOptions& opts);
+
+struct MakeModelOptions {
+  std::string preset = "v2-lite";
+  std::string type = "F16";
+  int layers = 4;
+  int vocab = 1024;
+  std::uint64_t seed = 1;
+  std::string out;
+};
+// `latte make-model`: a random-weight GGUF with real shapes.
+int run_make_model(const MakeModelOptions& opts);
+
+struct RunOptions {
+  std::string model;  // empty: the shipped model
+  std::string prompt;
+  std::string prompt_ids;  // token ids instead of text ("1,2,3")
+  bool print_ids = false;  // print generated token ids, not text
+  int n_predict = 128;
+  bool chat = false;
+  bool interactive = false;
+  float temperature = 0.8f;
+  int top_k = 40;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  float repeat_penalty = 1.0f;
+  int repeat_last_n = 64;
+  std::uint64_t seed = 0x1a77e5eedULL;
+  std::string cache = "int8";
+  int threads = 0;
+  std::int64_t n_ctx = 4096;
+};
+// `latte run`: generate text from a prompt, streaming it.
+int run_generate(const RunOptions& opts);
+// The model shipped in the repository (models/).
+std::string default_model_path();
+
+struct PerplexityOptions {
+  std::string model;
+  std::string windows_file;  // token-id windows, one per line
+  std::string text_file;     // or raw text
+  std::int64_t n_ctx = 512;  // window length for text
+  std::string cache = "f32";
+  std::string form = "auto";  // prefill form: auto | naive | absorbed
+  bool decode = false;        // feed tokens one by one (absorbed decode kernel)
+  int threads = 0;
+  int prefill_chunk = 512;
+  bool json = false;
+};
+// `latte perplexity`: mean NLL of the next token over windows of a text.
+int run_perplexity(const PerplexityOptions& opts);
+
+// "1,2,3" -> ids; Error(invalid_argument) naming a bad item (`what` names the option).
+std::vector<std::int32_t> parse_token_list(const std::string& s, const char* what);
+
+// Loading progress on stderr ("loading FILE: 42/120 tensors").
+void print_load_progress(const std::string& path, std::size_t done, std::size_t total);
 
 }  // namespace latte::cli

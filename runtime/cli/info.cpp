@@ -1,32 +1,113 @@
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
 
+#include "kernels/isa.h"
 #include "runtime/cli/commands.h"
+#include "runtime/latent_cache.h"
+#include "runtime/model/model.h"
 #include "runtime/model_catalog.h"
 
 namespace latte::cli {
 
 namespace {
-double gib(std::int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
+double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
 }  // namespace
+
+std::string default_model_path() {
+  // The source tree's models/ (set at build time); LATTE_MODEL overrides it.
+  if (const char* env = std::getenv("LATTE_MODEL"); env && *env) return env;
+  return LATTE_DEFAULT_MODEL;
+}
+
+void print_load_progress(const std::string& path, std::size_t done, std::size_t total) {
+  // Redraw a single line; only when stderr is a terminal would \r matter, so
+  // print a line at 0%, each 25% step, and the end.
+  const std::size_t q = total / 4;
+  if (done == 1 || done == total || (q > 0 && done % q == 0))
+    std::fprintf(stderr, "loading %s: %zu/%zu tensors\n", path.c_str(), done, total);
+}
 
 void print_model_cache_table(std::FILE* out) {
   std::fprintf(out,
                "Cache per token per layer (elements): Latte keeps the latent [c_KV ; k_pe]; an MHA\n"
-               "runtime keeps per-head K and V. Bytes are over all layers (GiB).\n\n");
-  std::fprintf(out, "%-18s %6s %6s %7s %7s | %10s %10s | %10s %10s\n", "model", "layers", "latent",
-               "MHA", "ratio", "f16 32K", "MHA16 32K", "f16 128K", "MHA16 128K");
+               "runtime keeps per-head K and V. Sizes are over all layers, in GiB; Latte's include\n"
+               "its int8 scales and tile tables (LatentCache::bytes_for), MHA's are f16.\n\n");
+  std::fprintf(out, "%-17s %6s %6s %6s %6s | %8s %8s %8s | %8s %8s %8s\n", "model", "layers", "latent", "MHA",
+               "ratio", "f16 32K", "int8 32K", "MHA 32K", "f16 128K", "int8 128K", "MHA 128K");
   for (const auto& m : known_mla_models()) {
-    auto bytes = [&](std::int64_t elems, std::int64_t tokens) {
-      return elems * 2 * m.n_layers * tokens;  // f16
+    auto latte_bytes = [&](std::int64_t tokens, LatentStorage st) {
+      return static_cast<double>(LatentCache::bytes_for(m.n_layers, m.kv_lora_rank, m.d_rope, tokens, st));
     };
-    std::fprintf(out, "%-18s %6d %6lld %7lld %7.2f | %10.2f %10.2f | %10.2f %10.2f\n", m.name,
-                 m.n_layers, static_cast<long long>(m.latent_elems()),
-                 static_cast<long long>(m.mha_elems()),
-                 static_cast<double>(m.mha_elems()) / m.latent_elems(),
-                 gib(bytes(m.latent_elems(), 32768)), gib(bytes(m.mha_elems(), 32768)),
-                 gib(bytes(m.latent_elems(), 131072)), gib(bytes(m.mha_elems(), 131072)));
+    auto mha = [&](std::int64_t tokens) { return static_cast<double>(m.mha_elems()) * 2 * m.n_layers * tokens; };
+    std::fprintf(out, "%-17s %6d %6lld %6lld %6.2f | %8.2f %8.2f %8.2f | %8.2f %9.2f %8.2f\n", m.name, m.n_layers,
+                 static_cast<long long>(m.latent_elems()), static_cast<long long>(m.mha_elems()),
+                 static_cast<double>(m.mha_elems()) / m.latent_elems(), gib(latte_bytes(32768, LatentStorage::f16)),
+                 gib(latte_bytes(32768, LatentStorage::int8)), gib(mha(32768)),
+                 gib(latte_bytes(131072, LatentStorage::f16)), gib(latte_bytes(131072, LatentStorage::int8)),
+                 gib(mha(131072)));
   }
+  std::fprintf(out, "\nAt the maximum context (bytes, everything included):\n");
+  for (const auto& m : known_mla_models()) {
+    if (m.max_context == 0) continue;
+    std::fprintf(out, "  %-17s %7lld tokens: int8 %.3f GB, f16 %.3f GB, f32 %.3f GB\n", m.name,
+                 static_cast<long long>(m.max_context),
+                 LatentCache::bytes_for(m.n_layers, m.kv_lora_rank, m.d_rope, m.max_context, LatentStorage::int8) / 1e9,
+                 LatentCache::bytes_for(m.n_layers, m.kv_lora_rank, m.d_rope, m.max_context, LatentStorage::f16) / 1e9,
+                 LatentCache::bytes_for(m.n_layers, m.kv_lora_rank, m.d_rope, m.max_context, LatentStorage::f32) / 1e9);
+  }
+}
+
+int run_info_file(const std::string& path) {
+  auto model = Model::load(path, {[&](std::size_t d, std::size_t t) { print_load_progress(path, d, t); }});
+  const ModelParams& p = model->params();
+  const MlaConfig& m = p.mla;
+  std::printf("file:          %s (GGUF v%u, %zu tensors, %.1f MiB)\n", path.c_str(), model->file().version(),
+              model->file().tensor_count(), model->file().file_size() / 1048576.0);
+  std::printf("architecture:  %s%s%s\n", model_arch_name(p.arch), p.name.empty() ? "" : "  name: ", p.name.c_str());
+  std::printf("layers:        %d   d_model %d   vocab %d   context %lld\n", p.n_layers, m.d_model, p.n_vocab,
+              static_cast<long long>(p.context_length));
+  std::printf("attention:     %d heads, q_lora %d, kv_lora (d_c) %d, nope %d, rope (d_R) %d, v %d, layout %s\n",
+              m.n_heads, m.q_lora_rank, m.kv_lora_rank, m.d_nope, m.d_rope, m.d_v,
+              p.kv_layout == KvLayout::split ? "split attn_k_b/attn_v_b" : "legacy attn_kv_b");
+  std::printf("rope:          %s pairs, base %g%s", m.rope.style == RopeStyle::consecutive_pairs ? "consecutive" : "half-split",
+              m.rope.freq_base, m.rope.yarn ? "" : "\n");
+  if (m.rope.yarn)
+    std::printf(", YaRN factor %g over %g, log multiplier %g\n", m.rope.yarn_factor, m.rope.yarn_orig_ctx,
+                m.rope.yarn_log_multiplier);
+  std::printf("score scale:   %.6f\n", m.kq_scale());
+  if (p.n_experts > 0)
+    std::printf("ffn:           %d dense layers (ff %d), then MoE: %d experts, top-%d, %d shared, expert ff %d, %s gating%s\n",
+                p.n_leading_dense, p.ff_dense, p.n_experts, p.n_experts_used, p.n_experts_shared, p.ff_expert,
+                p.gating == GatingFunc::softmax ? "softmax" : "sigmoid", p.n_expert_groups > 1 ? ", grouped" : "");
+  else
+    std::printf("ffn:           dense %s, ff %d\n", p.ffn_kind == FfnKind::swiglu ? "SwiGLU" : "relu^2", p.ff_dense);
+
+  std::map<std::string, std::pair<int, std::uint64_t>> types;  // type -> (tensors, bytes)
+  for (const auto& t : model->file().tensors()) {
+    auto& e = types[ggml_type_name(t.type)];
+    ++e.first;
+    e.second += t.n_bytes;
+  }
+  std::printf("tensor types: ");
+  for (const auto& [name, e] : types) std::printf(" %s x%d (%.1f MiB)", name.c_str(), e.first, e.second / 1048576.0);
+  std::printf("\nweights:       %.1f MiB mapped in place, %.1f MiB packed at load\n",
+              model->mapped_weight_bytes() / 1048576.0, model->packed_weight_bytes() / 1048576.0);
+
+  const std::int64_t max_ctx = p.context_length > 0 ? p.context_length : 4096;
+  std::printf("latent cache:  %d elements per token per layer (MHA would keep %d)\n", m.kv_lora_rank + m.d_rope,
+              m.n_heads * (m.d_nope + m.d_rope + m.d_v));
+  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+    const double per_tok =
+        static_cast<double>(LatentCache::bytes_for(p.n_layers, m.kv_lora_rank, m.d_rope, 1 << 16, st)) / (1 << 16);
+    std::printf("  %-5s %8.1f bytes per token (all layers), %9.3f GB at %lld tokens\n", latent_storage_name(st), per_tok,
+                LatentCache::bytes_for(p.n_layers, m.kv_lora_rank, m.d_rope, max_ctx, st) / 1e9,
+                static_cast<long long>(max_ctx));
+  }
+  std::printf("kernels:       %s (LATTE_ISA caps it)\n", isa_name(active_isa()));
+  return 0;
 }
 
 }  // namespace latte::cli

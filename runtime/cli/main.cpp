@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 
+#include "kernels/isa.h"
 #include "runtime/cli/commands.h"
 #include "runtime/error.h"
 
@@ -13,27 +14,108 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   bool info_models = false;
-  auto* info = app.add_subcommand("info", "Describe models and their latent-cache memory");
-  info->add_flag("--models", info_models,
-                 "Cache accounting for the public MLA models: latent versus MHA K/V");
+  std::string info_file;
+  auto* info = app.add_subcommand("info", "Describe a GGUF model file, or the public MLA models' cache needs");
+  info->add_flag("--models", info_models, "Cache accounting for the public MLA models: latent versus MHA K/V");
+  info->add_option("FILE", info_file, "A GGUF model file");
 
   latte::cli::DemoOptions demo_opts;
-  auto* demo = app.add_subcommand(
-      "demo", "Run one MLA layer (DeepSeek-V2-Lite shapes, random weights) in both forms");
+  auto* demo = app.add_subcommand("demo", "Run one MLA layer (DeepSeek-V2-Lite shapes, random weights) in both forms");
   demo->add_option("--tokens", demo_opts.n_prefill, "Prefill tokens")->check(CLI::Range(1, 4096));
   demo->add_option("--steps", demo_opts.n_decode, "Decode steps")->check(CLI::Range(0, 4096));
 
+  latte::cli::EvalOptions eval_opts;
+  auto* eval = app.add_subcommand("eval", "Write the logits of every position of a token sequence");
+  eval->add_option("-m,--model", eval_opts.model, "GGUF model file")->required();
+  eval->add_option("--tokens", eval_opts.tokens, "Token ids, comma-separated")->required();
+  eval->add_option("--logits-out", eval_opts.logits_out, "Output: float32 [n_tokens, n_vocab], row-major")->required();
+  eval->add_option("--cache-type", eval_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
+  eval->add_option("--threads", eval_opts.threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  eval->add_option("--prefill-chunk", eval_opts.prefill_chunk, "Tokens per prefill chunk")->check(CLI::Range(1, 1 << 20));
+
+  latte::cli::BenchOptions bench_opts;
+  auto* bench = app.add_subcommand("bench", "Prefill and decode speed at several context depths");
+  bench->add_option("-m,--model", bench_opts.model, "GGUF model file")->required();
+  bench->add_option("--depths", bench_opts.depths, "Context depths (tokens already in the cache)")
+      ->delimiter(',')->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24));
+  bench->add_option("--cache-type", bench_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
+  bench->add_option("--threads", bench_opts.threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  bench->add_option("-p,--n-prompt", bench_opts.n_prompt, "Prompt tokens for the prefill measurement")->check(CLI::Range(0, 1 << 20));
+  bench->add_option("-n,--n-gen", bench_opts.n_gen, "Tokens for the decode measurement")->check(CLI::Range(0, 1 << 20));
+  bench->add_option("-r,--repetitions", bench_opts.repetitions, "Repetitions (the best is reported)")->check(CLI::Range(1, 100));
+  bench->add_flag("--json", bench_opts.json, "JSON output");
+
+  latte::cli::RunOptions run_opts;
+  auto* run = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
+  run->add_option("-m,--model", run_opts.model, "GGUF model file (default: the shipped model in models/)");
+  run->add_option("-p,--prompt", run_opts.prompt, "Prompt text");
+  run->add_option("--prompt-ids", run_opts.prompt_ids, "Prompt as token ids (1,2,3) instead of text");
+  run->add_flag("--print-ids", run_opts.print_ids, "Print the generated token ids instead of text");
+  run->add_option("-n,--n-predict", run_opts.n_predict, "Tokens to generate at most")->check(CLI::Range(0, 1 << 24));
+  run->add_flag("--chat", run_opts.chat, "Wrap the prompt as a user turn in DeepSeek's chat format");
+  run->add_flag("-i,--interactive", run_opts.interactive, "Read prompts (turns with --chat) from stdin, one per line");
+  run->add_option("--temp", run_opts.temperature, "Temperature (0: greedy)")->check(CLI::Range(0.0f, 100.0f));
+  run->add_option("--top-k", run_opts.top_k, "Top-k (0: off)")->check(CLI::Range(0, 1 << 24));
+  run->add_option("--top-p", run_opts.top_p, "Top-p (1: off)")->check(CLI::Range(0.0f, 1.0f));
+  run->add_option("--min-p", run_opts.min_p, "Min-p (0: off)")->check(CLI::Range(0.0f, 1.0f));
+  run->add_option("--repeat-penalty", run_opts.repeat_penalty, "Repetition penalty (1: off)")->check(CLI::Range(0.0f, 100.0f));
+  run->add_option("--repeat-last-n", run_opts.repeat_last_n, "Tokens the penalty looks back over")->check(CLI::Range(0, 1 << 24));
+  run->add_option("--seed", run_opts.seed, "Sampling seed (same seed, same text)");
+  run->add_option("--cache-type", run_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
+  run->add_option("--threads", run_opts.threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  run->add_option("-c,--ctx", run_opts.n_ctx, "Context size in tokens (0: the model's maximum)")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24));
+
+  latte::cli::PerplexityOptions ppl_opts;
+  auto* ppl = app.add_subcommand("perplexity", "Perplexity over token windows or a text file");
+  ppl->add_option("-m,--model", ppl_opts.model, "GGUF model file")->required();
+  auto* ppl_src = ppl->add_option_group("input");
+  ppl_src->add_option("--windows", ppl_opts.windows_file, "Token-id windows, one per line (1,2,3)");
+  ppl_src->add_option("-f,--file", ppl_opts.text_file, "A text file (tokenized with BOS, cut into --ctx windows)");
+  ppl_src->require_option(1);
+  ppl->add_option("-c,--ctx", ppl_opts.n_ctx, "Window length for -f")->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
+  ppl->add_option("--cache-type", ppl_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
+  ppl->add_option("--form", ppl_opts.form, "Prefill form")->check(CLI::IsMember({"auto", "naive", "absorbed"}));
+  ppl->add_flag("--decode", ppl_opts.decode, "Feed the tokens one by one (the decode kernel for every position)");
+  ppl->add_option("--threads", ppl_opts.threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  ppl->add_option("--prefill-chunk", ppl_opts.prefill_chunk, "Tokens per prefill chunk")->check(CLI::Range(1, 1 << 20));
+  ppl->add_flag("--json", ppl_opts.json, "JSON output");
+
+  latte::cli::MakeModelOptions mm_opts;
+  auto* mm = app.add_subcommand("make-model", "Write a random-weight model with real shapes (for benchmarks)");
+  mm->add_option("--preset", mm_opts.preset, "Shapes: v2-lite (DeepSeek-V2-Lite attention) or tiny")
+      ->check(CLI::IsMember({"v2-lite", "tiny"}));
+  mm->add_option("--type", mm_opts.type, "Weight type: F32, F16, BF16, Q8_0, Q4_0, ...");
+  mm->add_option("--layers", mm_opts.layers, "Layers")->check(CLI::Range(1, 256));
+  mm->add_option("--vocab", mm_opts.vocab, "Vocabulary size")->check(CLI::Range(258, 1 << 20));
+  mm->add_option("--seed", mm_opts.seed, "Random seed");
+  mm->add_option("-o,--out", mm_opts.out, "Output GGUF file")->required();
+
   CLI11_PARSE(app, argc, argv);
   try {
+    latte::active_isa();  // a bad LATTE_ISA fails here, with its message
     if (*info) {
-      if (!info_models) {
-        std::fprintf(stderr, "latte info: say what to describe (--models)\n");
+      if (info_models) {
+        latte::cli::print_model_cache_table(stdout);
+        return 0;
+      }
+      if (info_file.empty()) {
+        std::fprintf(stderr, "latte info: give a GGUF FILE, or --models\n");
         return 2;
       }
-      latte::cli::print_model_cache_table(stdout);
-      return 0;
+      return latte::cli::run_info_file(info_file);
     }
     if (*demo) return latte::cli::run_demo(demo_opts);
+    if (*eval) return latte::cli::run_eval(eval_opts);
+    if (*bench) return latte::cli::run_bench(bench_opts);
+    if (*run) {
+      if (run_opts.prompt.empty() && run_opts.prompt_ids.empty() && !run_opts.interactive) {
+        std::fprintf(stderr, "latte run: give a prompt (-p TEXT or --prompt-ids) or -i\n");
+        return 2;
+      }
+      return latte::cli::run_generate(run_opts);
+    }
+    if (*ppl) return latte::cli::run_perplexity(ppl_opts);
+    if (*mm) return latte::cli::run_make_model(mm_opts);
   } catch (const latte::Error& e) {
     std::fprintf(stderr, "latte: %s: %s\n", latte::status_name(e.status()), e.what());
     return 1;

@@ -1,0 +1,106 @@
+// `latte bench`: like llama-bench's depth runs. For each depth D the cache is
+// filled to D tokens (a real prefill of seeded random ids), then
+//   prefill: n_prompt tokens at depth D (then the cache is cut back to D),
+//   decode:  n_gen single-token steps starting at depth D.
+// The best of `repetitions` runs is reported.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/isa.h"
+#include "runtime/cli/commands.h"
+#include "runtime/error.h"
+#include "runtime/model/session.h"
+
+namespace latte::cli {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int run_bench(const BenchOptions& o) {
+  auto model = Model::load(o.model, {[&](std::size_t d, std::size_t t) { print_load_progress(o.model, d, t); }});
+  const ModelParams& p = model->params();
+  struct Row {
+    std::int64_t depth;
+    double prefill_tps, decode_tps, fill_s;
+  };
+  std::vector<Row> rows;
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<std::int32_t> tok(0, p.n_vocab - 1);
+  // One session, depths in ascending order: the cache is filled up to each
+  // depth in turn, so the total fill is the largest depth, not the sum.
+  std::vector<std::int64_t> depths = o.depths;
+  std::sort(depths.begin(), depths.end());
+  depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
+  SessionOptions so;
+  so.threads = o.threads;
+  so.cache = *parse_latent_storage(o.cache);
+  so.n_ctx = depths.back() + std::max(o.n_prompt, o.n_gen) + 1;
+  Session s(model, so);
+  std::vector<std::int32_t> prompt(static_cast<std::size_t>(o.n_prompt));
+  for (auto& t : prompt) t = tok(rng);
+  {  // warm-up: first-touch of weights and scratch
+    const std::int32_t w[2] = {tok(rng), tok(rng)};
+    s.prefill(w);
+    s.decode(tok(rng));
+    s.reset();
+  }
+  for (std::int64_t depth : depths) {
+    const auto t_fill = std::chrono::steady_clock::now();
+    std::vector<std::int32_t> fill(static_cast<std::size_t>(depth - s.n_past()));
+    for (auto& t : fill) t = tok(rng);
+    if (!fill.empty()) s.prefill(fill);
+    Row r{depth, 0, 0, seconds_since(t_fill)};
+    for (int rep = 0; rep < o.repetitions; ++rep) {
+      if (o.n_prompt > 0) {
+        const auto t0 = std::chrono::steady_clock::now();
+        s.prefill(prompt);
+        r.prefill_tps = std::max(r.prefill_tps, o.n_prompt / seconds_since(t0));
+        s.truncate(depth);
+      }
+      if (o.n_gen > 0) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < o.n_gen; ++i) s.decode(tok(rng));
+        r.decode_tps = std::max(r.decode_tps, o.n_gen / seconds_since(t0));
+        s.truncate(depth);
+      }
+    }
+    rows.push_back(r);
+    if (!o.json)
+      std::fprintf(stderr, "depth %lld done (fill %.1f s)\n", static_cast<long long>(depth), r.fill_s);
+  }
+
+  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  if (o.json) {
+    std::printf("{\n  \"model\": \"%s\",\n  \"architecture\": \"%s\",\n  \"cache_type\": \"%s\",\n  \"threads\": %d,\n"
+                "  \"isa\": \"%s\",\n  \"n_prompt\": %d,\n  \"n_gen\": %d,\n  \"results\": [\n",
+                o.model.c_str(), model_arch_name(p.arch), o.cache.c_str(), threads, isa_name(active_isa()), o.n_prompt,
+                o.n_gen);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      std::printf("    {\"depth\": %lld, \"prefill_tok_s\": %.2f, \"decode_tok_s\": %.2f, \"fill_s\": %.2f}%s\n",
+                  static_cast<long long>(rows[i].depth), rows[i].prefill_tps, rows[i].decode_tps, rows[i].fill_s,
+                  i + 1 < rows.size() ? "," : "");
+    std::printf("  ]\n}\n");
+  } else {
+    std::printf("model %s (%s), cache %s, threads %s, kernels %s\n", o.model.c_str(), model_arch_name(p.arch),
+                o.cache.c_str(), o.threads > 0 ? std::to_string(o.threads).c_str() : "all", isa_name(active_isa()));
+    std::printf("%8s | %16s | %16s\n", "depth", "prefill tok/s", "decode tok/s");
+    for (const Row& r : rows)
+      std::printf("%8lld | %16.1f | %16.1f\n", static_cast<long long>(r.depth), r.prefill_tps, r.decode_tps);
+    std::printf("(prefill: %d tokens at the depth; decode: %d steps from the depth; best of %d)\n", o.n_prompt,
+                o.n_gen, o.repetitions);
+  }
+  return 0;
+}
+
+}  // namespace latte::cli

@@ -1,0 +1,54 @@
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/cli/commands.h"
+#include "runtime/error.h"
+#include "runtime/model/session.h"
+
+namespace latte::cli {
+
+std::vector<std::int32_t> parse_token_list(const std::string& s, const char* what) {
+  std::vector<std::int32_t> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    std::size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    const std::string item = s.substr(i, j - i);
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || errno != 0 || v < 0 || v > INT32_MAX)
+      throw Error(Status::invalid_argument, std::string(what) + ": '" + item + "' (item " + std::to_string(out.size() + 1) +
+                                                ") is not a token id");
+    out.push_back(static_cast<std::int32_t>(v));
+    i = j + 1;
+  }
+  if (out.empty()) throw Error(Status::invalid_argument, std::string(what) + ": no token ids given");
+  return out;
+}
+
+int run_eval(const EvalOptions& o) {
+  const auto tokens = parse_token_list(o.tokens, "--tokens");
+  auto model = Model::load(o.model, {[&](std::size_t d, std::size_t t) { print_load_progress(o.model, d, t); }});
+  SessionOptions so;
+  so.threads = o.threads;
+  so.cache = *parse_latent_storage(o.cache);
+  so.prefill_chunk = o.prefill_chunk;
+  so.n_ctx = static_cast<std::int64_t>(tokens.size());
+  Session s(model, so);
+  std::vector<float> logits;
+  s.prefill(tokens, &logits);
+  std::FILE* f = std::fopen(o.logits_out.c_str(), "wb");
+  if (!f) throw Error(Status::io_error, "cannot open '" + o.logits_out + "' for writing: " + std::strerror(errno));
+  const std::size_t wrote = std::fwrite(logits.data(), sizeof(float), logits.size(), f);
+  const bool ok = wrote == logits.size() && std::fclose(f) == 0;
+  if (!ok) throw Error(Status::io_error, "writing '" + o.logits_out + "' failed: " + std::strerror(errno));
+  std::fprintf(stderr, "wrote %zu x %d logits (float32, row-major) to %s\n", tokens.size(), model->params().n_vocab,
+               o.logits_out.c_str());
+  return 0;
+}
+
+}  // namespace latte::cli

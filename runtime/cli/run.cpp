@@ -1,0 +1,130 @@
+// `latte run`: text in, text out. Streams the continuation to stdout as it is
+// generated; prompt and decode speed go to stderr at the end. With --chat the
+// prompt is one user turn in DeepSeek's chat format; with -i each line read
+// from stdin is a turn (the conversation stays in the cache).
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "runtime/cli/commands.h"
+#include "runtime/error.h"
+#include "runtime/model/session.h"
+#include "runtime/sampler/sampler.h"
+#include "runtime/tokenizer/tokenizer.h"
+
+namespace latte::cli {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Stats {
+  std::int64_t prompt_tokens = 0, gen_tokens = 0;
+  double prompt_s = 0, gen_s = 0;
+};
+
+// Prefills `prompt`, then samples up to n tokens, streaming their text.
+// Returns the generated ids (an end-of-generation token ends the loop and is
+// fed to the session, so a following turn sees a closed turn).
+std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sampler,
+                                   const std::vector<std::int32_t>& prompt, int n, bool print_ids, Stats& st) {
+  auto t0 = std::chrono::steady_clock::now();
+  if (s.n_past() + static_cast<std::int64_t>(prompt.size()) >= s.n_ctx())
+    throw Error(Status::context_overflow, "the prompt (" + std::to_string(prompt.size()) + " tokens) does not fit the context of " +
+                                              std::to_string(s.n_ctx()) + " with " + std::to_string(s.n_past()) +
+                                              " tokens already used (raise --ctx)");
+  s.prefill(prompt);
+  st.prompt_s += seconds_since(t0);
+  st.prompt_tokens += static_cast<std::int64_t>(prompt.size());
+  for (auto t : prompt) sampler.accept(t);
+
+  Utf8StreamDecoder utf8;
+  std::vector<std::int32_t> out;
+  t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n && s.n_past() < s.n_ctx(); ++i) {
+    const std::int32_t id = sampler.sample(s.logits());
+    out.push_back(id);
+    if (tok.is_end_of_generation(id)) {
+      s.decode(id);
+      break;
+    }
+    const std::string text =
+        print_ids ? (out.size() > 1 ? "," : "") + std::to_string(id) : utf8.push(tok.token_to_piece(id, /*hide_control=*/true));
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    if (s.n_past() + 1 > s.n_ctx()) break;
+    s.decode(id);
+  }
+  const std::string rest = utf8.flush();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  std::fflush(stdout);
+  st.gen_s += seconds_since(t0);
+  st.gen_tokens += static_cast<std::int64_t>(out.size());
+  return out;
+}
+
+}  // namespace
+
+int run_generate(const RunOptions& o) {
+  const std::string path = o.model.empty() ? default_model_path() : o.model;
+  auto model = Model::load(path, {[&](std::size_t d, std::size_t t) { print_load_progress(path, d, t); }});
+  const Tokenizer* tok = model->tokenizer();
+  if (!tok) throw Error(Status::unsupported, "'" + path + "' has no tokenizer (tokenizer.ggml.*): use `latte eval` with token ids");
+  SessionOptions so;
+  so.threads = o.threads;
+  so.n_ctx = o.n_ctx;
+  so.cache = *parse_latent_storage(o.cache);
+  Session s(model, so);
+  SamplerConfig sc;
+  sc.temperature = o.temperature;
+  sc.top_k = o.top_k;
+  sc.top_p = o.top_p;
+  sc.min_p = o.min_p;
+  sc.repeat_penalty = o.repeat_penalty;
+  sc.repeat_last_n = o.repeat_last_n;
+  sc.seed = o.seed;
+  Sampler sampler(sc);
+  const std::string eos_text = tok->eos_id() >= 0 ? tok->token_text(tok->eos_id()) : "";
+  Stats st;
+
+  auto encode_turn = [&](const std::string& text, bool first) {
+    if (!o.chat) return tok->encode(text, first && tok->add_bos_by_default(), /*parse_special=*/false);
+    const ChatTurn turn{"user", text};
+    const std::string formatted = format_deepseek_chat(std::span(&turn, 1), true, eos_text);
+    return tok->encode(formatted, first && tok->bos_id() >= 0, /*parse_special=*/true);
+  };
+
+  if (!o.interactive) {
+    const auto prompt = o.prompt_ids.empty() ? encode_turn(o.prompt, true) : parse_token_list(o.prompt_ids, "--prompt-ids");
+    generate(s, *tok, sampler, prompt, o.n_predict, o.print_ids, st);
+    std::printf("\n");
+  } else {
+    std::fprintf(stderr, "interactive: one %s per line, end with Ctrl-D\n", o.chat ? "user turn" : "prompt");
+    std::string line;
+    bool first = true;
+    if (!o.prompt.empty()) {
+      generate(s, *tok, sampler, encode_turn(o.prompt, true), o.n_predict, o.print_ids, st);
+      std::printf("\n");
+      first = false;
+    }
+    while (true) {
+      std::fprintf(stderr, "> ");
+      if (!std::getline(std::cin, line)) break;
+      if (line.empty()) continue;
+      generate(s, *tok, sampler, encode_turn(line, first), o.n_predict, o.print_ids, st);
+      std::printf("\n");
+      first = false;
+    }
+  }
+  std::fprintf(stderr, "prompt: %lld tokens, %.1f tok/s | generated: %lld tokens, %.1f tok/s | cache %s, %lld/%lld tokens\n",
+               static_cast<long long>(st.prompt_tokens), st.prompt_s > 0 ? st.prompt_tokens / st.prompt_s : 0.0,
+               static_cast<long long>(st.gen_tokens), st.gen_s > 0 ? st.gen_tokens / st.gen_s : 0.0, o.cache.c_str(),
+               static_cast<long long>(s.n_past()), static_cast<long long>(s.n_ctx()));
+  return 0;
+}
+
+}  // namespace latte::cli

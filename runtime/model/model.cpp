@@ -1,0 +1,199 @@
+#include "runtime/model/model.h"
+
+#include <cstring>
+#include <string>
+
+#include "quant/fp16.h"
+#include "quant/ggml_blocks.h"
+#include "runtime/error.h"
+#include "runtime/model/vocab.h"
+
+namespace latte {
+
+namespace {
+
+std::string blk(int i, const char* name) { return "blk." + std::to_string(i) + "." + name + ".weight"; }
+
+WeightRef ref_of(const GgufTensor& t) {
+  // ne = {cols, rows, (heads/experts)}: a 3-D tensor is viewed as one tall matrix.
+  const std::int64_t cols = static_cast<std::int64_t>(t.ne[0]);
+  return {t.type, t.data, static_cast<std::int64_t>(t.n_elements / t.ne[0]), cols, t.row_bytes};
+}
+
+}  // namespace
+
+Model::Model(GgufFile file) : file_(std::move(file)), params_(ModelParams::from_gguf(file_)) {}
+
+std::shared_ptr<const Model> Model::load(const std::string& path, const LoadProgress& progress) {
+  return from_file(GgufFile::open(path), progress);
+}
+
+std::shared_ptr<const Model> Model::from_file(GgufFile file, const LoadProgress& progress) {
+  std::shared_ptr<Model> m(new Model(std::move(file)));
+  m->bind(progress);
+  if (gguf_has_vocab(m->file_)) {
+    m->tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::create(vocab_from_gguf(m->file_)));
+    if (m->tokenizer_->n_vocab() > m->params_.n_vocab)
+      throw Error(Status::bad_file, "tokenizer.ggml.tokens has " + std::to_string(m->tokenizer_->n_vocab()) +
+                                        " tokens, more than the model's vocabulary of " +
+                                        std::to_string(m->params_.n_vocab));
+  }
+  return m;
+}
+
+std::size_t Model::packed_weight_bytes() const {
+  std::size_t n = 0;
+  for (const auto& p : packed_) n += p.size();
+  return n;
+}
+
+void Model::bind(const LoadProgress& progress) {
+  const ModelParams& p = params_;
+  const MlaConfig& m = p.mla;
+  const std::uint64_t d = m.d_model, nh = m.n_heads, dc = m.kv_lora_rank, dr = m.d_rope;
+  const std::uint64_t dn = m.d_nope, dv = m.d_v, qh = m.q_head_dim(), V = p.n_vocab;
+  std::size_t done = 0;
+  const std::size_t total = file_.tensor_count();
+  auto tick = [&] {
+    ++done;
+    if (progress.on_progress) progress.on_progress(done, total);
+  };
+  auto matrix = [&](const std::string& name, std::initializer_list<std::uint64_t> ne) {
+    const GgufTensor& t = file_.require_tensor(name, ne);
+    mapped_bytes_ += t.n_bytes;
+    tick();
+    return ref_of(t);
+  };
+  // Norm weights are read as f32 vectors: used in place when stored as F32.
+  auto vec = [&](const std::string& name, std::uint64_t n) -> const float* {
+    const GgufTensor& t = file_.require_tensor(name, {n});
+    mapped_bytes_ += t.n_bytes;
+    tick();
+    if (t.type == GgmlType::F32) return reinterpret_cast<const float*>(t.data);
+    auto& buf = packed_.emplace_back(n * sizeof(float));
+    dequantize_row_ref(t.type, t.data, reinterpret_cast<float*>(buf.data()), n);
+    return reinterpret_cast<const float*>(buf.data());
+  };
+  // All heads of `src` stacked as one f32 matrix (heads*rows, cols); `transpose`
+  // takes each head's transpose first.
+  auto pack_f32 = [&](const HeadWeights& src, int heads, bool transpose) -> const float* {
+    const std::int64_t rin = src.head.rows, cin = src.head.cols;
+    auto& buf = packed_.emplace_back(static_cast<std::size_t>(heads) * rin * cin * sizeof(float));
+    float* out = reinterpret_cast<float*>(buf.data());
+    std::vector<float> in(static_cast<std::size_t>(rin) * cin);  // (rows_in, cols_in)
+    for (int h = 0; h < heads; ++h) {
+      const WeightRef w = src[h];
+      for (std::int64_t r = 0; r < rin; ++r)
+        dequantize_row_ref(w.type, w.data + r * w.row_bytes, in.data() + r * cin, cin);
+      float* oh = out + static_cast<std::size_t>(h) * rin * cin;
+      if (!transpose) std::copy(in.begin(), in.end(), oh);
+      else
+        for (std::int64_t c = 0; c < cin; ++c)
+          for (std::int64_t r = 0; r < rin; ++r) oh[c * rin + r] = in[r * cin + c];
+    }
+    return out;
+  };
+  // Per head, the transpose of `src` head h (rows_in, cols_in) as (cols_in, rows_in),
+  // kept F32 if the source is F32, else F16.
+  auto pack_transposed = [&](const HeadWeights& src, int heads) {
+    const std::int64_t rin = src.head.rows, cin = src.head.cols;
+    const GgmlType type = src.head.type == GgmlType::F32 ? GgmlType::F32 : GgmlType::F16;
+    const std::size_t esize = type == GgmlType::F32 ? 4 : 2;
+    auto& buf = packed_.emplace_back(static_cast<std::size_t>(heads) * rin * cin * esize);
+    std::vector<float> in(static_cast<std::size_t>(rin) * cin);  // (rows_in, cols_in)
+    for (int h = 0; h < heads; ++h) {
+      const WeightRef w = src[h];
+      for (std::int64_t r = 0; r < rin; ++r)
+        dequantize_row_ref(w.type, w.data + r * w.row_bytes, in.data() + r * cin, cin);
+      std::uint8_t* out = buf.data() + static_cast<std::size_t>(h) * rin * cin * esize;
+      for (std::int64_t c = 0; c < cin; ++c)
+        for (std::int64_t r = 0; r < rin; ++r) {
+          const float v = in[r * cin + c];
+          const std::size_t at = (static_cast<std::size_t>(c) * rin + r) * esize;
+          if (type == GgmlType::F32) std::memcpy(out + at, &v, 4);
+          else {
+            const std::uint16_t hv = f32_to_fp16(v);
+            std::memcpy(out + at, &hv, 2);
+          }
+        }
+    }
+    HeadWeights hw;
+    hw.head = {type, buf.data(), cin, rin, static_cast<std::size_t>(rin) * esize};
+    hw.stride = static_cast<std::size_t>(rin) * cin * esize;
+    return hw;
+  };
+
+  token_embd_ = matrix("token_embd.weight", {d, V});
+  output_norm_ = vec("output_norm.weight", d);
+  if (file_.find_tensor("output.weight")) output_ = matrix("output.weight", {d, V});
+  else output_ = token_embd_;  // tied embeddings (plm; allowed for any)
+
+  if (p.arch == ModelArch::minicpm3) {
+    for (auto [name, dst] : {std::pair{"rope_factors_long.weight", &rope_long_},
+                             std::pair{"rope_factors_short.weight", &rope_short_}}) {
+      if (!file_.find_tensor(name)) continue;
+      const float* f = vec(name, dr / 2);
+      dst->assign(f, f + dr / 2);
+    }
+  }
+
+  layers_.resize(p.n_layers);
+  for (int i = 0; i < p.n_layers; ++i) {
+    LayerWeights& l = layers_[i];
+    l.attn_norm = vec(blk(i, "attn_norm"), d);
+    l.ffn_norm = vec(blk(i, "ffn_norm"), d);
+    if (file_.find_tensor(blk(i, "attn_q_a"))) {
+      if (m.q_lora_rank == 0)
+        throw Error(Status::bad_file, "tensor '" + blk(i, "attn_q_a") + "' present but q_lora_rank is 0");
+      const std::uint64_t ql = m.q_lora_rank;
+      l.wq_a = matrix(blk(i, "attn_q_a"), {d, ql});
+      l.q_a_norm = vec(blk(i, "attn_q_a_norm"), ql);
+      l.wq_b = matrix(blk(i, "attn_q_b"), {ql, nh * qh});
+    } else {
+      l.wq = matrix(blk(i, "attn_q"), {d, nh * qh});
+    }
+    l.wkv_a = matrix(blk(i, "attn_kv_a_mqa"), {d, dc + dr});
+    l.kv_a_norm = vec(blk(i, "attn_kv_a_norm"), dc);
+    if (p.kv_layout == KvLayout::split) {
+      const WeightRef kb = matrix(blk(i, "attn_k_b"), {dn, dc, nh});  // per head (d_c, d_nope)
+      l.wuk_t = {kb.row_slice(0, dc), dc * kb.row_bytes};
+      const WeightRef vb = matrix(blk(i, "attn_v_b"), {dc, dv, nh});  // per head (d_v, d_c)
+      l.wuv = {vb.row_slice(0, dv), dv * vb.row_bytes};
+      l.naive_wuk = pack_f32(l.wuk_t, nh, /*transpose=*/true);
+      l.naive_wuv = vb.type == GgmlType::F32 ? reinterpret_cast<const float*>(vb.data) : pack_f32(l.wuv, nh, false);
+    } else {
+      const WeightRef kvb = matrix(blk(i, "attn_kv_b"), {dc, nh * (dn + dv)});
+      const std::size_t stride = (dn + dv) * kvb.row_bytes;
+      const HeadWeights wuk{kvb.row_slice(0, dn), stride};
+      l.wuv = {kvb.row_slice(dn, dv), stride};
+      l.wuk_t = pack_transposed(wuk, nh);
+      l.naive_wuk = pack_f32(wuk, nh, false);
+      l.naive_wuv = pack_f32(l.wuv, nh, false);
+    }
+    l.wo = matrix(blk(i, "attn_output"), {nh * dv, d});
+
+    auto ffn = [&](FfnWeights& f, const char* gate, const char* up, const char* down, std::uint64_t ff) {
+      if (p.ffn_kind == FfnKind::swiglu) f.gate = matrix(blk(i, gate), {d, ff});
+      f.up = matrix(blk(i, up), {d, ff});
+      f.down = matrix(blk(i, down), {ff, d});
+    };
+    if (!p.is_moe_layer(i)) {
+      ffn(l.dense, "ffn_gate", "ffn_up", "ffn_down", p.ff_dense);
+    } else {
+      const std::uint64_t ne = p.n_experts, ff = p.ff_expert;
+      l.gate_inp = matrix(blk(i, "ffn_gate_inp"), {d, ne});
+      const std::string bias = "blk." + std::to_string(i) + ".exp_probs_b.bias";
+      if (file_.find_tensor(bias)) l.exp_bias = vec(bias, ne);
+      const WeightRef g = matrix(blk(i, "ffn_gate_exps"), {d, ff, ne});
+      const WeightRef u = matrix(blk(i, "ffn_up_exps"), {d, ff, ne});
+      const WeightRef dw = matrix(blk(i, "ffn_down_exps"), {ff, d, ne});
+      l.exp_gate = {g.row_slice(0, ff), ff * g.row_bytes};
+      l.exp_up = {u.row_slice(0, ff), ff * u.row_bytes};
+      l.exp_down = {dw.row_slice(0, d), d * dw.row_bytes};
+      if (p.n_experts_shared > 0)
+        ffn(l.shared, "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", ff * p.n_experts_shared);
+    }
+  }
+}
+
+}  // namespace latte

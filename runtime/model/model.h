@@ -1,0 +1,117 @@
+// A loaded MLA model: the GGUF file mapped read-only, its weights used in
+// place where a kernel reads their format, and packed once at load where a
+// kernel wants another layout. Read-only after load: any number of sessions
+// on any threads share one Model.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "quant/ggml_types.h"
+#include "runtime/gguf/gguf_file.h"
+#include "runtime/model/model_params.h"
+#include "runtime/tokenizer/tokenizer.h"
+
+namespace latte {
+
+// A weight matrix W (rows, cols) for y = W x: `rows` rows of `cols` elements
+// of `type`, each `row_bytes` long, row r at data + r * row_bytes.
+struct WeightRef {
+  GgmlType type = GgmlType::F32;
+  const std::uint8_t* data = nullptr;
+  std::int64_t rows = 0, cols = 0;
+  std::size_t row_bytes = 0;
+
+  bool empty() const { return data == nullptr; }
+  // Rows [r0, r0 + n) as a matrix of its own.
+  WeightRef row_slice(std::int64_t r0, std::int64_t n) const {
+    return {type, data + static_cast<std::size_t>(r0) * row_bytes, n, cols, row_bytes};
+  }
+};
+
+// Per-head matrices: head h is `head` with data advanced by h * stride bytes.
+struct HeadWeights {
+  WeightRef head;
+  std::size_t stride = 0;
+  WeightRef operator[](int h) const {
+    WeightRef w = head;
+    w.data += static_cast<std::size_t>(h) * stride;
+    return w;
+  }
+};
+
+struct FfnWeights {
+  WeightRef gate, up, down;  // (ff, d), (ff, d), (d, ff); gate empty for relu^2
+};
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;   // (d)
+  const float* ffn_norm = nullptr;    // (d)
+  WeightRef wq;                       // (n_h*(d_nope+d_R), d)   no q_lora
+  WeightRef wq_a;                     // (q_lora, d)
+  const float* q_a_norm = nullptr;    // (q_lora)
+  WeightRef wq_b;                     // (n_h*(d_nope+d_R), q_lora)
+  WeightRef wkv_a;                    // (d_c + d_R, d)
+  const float* kv_a_norm = nullptr;   // (d_c)
+  HeadWeights wuk_t;                  // per head (d_c, d_nope): q_lat = W_UK_h^T q_nope   (absorbed)
+  HeadWeights wuv;                    // per head (d_v, d_c):    o_h = W_UV_h o_lat         (absorbed)
+  // The naive form decompresses a block of cached latents for all heads in
+  // one f32 GEMM: K_nope (B, n_h*d_nope) = C (B, d_c) W_UK^T, likewise V.
+  const float* naive_wuk = nullptr;   // (n_h*d_nope, d_c), packed f32
+  const float* naive_wuv = nullptr;   // (n_h*d_v, d_c), packed f32 (in place when F32 and contiguous)
+  WeightRef wo;                       // (d, n_h*d_v)
+  FfnWeights dense;
+  WeightRef gate_inp;                 // (n_exp, d)
+  const float* exp_bias = nullptr;    // (n_exp) or null
+  HeadWeights exp_gate, exp_up;       // per expert (ff_exp, d)
+  HeadWeights exp_down;               // per expert (d, ff_exp)
+  FfnWeights shared;                  // shared experts fused: (ff_exp*n_shared, d) ...
+};
+
+struct LoadProgress {
+  // Called with (done, total) tensors while loading; may be empty.
+  std::function<void(std::size_t, std::size_t)> on_progress;
+};
+
+class Model {
+ public:
+  // Maps and validates the file: architecture, every tensor's presence, type
+  // and shape. latte::Error naming the key or tensor on failure.
+  static std::shared_ptr<const Model> load(const std::string& path, const LoadProgress& progress = {});
+  static std::shared_ptr<const Model> from_file(GgufFile file, const LoadProgress& progress = {});
+
+  const ModelParams& params() const { return params_; }
+  const GgufFile& file() const { return file_; }
+  const LayerWeights& layer(int i) const { return layers_[i]; }
+  const WeightRef& token_embd() const { return token_embd_; }  // (n_vocab, d)
+  const float* output_norm() const { return output_norm_; }    // (d)
+  const WeightRef& output() const { return output_; }          // (n_vocab, d)
+  // minicpm3: per-pair rope frequency factors (long / short), else empty.
+  const std::vector<float>& rope_factors(bool long_context) const {
+    return long_context ? rope_long_ : rope_short_;
+  }
+  // The file's tokenizer; null if it has none (then only token ids work).
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  // Bytes of the weights mapped from the file and packed at load.
+  std::size_t mapped_weight_bytes() const { return mapped_bytes_; }
+  std::size_t packed_weight_bytes() const;
+
+ private:
+  explicit Model(GgufFile file);
+  void bind(const LoadProgress& progress);
+
+  GgufFile file_;
+  ModelParams params_;
+  WeightRef token_embd_, output_;
+  const float* output_norm_ = nullptr;
+  std::vector<LayerWeights> layers_;
+  std::vector<std::vector<std::uint8_t>> packed_;  // owned re-laid-out weights
+  std::vector<float> rope_long_, rope_short_;
+  std::size_t mapped_bytes_ = 0;
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
+
+}  // namespace latte

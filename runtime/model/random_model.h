@@ -1,0 +1,49 @@
+// Random-weight model files of every architecture and layout Latte runs,
+// written with the GGUF writer exactly as llama.cpp lays them out. Tests use
+// them to compare the optimized path with the reference; `latte make-model`
+// makes benchmark models (scripts/bench.sh model).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "quant/ggml_types.h"
+#include "runtime/model/model_params.h"
+
+namespace latte {
+
+struct RandomModelSpec {
+  ModelArch arch = ModelArch::deepseek2;
+  KvLayout layout = KvLayout::split;
+  int n_layers = 2;
+  int d_model = 64;
+  int n_heads = 4;
+  int q_lora_rank = 0;  // 0: attn_q
+  int kv_lora_rank = 32;
+  int d_nope = 16, d_rope = 8, d_v = 16;
+  int ff = 96;          // dense feed-forward
+  int n_vocab = 300;    // >= 258: 256 byte tokens + BOS + EOS
+  std::int64_t context_length = 4096;
+  // MoE (n_experts 0: all dense)
+  int n_experts = 0, n_experts_used = 0, n_experts_shared = 0, ff_expert = 0, n_leading_dense = 1;
+  GatingFunc gating = GatingFunc::softmax;
+  bool expert_weights_norm = false;
+  float expert_weights_scale = 1.f;
+  int n_expert_groups = 0, n_expert_groups_used = 0;
+  bool expert_bias = false;  // exp_probs_b.bias
+  // RoPE
+  bool yarn = true;
+  float yarn_factor = 4.f;
+  int yarn_orig_ctx = 128;
+  float yarn_log_multiplier = 0.0707f;
+  float rms_eps = 1e-6f;
+  GgmlType weight_type = GgmlType::F32;  // matrices; norms stay F32
+  bool tied_output = false;              // no `output` tensor
+  std::uint64_t seed = 1;
+};
+
+std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& spec);
+void write_random_model(const RandomModelSpec& spec, const std::string& path);
+
+}  // namespace latte

@@ -1,0 +1,483 @@
+#include "runtime/model/session.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "kernels/isa.h"
+#include "kernels/matvec/matvec.h"
+#include "kernels/mla_attn/mla_attn.h"
+#include "quant/ggml_blocks.h"
+#include "runtime/error.h"
+#include "runtime/mla/cost_model.h"
+
+namespace latte {
+
+namespace {
+
+// From this many tokens on, a weight product runs as f32 GEMMs (oneDNN) over
+// panels of dequantized weight rows: measured 1.3x (F32) to 2x (F16) faster
+// than the block kernels at 512 tokens, and exact in f32.
+constexpr int kGemmMinTokens = 16;
+constexpr std::int64_t kGemmPanelRows = 256;
+
+// Cached rows per block in the naive form: the decompressed K and V of one
+// block stay small (256 x n_h x 256 floats = 4 MiB at 16 heads).
+constexpr int kNaiveKeyBlock = 256;
+
+struct AlignedBuffer {
+  float* p = nullptr;
+  std::size_t n = 0;  // floats
+  ~AlignedBuffer() { std::free(p); }
+  float* get(std::size_t want) {
+    if (want > n) {
+      std::free(p);
+      n = std::max<std::size_t>(want, 16);
+      p = static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64));
+      if (!p) throw Error(Status::out_of_memory, "session scratch: cannot allocate " + std::to_string(n * 4) + " bytes");
+    }
+    return p;
+  }
+};
+
+void rms_norm_rows(const float* x, const float* w, int n, int d, double eps, float* y, std::size_t ld_in,
+                   std::size_t ld_out) {
+  for (int t = 0; t < n; ++t) {
+    const float* xi = x + t * ld_in;
+    double ss = 0;
+    for (int i = 0; i < d; ++i) ss += double(xi[i]) * xi[i];
+    const float inv = static_cast<float>(1.0 / std::sqrt(ss / d + eps));
+    float* yi = y + t * ld_out;
+    for (int i = 0; i < d; ++i) yi[i] = xi[i] * inv * w[i];
+  }
+}
+
+void sgemm(char ta, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+  if (dnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) != dnnl_success)
+    throw Error(Status::internal, "oneDNN sgemm failed");
+}
+
+}  // namespace
+
+struct Session::Scratch {
+  const kernels::MatvecKernels* mv = nullptr;
+  const kernels::MlaAttnKernels* attn = nullptr;
+  int threads = 1;
+  RopeParams rope;  // the model's, with this context's rope factors
+
+  std::vector<std::uint8_t> mv_scratch;
+  AlignedBuffer h, x, q, cq, kv, c_kv, k_pe, q_lat, q_pe, o_lat, o, rope_cs, ff_a, ff_b, ff_y, router, xe, ye;
+  AlignedBuffer blk_c, blk_kpe, blk_k, blk_v, acc, stat, scores, gemm_panel;
+  std::vector<std::uint8_t> attn_scratch;
+
+  // Per head h: y_h (n, ldy) = x_h (n, ldx) W_h^T, with x_h = x + h*x_step and
+  // y_h = y + h*y_step. One parallel region over the heads (small matrices:
+  // a region per head would cost more in fork/join than the product).
+  void linear_heads(const HeadWeights& w, int heads, const float* x, std::size_t x_step, std::size_t ldx, int n,
+                    float* y, std::size_t y_step, std::size_t ldy) {
+    const std::size_t per = (kernels::matvec_scratch_bytes(w.head.type, w.head.cols, n) + 63) / 64 * 64;
+    if (mv_scratch.size() < per * threads) mv_scratch.resize(per * threads);
+    std::uint8_t* base = mv_scratch.data();
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int h = 0; h < heads; ++h) {
+      const WeightRef wh = w[h];
+      void* scratch = base + per * static_cast<std::size_t>(omp_get_thread_num());
+      if (n == 1)
+        mv->matvec(wh.type, wh.data, wh.rows, wh.cols, x + h * x_step, y + h * y_step, scratch, 1);
+      else
+        mv->matmul(wh.type, wh.data, wh.rows, wh.cols, x + h * x_step, ldx, n, y + h * y_step, ldy, scratch, 1);
+    }
+  }
+
+  // y (n, ldy) = x (n, ldx) W^T for W (rows, cols).
+  void linear(const WeightRef& w, const float* x, std::size_t ldx, int n, float* y, std::size_t ldy) {
+    if (n >= kGemmMinTokens) {
+      if (w.type == GgmlType::F32 && w.row_bytes == static_cast<std::size_t>(w.cols) * 4) {
+        sgemm('N', 'T', n, w.rows, w.cols, 1.f, x, static_cast<std::int64_t>(ldx), reinterpret_cast<const float*>(w.data),
+              w.cols, 0.f, y, static_cast<std::int64_t>(ldy));
+        return;
+      }
+      float* panel = gemm_panel.get(static_cast<std::size_t>(kGemmPanelRows) * w.cols);  // (rows, cols)
+      for (std::int64_t r0 = 0; r0 < w.rows; r0 += kGemmPanelRows) {
+        const std::int64_t nr = std::min(kGemmPanelRows, w.rows - r0);
+        mv->dequantize(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, panel,
+                       static_cast<std::size_t>(nr) * w.cols);
+        sgemm('N', 'T', n, nr, w.cols, 1.f, x, static_cast<std::int64_t>(ldx), panel, w.cols, 0.f, y + r0,
+              static_cast<std::int64_t>(ldy));
+      }
+      return;
+    }
+    const std::size_t need = kernels::matvec_scratch_bytes(w.type, w.cols, n);
+    if (mv_scratch.size() < need) mv_scratch.resize(need);
+    if (n == 1)
+      mv->matvec(w.type, w.data, w.rows, w.cols, x, y, mv_scratch.data(), threads);
+    else
+      mv->matmul(w.type, w.data, w.rows, w.cols, x, ldx, n, y, ldy, mv_scratch.data(), threads);
+  }
+};
+
+Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
+    : model_(std::move(model)),
+      opts_(opts),
+      cache_([&] {
+        const ModelParams& p = model_->params();
+        if (opts_.n_ctx <= 0) opts_.n_ctx = p.context_length > 0 ? p.context_length : 4096;
+        if (opts_.prefill_chunk <= 0)
+          throw Error(Status::invalid_argument, "prefill_chunk must be > 0");
+        if (opts_.threads < 0) throw Error(Status::invalid_argument, "threads must be >= 0");
+        LatentCacheConfig c;
+        c.n_layers = p.n_layers;
+        c.d_c = p.mla.kv_lora_rank;
+        c.d_R = p.mla.d_rope;
+        c.max_tokens = opts_.n_ctx;
+        c.storage = opts_.cache;
+        return c;
+      }()),
+      s_(std::make_unique<Scratch>()) {
+  const ModelParams& p = model_->params();
+  const Isa isa = active_isa();
+  s_->mv = &kernels::matvec_kernels(isa);
+  s_->attn = &kernels::mla_attn_kernels(isa);
+  s_->threads = opts_.threads > 0 ? opts_.threads : omp_get_max_threads();
+  s_->attn_scratch.resize(s_->attn->scratch_bytes(p.mla.n_heads, cache_.layout(), s_->threads));
+  s_->rope = p.mla.rope;
+  const bool long_ctx = p.rope_orig_ctx > 0 && opts_.n_ctx > p.rope_orig_ctx;
+  s_->rope.freq_factors = model_->rope_factors(long_ctx);
+  last_logits_.assign(p.n_vocab, 0.f);
+}
+
+Session::~Session() = default;
+
+void Session::reset() {
+  cache_.truncate(0);
+  n_past_ = 0;
+  std::fill(last_logits_.begin(), last_logits_.end(), 0.f);
+}
+
+void Session::truncate(std::int64_t n_tokens) {
+  if (n_tokens < 0 || n_tokens > n_past_)
+    throw Error(Status::invalid_argument, "truncate: " + std::to_string(n_tokens) + " is outside [0, " +
+                                              std::to_string(n_past_) + "]");
+  cache_.truncate(n_tokens);
+  n_past_ = n_tokens;
+}
+
+void Session::decode(std::int32_t token) { prefill(std::span<const std::int32_t>(&token, 1)); }
+
+void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* all_logits) {
+  const ModelParams& p = model_->params();
+  if (tokens.empty()) throw Error(Status::invalid_argument, "no tokens to evaluate");
+  for (std::size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= p.n_vocab)
+      throw Error(Status::invalid_argument, "token " + std::to_string(i) + " has id " + std::to_string(tokens[i]) +
+                                                ", outside the vocabulary [0, " + std::to_string(p.n_vocab) + ")");
+  if (n_past_ + static_cast<std::int64_t>(tokens.size()) > opts_.n_ctx)
+    throw Error(Status::context_overflow,
+                "context overflow: " + std::to_string(n_past_) + " tokens in the cache + " +
+                    std::to_string(tokens.size()) + " new > context " + std::to_string(opts_.n_ctx));
+  if (all_logits) all_logits->resize(tokens.size() * static_cast<std::size_t>(p.n_vocab));
+  for (std::size_t at = 0; at < tokens.size(); at += opts_.prefill_chunk) {
+    const std::size_t n = std::min<std::size_t>(opts_.prefill_chunk, tokens.size() - at);
+    float* out = all_logits ? all_logits->data() + at * p.n_vocab : nullptr;
+    forward_chunk(tokens.subspan(at, n), out, all_logits != nullptr);
+  }
+}
+
+void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_out, bool all_logits) {
+  const ModelParams& p = model_->params();
+  const MlaConfig& m = p.mla;
+  Scratch& s = *s_;
+  const int n = static_cast<int>(tokens.size());
+  const int d = m.d_model, nh = m.n_heads, qh = m.q_head_dim(), dn = m.d_nope, dr = m.d_rope;
+  const int dc = m.kv_lora_rank, dv = m.d_v, ql = m.q_lora_rank, V = p.n_vocab;
+  const std::int64_t p0 = n_past_;
+  omp_set_num_threads(s.threads);  // this thread's team size, also for oneDNN's GEMMs
+  const float scale = static_cast<float>(m.kq_scale());
+
+  // Form for this chunk: decode is always absorbed (the kernel's job).
+  MlaForm form = MlaForm::absorbed;
+  if (n > 1) {
+    if (opts_.prefill_form == FormChoice::naive) form = MlaForm::naive;
+    else if (opts_.prefill_form == FormChoice::cost_model) form = mla_pick_form(m, n, p0);
+  }
+  last_form_ = form;
+
+  // RoPE angles of this chunk's positions: (n, d_R/2) cos and sin.
+  float* rope_cs = s.rope_cs.get(static_cast<std::size_t>(n) * dr);  // (n, cos | sin)
+  {
+    std::vector<double> theta(dr / 2);
+    for (int t = 0; t < n; ++t) {
+      rope_angles(s.rope, static_cast<double>(p0 + t), theta.data());
+      for (int i = 0; i < dr / 2; ++i) {
+        rope_cs[t * dr + i] = static_cast<float>(std::cos(theta[i]) * s.rope.attn_factor);
+        rope_cs[t * dr + dr / 2 + i] = static_cast<float>(std::sin(theta[i]) * s.rope.attn_factor);
+      }
+    }
+  }
+  auto rope = [&](float* v, int t) {
+    const float* c = rope_cs + t * dr;
+    const float* sn = c + dr / 2;
+    const bool pairs = s.rope.style == RopeStyle::consecutive_pairs;
+    for (int i = 0; i < dr / 2; ++i) {
+      const int a = pairs ? 2 * i : i, b = pairs ? 2 * i + 1 : i + dr / 2;
+      const float x0 = v[a], x1 = v[b];
+      v[a] = x0 * c[i] - x1 * sn[i];
+      v[b] = x0 * sn[i] + x1 * c[i];
+    }
+  };
+
+  float* h = s.h.get(static_cast<std::size_t>(n) * d);  // (n, d) residual stream
+  const WeightRef& emb = model_->token_embd();
+  for (int t = 0; t < n; ++t) {
+    dequantize_row_ref(emb.type, emb.data + static_cast<std::size_t>(tokens[t]) * emb.row_bytes,
+                       h + static_cast<std::size_t>(t) * d, d);
+    if (p.embed_scale != 1.f)
+      for (int i = 0; i < d; ++i) h[static_cast<std::size_t>(t) * d + i] *= p.embed_scale;
+  }
+
+  float* x = s.x.get(static_cast<std::size_t>(n) * d);             // (n, d)
+  float* q = s.q.get(static_cast<std::size_t>(n) * nh * qh);       // (n, n_h, d_nope + d_R)
+  float* kv = s.kv.get(static_cast<std::size_t>(n) * (dc + dr));   // (n, d_c + d_R)
+  float* c_kv = s.c_kv.get(static_cast<std::size_t>(n) * dc);      // (n, d_c)
+  float* k_pe = s.k_pe.get(static_cast<std::size_t>(n) * dr);      // (n, d_R)
+  float* o = s.o.get(static_cast<std::size_t>(n) * nh * dv);       // (n, n_h * d_v)
+  float* y = s.ff_y.get(static_cast<std::size_t>(n) * d);          // (n, d)
+
+  for (int il = 0; il < p.n_layers; ++il) {
+    const LayerWeights& L = model_->layer(il);
+    // --- attention
+    rms_norm_rows(h, L.attn_norm, n, d, m.rms_eps, x, d, d);
+    if (!L.wq_a.empty()) {
+      float* cq = s.cq.get(static_cast<std::size_t>(n) * ql);  // (n, q_lora)
+      s.linear(L.wq_a, x, d, n, cq, ql);
+      rms_norm_rows(cq, L.q_a_norm, n, ql, m.rms_eps, cq, ql, ql);
+      s.linear(L.wq_b, cq, ql, n, q, static_cast<std::size_t>(nh) * qh);
+    } else {
+      s.linear(L.wq, x, d, n, q, static_cast<std::size_t>(nh) * qh);
+    }
+    s.linear(L.wkv_a, x, d, n, kv, dc + dr);
+    for (int t = 0; t < n; ++t) {
+      float* kvt = kv + static_cast<std::size_t>(t) * (dc + dr);
+      rms_norm_rows(kvt, L.kv_a_norm, 1, dc, m.rms_eps, c_kv + static_cast<std::size_t>(t) * dc, dc, dc);
+      rope(kvt + dc, t);
+      std::memcpy(k_pe + static_cast<std::size_t>(t) * dr, kvt + dc, sizeof(float) * dr);
+      for (int hd = 0; hd < nh; ++hd) rope(q + (static_cast<std::size_t>(t) * nh + hd) * qh + dn, t);
+    }
+    cache_.write(il, p0, n, c_kv, k_pe);
+    const LatentLayerView view = cache_.view(il);
+
+    if (form == MlaForm::absorbed) {
+      float* q_lat = s.q_lat.get(static_cast<std::size_t>(n) * nh * dc);  // (n, n_h, d_c)
+      float* q_pe = s.q_pe.get(static_cast<std::size_t>(n) * nh * dr);    // (n, n_h, d_R)
+      float* o_lat = s.o_lat.get(static_cast<std::size_t>(n) * nh * dc);  // (n, n_h, d_c)
+      // q_lat_h = W_UK_h^T q_nope_h
+      s.linear_heads(L.wuk_t, nh, q, qh, static_cast<std::size_t>(nh) * qh, n, q_lat, dc,
+                     static_cast<std::size_t>(nh) * dc);
+      for (int t = 0; t < n; ++t)
+        for (int hd = 0; hd < nh; ++hd)
+          std::memcpy(q_pe + (static_cast<std::size_t>(t) * nh + hd) * dr,
+                      q + (static_cast<std::size_t>(t) * nh + hd) * qh + dn, sizeof(float) * dr);
+      if (n == 1) {
+        kernels::MlaDecodeArgs a;
+        a.n_heads = nh;
+        a.q_lat = q_lat;
+        a.q_pe = q_pe;
+        a.scale = scale;
+        a.cache = view;
+        a.n_ctx = p0 + 1;
+        a.out = o_lat;
+        a.threads = s.threads;
+        a.scratch = s.attn_scratch.data();
+        s.attn->decode(a);
+      } else {
+        kernels::MlaPrefillArgs a;
+        a.n_heads = nh;
+        a.n_q = n;
+        a.p0 = p0;
+        a.q_lat = q_lat;
+        a.q_pe = q_pe;
+        a.scale = scale;
+        a.cache = view;
+        a.out = o_lat;
+        a.threads = s.threads;
+        a.scratch = s.attn_scratch.data();
+        s.attn->prefill(a);
+      }
+      // o_h = W_UV_h o_lat_h
+      s.linear_heads(L.wuv, nh, o_lat, dc, static_cast<std::size_t>(nh) * dc, n, o, dv,
+                     static_cast<std::size_t>(nh) * dv);
+    } else {
+      // Naive form, a block of cached rows at a time: decompress K and V
+      // for the block (once for all the chunk's queries), then per head an
+      // online softmax over the blocks. (n, n_h) running max and sum.
+      const std::int64_t n_rows = p0 + n;
+      const int B = kNaiveKeyBlock;
+      float* blk_c = s.blk_c.get(static_cast<std::size_t>(B) * dc);                // (B, d_c)
+      float* blk_kpe = s.blk_kpe.get(static_cast<std::size_t>(B) * dr);            // (B, d_R)
+      float* blk_k = s.blk_k.get(static_cast<std::size_t>(B) * nh * dn);           // (B, n_h, d_nope)
+      float* blk_v = s.blk_v.get(static_cast<std::size_t>(B) * nh * dv);           // (B, n_h, d_v)
+      float* acc = s.acc.get(static_cast<std::size_t>(n) * nh * dv);               // (n, n_h, d_v)
+      float* stat = s.stat.get(static_cast<std::size_t>(n) * nh * 2);              // (n, n_h, {max, sum})
+      float* scores = s.scores.get(static_cast<std::size_t>(s.threads) * n * B);  // per thread (n, B)
+      std::fill(acc, acc + static_cast<std::size_t>(n) * nh * dv, 0.f);
+      for (std::size_t i = 0; i < static_cast<std::size_t>(n) * nh; ++i) {
+        stat[2 * i] = -INFINITY;
+        stat[2 * i + 1] = 0.f;
+      }
+      for (std::int64_t j0 = 0; j0 < n_rows; j0 += B) {
+        const int nb = static_cast<int>(std::min<std::int64_t>(B, n_rows - j0));
+        for (int j = 0; j < nb; ++j)
+          cache_.read_row(il, j0 + j, blk_c + static_cast<std::size_t>(j) * dc, blk_kpe + static_cast<std::size_t>(j) * dr);
+        // K_nope (nb, n_h*d_nope) = C W_UK^T ; V (nb, n_h*d_v) = C W_UV^T
+        sgemm('N', 'T', nb, static_cast<std::int64_t>(nh) * dn, dc, 1.f, blk_c, dc, L.naive_wuk, dc, 0.f, blk_k,
+              static_cast<std::int64_t>(nh) * dn);
+        sgemm('N', 'T', nb, static_cast<std::int64_t>(nh) * dv, dc, 1.f, blk_c, dc, L.naive_wuv, dc, 0.f, blk_v,
+              static_cast<std::int64_t>(nh) * dv);
+        // Queries that see none of this block (j0 > p0 + i) are skipped.
+        const int i0 = static_cast<int>(std::max<std::int64_t>(0, j0 - p0));
+        const int nq = n - i0;
+        if (nq <= 0) continue;
+#pragma omp parallel for num_threads(s.threads) schedule(dynamic, 1)
+        for (int hd = 0; hd < nh; ++hd) {
+          float* S = scores + static_cast<std::size_t>(omp_get_thread_num()) * n * B;  // (nq, nb)
+          const float* qh0 = q + (static_cast<std::size_t>(i0) * nh + hd) * qh;
+          sgemm('N', 'T', nq, nb, dn, scale, qh0, static_cast<std::int64_t>(nh) * qh,
+                blk_k + static_cast<std::size_t>(hd) * dn, static_cast<std::int64_t>(nh) * dn, 0.f, S, nb);
+          sgemm('N', 'T', nq, nb, dr, scale, qh0 + dn, static_cast<std::int64_t>(nh) * qh, blk_kpe, dr, 1.f, S, nb);
+          for (int i = 0; i < nq; ++i) {
+            float* Si = S + static_cast<std::size_t>(i) * nb;
+            const std::int64_t visible = std::min<std::int64_t>(nb, p0 + i0 + i + 1 - j0);  // causal
+            float* st = stat + (static_cast<std::size_t>(i0 + i) * nh + hd) * 2;
+            float mx = st[0];
+            for (std::int64_t j = 0; j < visible; ++j) mx = std::max(mx, Si[j]);
+            const float corr = std::exp(st[0] - mx);  // 0 on the first block (-inf)
+            float sum = 0.f;
+            for (std::int64_t j = 0; j < visible; ++j) sum += (Si[j] = std::exp(Si[j] - mx));
+            for (std::int64_t j = visible; j < nb; ++j) Si[j] = 0.f;
+            float* ai = acc + (static_cast<std::size_t>(i0 + i) * nh + hd) * dv;
+            for (int k = 0; k < dv; ++k) ai[k] *= corr;
+            st[0] = mx;
+            st[1] = st[1] * corr + sum;
+          }
+          // acc (nq, d_v) += P (nq, nb) V_h (nb, d_v)
+          sgemm('N', 'N', nq, dv, nb, 1.f, S, nb, blk_v + static_cast<std::size_t>(hd) * dv,
+                static_cast<std::int64_t>(nh) * dv, 1.f, acc + (static_cast<std::size_t>(i0) * nh + hd) * dv,
+                static_cast<std::int64_t>(nh) * dv);
+        }
+      }
+      for (std::size_t i = 0; i < static_cast<std::size_t>(n) * nh; ++i) {
+        const float inv = 1.f / stat[2 * i + 1];
+        for (int k = 0; k < dv; ++k) o[i * dv + k] = acc[i * dv + k] * inv;
+      }
+    }
+    s.linear(L.wo, o, static_cast<std::size_t>(nh) * dv, n, y, d);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n) * d; ++i) h[i] += y[i] * p.residual_scale;
+
+    // --- feed-forward
+    rms_norm_rows(h, L.ffn_norm, n, d, m.rms_eps, x, d, d);
+    auto ffn = [&](const WeightRef& gate, const WeightRef& up, const WeightRef& down, const float* xin, int nt,
+                   float* out) {
+      const int ff = static_cast<int>(up.rows);
+      float* a = s.ff_a.get(static_cast<std::size_t>(nt) * ff);  // (nt, ff)
+      float* b = s.ff_b.get(static_cast<std::size_t>(nt) * ff);  // (nt, ff)
+      s.linear(up, xin, d, nt, b, ff);
+      if (p.ffn_kind == FfnKind::swiglu) {
+        s.linear(gate, xin, d, nt, a, ff);
+        for (std::size_t i = 0; i < static_cast<std::size_t>(nt) * ff; ++i) a[i] = a[i] / (1.f + std::exp(-a[i])) * b[i];
+      } else {
+        for (std::size_t i = 0; i < static_cast<std::size_t>(nt) * ff; ++i) a[i] = b[i] > 0 ? b[i] * b[i] : 0.f;
+      }
+      s.linear(down, a, ff, nt, out, d);
+    };
+    if (!p.is_moe_layer(il)) {
+      ffn(L.dense.gate, L.dense.up, L.dense.down, x, n, y);
+    } else {
+      const int ne = p.n_experts, k = p.n_experts_used;
+      float* logits = s.router.get(static_cast<std::size_t>(n) * ne);  // (n, n_exp)
+      s.linear(L.gate_inp, x, d, n, logits, ne);
+      if (!L.shared.up.empty()) ffn(L.shared.gate, L.shared.up, L.shared.down, x, n, y);
+      else std::fill(y, y + static_cast<std::size_t>(n) * d, 0.f);
+      // Route: per token the top-k experts and their weights.
+      std::vector<std::vector<std::pair<int, float>>> by_expert(ne);  // expert -> (token, weight)
+      std::vector<float> prob(ne), sel(ne);
+      std::vector<int> idx(ne);
+      for (int t = 0; t < n; ++t) {
+        const float* lg = logits + static_cast<std::size_t>(t) * ne;
+        if (p.gating == GatingFunc::softmax) {
+          const float mx = *std::max_element(lg, lg + ne);
+          float sum = 0;
+          for (int e = 0; e < ne; ++e) sum += (prob[e] = std::exp(lg[e] - mx));
+          for (auto& v : prob) v /= sum;
+        } else {
+          for (int e = 0; e < ne; ++e) prob[e] = 1.f / (1.f + std::exp(-lg[e]));
+        }
+        for (int e = 0; e < ne; ++e) sel[e] = prob[e] + (L.exp_bias ? L.exp_bias[e] : 0.f);
+        if (p.n_expert_groups > 1) {
+          const int ng = p.n_expert_groups, per = ne / ng;
+          std::vector<float> gs(ng);
+          for (int g = 0; g < ng; ++g) {
+            float a = -INFINITY, b = -INFINITY;  // top two in the group
+            for (int e = g * per; e < (g + 1) * per; ++e) {
+              if (sel[e] > a) { b = a; a = sel[e]; } else if (sel[e] > b) b = sel[e];
+            }
+            gs[g] = a + (per > 1 ? b : 0.f);
+          }
+          std::vector<int> order(ng);
+          std::iota(order.begin(), order.end(), 0);
+          std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return gs[a] > gs[b]; });
+          for (int r = p.n_expert_groups_used; r < ng; ++r)
+            for (int e = order[r] * per; e < (order[r] + 1) * per; ++e) sel[e] = -INFINITY;
+        }
+        std::iota(idx.begin(), idx.end(), 0);
+        std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) {
+          return sel[a] > sel[b] || (sel[a] == sel[b] && a < b);
+        });
+        float wsum = 0;
+        for (int j = 0; j < k; ++j) wsum += prob[idx[j]];
+        for (int j = 0; j < k; ++j) {
+          float w = prob[idx[j]];
+          if (p.expert_weights_norm) w /= std::max(wsum, 6.103515625e-5f);
+          if (p.expert_weights_scale != 0.f && p.expert_weights_scale != 1.f) w *= p.expert_weights_scale;
+          by_expert[idx[j]].push_back({t, w});
+        }
+      }
+      // Each expert runs once over the tokens routed to it.
+      float* xe = s.xe.get(static_cast<std::size_t>(n) * d);  // (tokens of expert e, d)
+      float* ye = s.ye.get(static_cast<std::size_t>(n) * d);  // (tokens of expert e, d)
+      for (int e = 0; e < ne; ++e) {
+        const auto& list = by_expert[e];
+        if (list.empty()) continue;
+        const int nt = static_cast<int>(list.size());
+        for (int j = 0; j < nt; ++j)
+          std::memcpy(xe + static_cast<std::size_t>(j) * d, x + static_cast<std::size_t>(list[j].first) * d, sizeof(float) * d);
+        ffn(L.exp_gate[e], L.exp_up[e], L.exp_down[e], xe, nt, ye);
+        for (int j = 0; j < nt; ++j) {
+          float* yt = y + static_cast<std::size_t>(list[j].first) * d;
+          const float* src = ye + static_cast<std::size_t>(j) * d;
+          for (int i = 0; i < d; ++i) yt[i] += list[j].second * src[i];
+        }
+      }
+    }
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n) * d; ++i) h[i] += y[i] * p.residual_scale;
+  }
+
+  // --- output: logits of every token, or of the last only.
+  const int first = all_logits ? 0 : n - 1;
+  const int nl = n - first;
+  rms_norm_rows(h + static_cast<std::size_t>(first) * d, model_->output_norm(), nl, d, m.rms_eps, x, d, d);
+  if (p.logit_scale != 1.f)
+    for (std::size_t i = 0; i < static_cast<std::size_t>(nl) * d; ++i) x[i] *= p.logit_scale;
+  float* lg = all_logits ? logits_out : last_logits_.data();
+  s.linear(model_->output(), x, d, nl, lg, V);
+  if (all_logits) std::memcpy(last_logits_.data(), lg + static_cast<std::size_t>(nl - 1) * V, sizeof(float) * V);
+  n_past_ += n;
+}
+
+}  // namespace latte

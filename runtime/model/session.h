@@ -1,0 +1,70 @@
+// A session: one sequence's latent cache and scratch over a shared Model.
+// Prefill runs in chunks, each in the form the cost model picks (or a forced
+// one); decode runs the absorbed kernel over the cache. Not thread-safe
+// itself: one session per thread, any number of sessions per Model.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "quant/latent_formats.h"
+#include "runtime/latent_cache.h"
+#include "runtime/mla/mla_reference.h"
+#include "runtime/model/model.h"
+
+namespace latte {
+
+enum class FormChoice { cost_model, naive, absorbed };
+
+struct SessionOptions {
+  int threads = 0;                  // 0: all cores (OpenMP's default)
+  std::int64_t n_ctx = 4096;        // context capacity (tokens); <= 0: the model's maximum
+  LatentStorage cache = LatentStorage::int8;
+  int prefill_chunk = 512;          // tokens per prefill chunk
+  FormChoice prefill_form = FormChoice::cost_model;
+};
+
+class Session {
+ public:
+  Session(std::shared_ptr<const Model> model, const SessionOptions& opts);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Feeds tokens at the next positions. If all_logits is non-null it receives
+  // the logits of every token (n_tokens, n_vocab); logits() always holds the
+  // last token's. Error(context_overflow) if they do not fit (nothing is
+  // changed then), Error(invalid_argument) for an id outside the vocabulary.
+  void prefill(std::span<const std::int32_t> tokens, std::vector<float>* all_logits = nullptr);
+  // One token (the absorbed kernel).
+  void decode(std::int32_t token);
+
+  std::span<const float> logits() const { return last_logits_; }  // (n_vocab)
+  std::int64_t n_past() const { return n_past_; }
+  std::int64_t n_ctx() const { return opts_.n_ctx; }
+  void reset();  // forget every token
+  // Forget the tokens at positions >= n_tokens (n_tokens <= n_past()).
+  void truncate(std::int64_t n_tokens);
+
+  const Model& model() const { return *model_; }
+  const SessionOptions& options() const { return opts_; }
+  const LatentCache& cache() const { return cache_; }
+  // The form the last chunk of each call ran in (for tests and reports).
+  MlaForm last_form() const { return last_form_; }
+
+ private:
+  struct Scratch;
+  void forward_chunk(std::span<const std::int32_t> tokens, float* logits_out, bool all_logits);
+
+  std::shared_ptr<const Model> model_;
+  SessionOptions opts_;
+  LatentCache cache_;
+  std::unique_ptr<Scratch> s_;
+  std::vector<float> last_logits_;
+  std::int64_t n_past_ = 0;
+  MlaForm last_form_ = MlaForm::absorbed;
+};
+
+}  // namespace latte

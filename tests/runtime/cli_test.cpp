@@ -1,0 +1,143 @@
+// The `latte` binary end to end: eval's logits file against llama.cpp's, and
+// clear errors (exit code 1, a message naming the problem) for bad input.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "runtime/model/random_model.h"
+
+namespace {
+
+const std::string kTestdata = LATTE_TESTDATA_DIR;
+
+struct Result {
+  int code;
+  std::string output;  // stdout + stderr
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(LATTE_CLI) + " " + args + " 2>&1";
+  Result r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string tokens_csv() {
+  std::ifstream in(kTestdata + "/tokens.txt");
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+TEST(Cli, EvalMatchesLlamaCppLogits) {
+  const std::string out = ::testing::TempDir() + "/eval.f32";
+  const Result r = run("eval -m " + kTestdata + "/tiny-moe-v2-lite.gguf --tokens " + tokens_csv() +
+                       " --logits-out " + out + " --cache-type f32 --threads 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::vector<float> got(160 * 512), want(160 * 512);
+  std::ifstream(out, std::ios::binary).read(reinterpret_cast<char*>(got.data()), got.size() * 4);
+  std::ifstream(kTestdata + "/tiny-moe-v2-lite.logits.f32", std::ios::binary)
+      .read(reinterpret_cast<char*>(want.data()), want.size() * 4);
+  double mx = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) mx = std::max(mx, std::fabs(double(got[i]) - want[i]));
+  EXPECT_LT(mx, 1e-4);
+}
+
+TEST(Cli, InfoDescribesAFile) {
+  const Result r = run("info " + kTestdata + "/tiny-dense.gguf");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("deepseek2"), std::string::npos);
+  EXPECT_NE(r.output.find("kv_lora (d_c) 64"), std::string::npos);
+  EXPECT_NE(r.output.find("q_lora 96"), std::string::npos);
+  EXPECT_NE(r.output.find("F32 x"), std::string::npos);
+  EXPECT_NE(r.output.find("int8"), std::string::npos);
+}
+
+TEST(Cli, InfoModelsMeetsTheMemoryBudget) {
+  const Result r = run("info --models");
+  ASSERT_EQ(r.code, 0) << r.output;
+  // DeepSeek-V2-Lite at 163,840 tokens: int8 <= 2.6 GB, f16 <= 5.1 GB.
+  EXPECT_NE(r.output.find("DeepSeek-V2-Lite   163840 tokens: int8 2.584 GB, f16 5.097 GB"), std::string::npos)
+      << r.output;
+}
+
+TEST(Cli, BadInputGivesClearErrors) {
+  const std::string dir = ::testing::TempDir();
+  Result r = run("info /nonexistent/x.gguf");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("/nonexistent/x.gguf"), std::string::npos) << r.output;
+
+  // Truncated file.
+  {
+    std::ifstream in(kTestdata + "/tiny-dense.gguf", std::ios::binary);
+    std::vector<char> head(100000);
+    in.read(head.data(), head.size());
+    std::ofstream(dir + "/trunc.gguf", std::ios::binary).write(head.data(), head.size());
+  }
+  r = run("info " + dir + "/trunc.gguf");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("bad file"), std::string::npos) << r.output;
+
+  // Unknown architecture.
+  latte::RandomModelSpec spec;
+  auto bytes = latte::random_model_bytes(spec);
+  const std::string arch = "deepseek2";
+  auto it = std::search(bytes.begin(), bytes.end(), arch.begin(), arch.end());
+  ASSERT_NE(it, bytes.end());
+  std::copy_n("llamazoo2", 9, it);  // general.architecture's value, same length
+  std::ofstream(dir + "/arch.gguf", std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  r = run("info " + dir + "/arch.gguf");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("unknown architecture 'llamazoo2'"), std::string::npos) << r.output;
+
+  r = run("eval -m " + kTestdata + "/tiny-dense.gguf --tokens 1,x,3 --logits-out " + dir + "/o.f32");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("'x'"), std::string::npos) << r.output;
+  r = run("eval -m " + kTestdata + "/tiny-dense.gguf --tokens 1,99999 --logits-out " + dir + "/o.f32");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("99999"), std::string::npos) << r.output;
+  r = run("bench -m " + kTestdata + "/tiny-dense.gguf --cache-type q4");
+  EXPECT_NE(r.code, 0);
+  r = run("run -m " + kTestdata + "/tiny-dense.gguf -p hi -c 2");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("context"), std::string::npos) << r.output;
+}
+
+TEST(Cli, BadIsaNameIsRefused) {
+  const Result r = run("info --models");  // sanity: runs
+  ASSERT_EQ(r.code, 0);
+  const std::string cmd = "LATTE_ISA=sse9 " + std::string(LATTE_CLI) + " info --models 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 1024> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(out.find("LATTE_ISA='sse9'"), std::string::npos) << out;
+}
+
+TEST(Cli, RunGeneratesWithASeed) {
+  const std::string m = kTestdata + "/tiny-dense.gguf";
+  const Result a = run("run -m " + m + " -p hello -n 12 --seed 7 --temp 0.9");
+  const Result b = run("run -m " + m + " -p hello -n 12 --seed 7 --temp 0.9");
+  ASSERT_EQ(a.code, 0) << a.output;
+  EXPECT_NE(a.output.find("generated: 12 tokens"), std::string::npos) << a.output;
+  // Same seed, same text (the first line of output is the generated text).
+  EXPECT_EQ(a.output.substr(0, a.output.find('\n')), b.output.substr(0, b.output.find('\n')));
+}
+
+}  // namespace

@@ -1,0 +1,221 @@
+// The optimized path (Session: kernels, latent cache, chunked prefill in the
+// picked form) against llama.cpp's logits and the scalar model reference.
+#include "runtime/model/session.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/error.h"
+#include "runtime/model/model_reference.h"
+
+namespace latte {
+namespace {
+
+const std::string kTestdata = LATTE_TESTDATA_DIR;
+
+std::vector<std::int32_t> testdata_tokens() {
+  std::ifstream in(kTestdata + "/tokens.txt");
+  std::vector<std::int32_t> ids;
+  std::string item;
+  while (std::getline(in, item, ',')) ids.push_back(std::stoi(item));
+  return ids;
+}
+
+std::vector<float> testdata_logits(const std::string& name) {
+  std::ifstream in(kTestdata + "/" + name + ".logits.f32", std::ios::binary);
+  std::vector<float> v(160 * 512);
+  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
+  return v;
+}
+
+struct Errors {
+  double max_abs = 0, nmse = 0, argmax_agree = 0;
+};
+
+Errors compare(const std::vector<float>& got, const std::vector<float>& ref, int n_vocab) {
+  Errors e;
+  double num = 0, den = 0;
+  int agree = 0;
+  const int n = static_cast<int>(ref.size() / n_vocab);
+  for (int t = 0; t < n; ++t) {
+    int ag = 0, ar = 0;
+    for (int i = 0; i < n_vocab; ++i) {
+      const std::size_t k = static_cast<std::size_t>(t) * n_vocab + i;
+      const double dlt = double(got[k]) - ref[k];
+      e.max_abs = std::max(e.max_abs, std::fabs(dlt));
+      num += dlt * dlt;
+      den += double(ref[k]) * ref[k];
+      if (got[k] > got[static_cast<std::size_t>(t) * n_vocab + ag]) ag = i;
+      if (ref[k] > ref[static_cast<std::size_t>(t) * n_vocab + ar]) ar = i;
+    }
+    agree += ag == ar;
+  }
+  e.nmse = num / den;
+  e.argmax_agree = double(agree) / n;
+  return e;
+}
+
+// 100-token prefill (in chunks of `chunk`), then 60 decode steps.
+std::vector<float> run_session(const std::shared_ptr<const Model>& model, SessionOptions opts) {
+  Session s(model, opts);
+  const auto tokens = testdata_tokens();
+  std::vector<float> all;
+  s.prefill(std::span(tokens).first(100), &all);
+  for (std::size_t t = 100; t < tokens.size(); ++t) {
+    s.decode(tokens[t]);
+    all.insert(all.end(), s.logits().begin(), s.logits().end());
+  }
+  EXPECT_EQ(s.n_past(), 160);
+  return all;
+}
+
+struct Case {
+  const char* file;
+  LatentStorage cache;
+  FormChoice form;
+  int chunk;
+};
+
+class SessionVsLlamaCpp : public ::testing::TestWithParam<Case> {};
+
+// Bounds: f32 cache 1e-4 absolute (the bar). f16: llama.cpp's own f16
+// cache moves its logits by up to 0.0039 (NMSE 7.6e-7) on tiny-dense; we
+// require max 0.01, NMSE 5e-6 (measured: 0.003 / 4.3e-7 dense, 0.008 / 1.6e-6
+// MoE). int8 (one scale per token row, the only granularity that fits V2-Lite's
+// 2.6 GB budget at 163,840 tokens): these random-weight files have outlier-heavy
+// latents; storage alone measures NMSE 2.6e-4 (dense) / 1.0e-3 (MoE), the
+// kernel's int8 query and softmax weights about double it. Bound: max 0.5,
+// NMSE 3e-3, argmax agreement >= 90%.
+TEST_P(SessionVsLlamaCpp, Logits) {
+  const Case c = GetParam();
+  auto model = Model::load(kTestdata + "/" + c.file + ".gguf");
+  SessionOptions o;
+  o.cache = c.cache;
+  o.prefill_form = c.form;
+  o.prefill_chunk = c.chunk;
+  o.n_ctx = 256;
+  const auto got = run_session(model, o);
+  const Errors e = compare(got, testdata_logits(c.file), 512);
+  RecordProperty("max_abs", std::to_string(e.max_abs));
+  RecordProperty("nmse", std::to_string(e.nmse));
+  RecordProperty("argmax", std::to_string(e.argmax_agree));
+  switch (c.cache) {
+    case LatentStorage::f32:
+      EXPECT_LT(e.max_abs, 1e-4);
+      EXPECT_EQ(e.argmax_agree, 1.0);
+      break;
+    case LatentStorage::f16:
+      EXPECT_LT(e.max_abs, 0.01);
+      EXPECT_LT(e.nmse, 5e-6);
+      break;
+    case LatentStorage::int8:
+      EXPECT_LT(e.max_abs, 0.5);
+      EXPECT_LT(e.nmse, 3e-3);
+      EXPECT_GE(e.argmax_agree, 0.90);
+      break;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Testdata, SessionVsLlamaCpp,
+    ::testing::Values(Case{"tiny-dense", LatentStorage::f32, FormChoice::cost_model, 512},
+                      Case{"tiny-dense", LatentStorage::f32, FormChoice::naive, 37},
+                      Case{"tiny-dense", LatentStorage::f32, FormChoice::absorbed, 37},
+                      Case{"tiny-dense", LatentStorage::f16, FormChoice::cost_model, 64},
+                      Case{"tiny-dense", LatentStorage::int8, FormChoice::cost_model, 64},
+                      Case{"tiny-dense", LatentStorage::int8, FormChoice::absorbed, 64},
+                      Case{"tiny-moe-v2-lite", LatentStorage::f32, FormChoice::cost_model, 512},
+                      Case{"tiny-moe-v2-lite", LatentStorage::f32, FormChoice::naive, 37},
+                      Case{"tiny-moe-v2-lite", LatentStorage::f32, FormChoice::absorbed, 37},
+                      Case{"tiny-moe-v2-lite", LatentStorage::f16, FormChoice::cost_model, 64},
+                      Case{"tiny-moe-v2-lite", LatentStorage::int8, FormChoice::cost_model, 64}),
+    [](const auto& info) {
+      const Case& c = info.param;
+      std::string n = std::string(c.file) + "_" + latent_storage_name(c.cache) + "_" +
+                      (c.form == FormChoice::naive ? "naive" : c.form == FormChoice::absorbed ? "absorbed" : "auto") +
+                      "_chunk" + std::to_string(c.chunk);
+      for (auto& ch : n) if (ch == '-') ch = '_';
+      return n;
+    });
+
+TEST(Session, ContextOverflowIsRefusedAndChangesNothing) {
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  SessionOptions o;
+  o.n_ctx = 50;
+  o.cache = LatentStorage::f32;
+  Session s(model, o);
+  const auto tokens = testdata_tokens();
+  s.prefill(std::span(tokens).first(40));
+  const std::vector<float> before(s.logits().begin(), s.logits().end());
+  try {
+    s.prefill(std::span(tokens).subspan(40, 11));
+    FAIL() << "expected context_overflow";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::context_overflow);
+    EXPECT_NE(std::string(e.what()).find("context"), std::string::npos);
+  }
+  EXPECT_EQ(s.n_past(), 40);
+  EXPECT_EQ(std::vector<float>(s.logits().begin(), s.logits().end()), before);
+  s.prefill(std::span(tokens).subspan(40, 10));  // exactly fills the context
+  EXPECT_EQ(s.n_past(), 50);
+  EXPECT_THROW(s.decode(1), Error);
+}
+
+TEST(Session, BadTokenIdIsRefused) {
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  Session s(model, SessionOptions{});
+  const std::int32_t bad[] = {1, 512};
+  try {
+    s.prefill(bad);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("512"), std::string::npos);
+  }
+  EXPECT_EQ(s.n_past(), 0);
+}
+
+TEST(Session, ResetStartsOver) {
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  SessionOptions o;
+  o.cache = LatentStorage::f32;
+  Session s(model, o);
+  const auto tokens = testdata_tokens();
+  s.prefill(std::span(tokens).first(20));
+  const std::vector<float> a(s.logits().begin(), s.logits().end());
+  s.reset();
+  EXPECT_EQ(s.n_past(), 0);
+  s.prefill(std::span(tokens).first(20));
+  const std::vector<float> b(s.logits().begin(), s.logits().end());
+  EXPECT_EQ(a, b);
+}
+
+// One read-only model, several sessions decoding at once on their own threads.
+TEST(Session, ConcurrentSessionsShareOneModel) {
+  auto model = Model::load(kTestdata + "/tiny-moe-v2-lite.gguf");
+  const auto tokens = testdata_tokens();
+  SessionOptions o;
+  o.cache = LatentStorage::int8;
+  o.threads = 1;
+  o.n_ctx = 160;
+  auto run = [&] {
+    Session s(model, o);
+    s.prefill(std::span(tokens).first(30));
+    for (int t = 30; t < 60; ++t) s.decode(tokens[t]);
+    return std::vector<float>(s.logits().begin(), s.logits().end());
+  };
+  const auto expected = run();
+  std::vector<std::vector<float>> got(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) threads.emplace_back([&, i] { got[i] = run(); });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i], expected) << "session " << i;
+}
+
+}  // namespace
+}  // namespace latte
