@@ -40,7 +40,7 @@ typedef struct latte_session latte_session;
 typedef struct latte_session_options {
   int32_t threads;            /* 0: all cores */
   int64_t n_ctx;              /* context capacity in tokens; 0: the model's maximum */
-  latte_cache_type cache_type;
+  int32_t cache_type;         /* a latte_cache_type (an int, so any value a caller stores is checked) */
   int32_t prefill_chunk;      /* tokens per prefill chunk (512 by default) */
 } latte_session_options;
 

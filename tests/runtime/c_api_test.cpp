@@ -69,7 +69,7 @@ TEST(CApi, ErrorsNameWhatIsWrong) {
   latte_session_options o = latte_session_default_options();
   o.n_ctx = 3;
   latte_session* s = nullptr;
-  o.cache_type = static_cast<latte_cache_type>(9);
+  o.cache_type = 9;
   EXPECT_EQ(latte_session_create(m, &o, &s), LATTE_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(latte_last_error()).find("cache_type"), std::string::npos);
   o.cache_type = LATTE_CACHE_INT8;
