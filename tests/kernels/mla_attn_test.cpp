@@ -129,12 +129,15 @@ TEST_P(MlaDecode, EveryIsaMatchesReference) {
     auto got = run_decode(kernels::mla_attn_kernels(isa), sh, q, cache, c.n_ctx, c.threads);
     const double e = test::nmse(got.data(), ref.data(), got.size());
     EXPECT_LE(e, max_nmse(c.storage, isa)) << isa_name(isa);
-    if (c.storage != LatentStorage::int8)
+    if (c.storage != LatentStorage::int8) {
       EXPECT_LE(test::max_rel_error(got.data(), ref.data(), got.size()), 2e-5) << isa_name(isa);
+    }
     // A context of one token returns that token's latent exactly (up to rounding).
-    if (c.n_ctx == 1 && c.storage != LatentStorage::int8)
-      for (int h = 0; h < sh.n_heads; ++h)
+    if (c.n_ctx == 1 && c.storage != LatentStorage::int8) {
+      for (int h = 0; h < sh.n_heads; ++h) {
         EXPECT_NEAR(got[static_cast<std::size_t>(h) * sh.d_c], ref[0], 1e-5f);
+      }
+    }
   }
 }
 

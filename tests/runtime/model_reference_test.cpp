@@ -12,27 +12,14 @@
 #include <vector>
 
 #include "runtime/gguf/gguf_file.h"
+#include "tests/runtime/testdata.h"
 
 namespace latte {
 namespace {
 
-const std::string kTestdata = LATTE_TESTDATA_DIR;
-
-std::vector<std::int32_t> testdata_tokens() {
-  std::ifstream in(kTestdata + "/tokens.txt");
-  std::vector<std::int32_t> ids;
-  std::string item;
-  while (std::getline(in, item, ',')) ids.push_back(std::stoi(item));
-  return ids;
-}
-
-std::vector<float> testdata_logits(const std::string& name) {
-  std::ifstream in(kTestdata + "/" + name + ".logits.f32", std::ios::binary);
-  std::vector<float> v(160 * 512);
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
-  EXPECT_EQ(in.gcount(), static_cast<std::streamsize>(v.size() * 4));
-  return v;
-}
+using test::kTestdata;
+using test::testdata_logits;
+using test::testdata_tokens;
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double m = 0;
