@@ -4,6 +4,11 @@
 # stdout):
 #   scripts/bench.sh kernels   decode attention: ISAs x cache types x shapes
 #                              x contexts x threads, oneDNN and scalar baselines
+#   scripts/bench.sh model     a DeepSeek-V2-Lite-shaped model (4 layers, random
+#                              weights, F16 and a Q8_0 copy): decode tok/s at
+#                              depths 0, 4K, 16K, 32K and prefill tok/s of 512
+#                              tokens at each depth, int8 and f16 caches, 2
+#                              threads (writes bench-results/model.json)
 # Extra arguments go to the benchmark binary (e.g. --benchmark_filter=int8).
 # Env: LATTE_BENCH_MIN_TIME (seconds per entry, default 0.05), LATTE_JOBS,
 # OMP_WAIT_POLICY (default passive, see below).
@@ -11,13 +16,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=${1:-}
 if [ -z "$suite" ]; then
-  echo "usage: scripts/bench.sh kernels [benchmark args...]" >&2
+  echo "usage: scripts/bench.sh kernels|model [args...]" >&2
   exit 2
 fi
 shift
 case "$suite" in
   kernels) target=bench_kernels ;;
-  *) echo "bench.sh: unknown suite '$suite' (known: kernels)" >&2; exit 2 ;;
+  model) target=latte ;;
+  *) echo "bench.sh: unknown suite '$suite' (known: kernels, model)" >&2; exit 2 ;;
 esac
 
 scripts/setup.sh >&2
@@ -33,6 +39,32 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 mkdir -p bench-results
 out="bench-results/$suite.json"
+
+if [ "$suite" = model ]; then
+  # The model: DeepSeek-V2-Lite's attention shapes (d 2048, 16 heads, no
+  # q_lora, d_c 512, d_R 64, nope 128, v 128), 4 layers, dense SwiGLU 1408,
+  # vocab 1024, random weights made with Latte's GGUF writer.
+  mkdir -p bench-results/models
+  for type in F16 Q8_0; do
+    f=bench-results/models/v2-lite-4l-$type.gguf
+    [ -f "$f" ] || build/latte make-model --preset v2-lite --layers 4 --vocab 1024 --type "$type" -o "$f"
+  done
+  depths=${LATTE_BENCH_DEPTHS:-0,4096,16384,32768}
+  threads=${LATTE_BENCH_THREADS:-2}
+  runs=()
+  for type in F16 Q8_0; do
+    for cache in int8 f16; do
+      echo "bench.sh: $type weights, $cache cache, depths $depths, $threads threads" >&2
+      runs+=("$(build/latte bench -m bench-results/models/v2-lite-4l-$type.gguf --depths "$depths" \
+                 --cache-type "$cache" --threads "$threads" -p 512 -n 32 -r 2 --json "$@")")
+    done
+  done
+  { echo '{"suite": "model", "runs": ['; (IFS=,; echo "${runs[*]}"); echo ']}'; } > "$out"
+  # A table on stdout.
+  for r in "${runs[@]}"; do echo "$r"; done
+  echo "bench.sh: wrote $out" >&2
+  exit 0
+fi
 build/"$target" \
   --benchmark_min_time="${LATTE_BENCH_MIN_TIME:-0.05}" \
   --benchmark_out="$out" --benchmark_out_format=json \

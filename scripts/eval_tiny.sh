@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Accuracy report of the shipped model, written to bench-results/eval_tiny.json
+# and to README.md (between the eval_tiny markers):
+#   - held-out perplexity computed by the PyTorch training code (from
+#     models/latte-tiny-mla.eval.json, which scripts/train_tiny_mla.py wrote)
+#     and by Latte replaying the same token windows, with f32, f16 and int8
+#     caches, prefill in the naive and in the absorbed form, and token by
+#     token through the absorbed decode kernel;
+#   - greedy continuations (32 tokens) of the 20 held-out prompts: Latte f32
+#     versus int8 cache, and Latte f32 versus PyTorch.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh >&2
+GEN=()
+if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
+cmake -S . -B build "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$(nproc)" --target latte >&2
+
+model=${1:-models/latte-tiny-mla.gguf}
+evaljson=${model%.gguf}.eval.json
+[ -f "$model" ] && [ -f "$evaljson" ] || { echo "eval_tiny.sh: $model or $evaljson missing (scripts/train_tiny_mla.py makes them)" >&2; exit 1; }
+work=build/eval_tiny
+mkdir -p "$work" bench-results
+
+python3 - "$evaljson" "$work" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1])); out = sys.argv[2]
+open(out + "/windows.txt", "w").write("\n".join(",".join(map(str, w)) for w in ev["perplexity"]["windows"]) + "\n")
+open(out + "/prompts.txt", "w").write("\n".join(",".join(map(str, c["prompt_ids"])) for c in ev["greedy"]["cases"]) + "\n")
+PY
+
+ppl_rows=()
+for cache in f32 f16 int8; do
+  for form in naive absorbed; do
+    echo "eval_tiny.sh: perplexity, $cache cache, $form prefill" >&2
+    ppl_rows+=("$(build/latte perplexity -m "$model" --windows "$work/windows.txt" --cache-type "$cache" --form "$form" --json 2>/dev/null)")
+  done
+  echo "eval_tiny.sh: perplexity, $cache cache, token by token (decode kernel)" >&2
+  ppl_rows+=("$(build/latte perplexity -m "$model" --windows "$work/windows.txt" --cache-type "$cache" --decode --json 2>/dev/null)")
+done
+printf '%s\n' "${ppl_rows[@]}" > "$work/ppl.jsonl"
+
+n_new=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['greedy']['n_new'])" "$evaljson")
+: > "$work/greedy.txt"
+while IFS= read -r ids; do
+  f32=$(build/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --cache-type f32 -c 1024 2>/dev/null)
+  i8=$(build/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --cache-type int8 -c 1024 2>/dev/null)
+  echo "$f32;$i8" >> "$work/greedy.txt"
+done < "$work/prompts.txt"
+
+python3 - "$evaljson" "$work" README.md bench-results/eval_tiny.json <<'PY'
+import json, math, re, sys
+ev = json.load(open(sys.argv[1])); work = sys.argv[2]; readme = sys.argv[3]; out = sys.argv[4]
+torch_nll = ev["perplexity"]["mean_nll"]; torch_ppl = ev["perplexity"]["ppl"]
+rows = [json.loads(l) for l in open(work + "/ppl.jsonl") if l.strip()]
+def ppl(cache, form, decode):
+    for r in rows:
+        if r["cache_type"] == cache and r["form"] == form and r["decode"] == decode: return r["perplexity"]
+f32_ref = ppl("f32", "naive", False)
+cases = ev["greedy"]["cases"]
+same_i8 = same_torch = total = 0
+for line, case in zip(open(work + "/greedy.txt").read().splitlines(), cases):
+    a, b = line.split(";")
+    a = [int(x) for x in a.split(",") if x]; b = [int(x) for x in b.split(",") if x]
+    t = case["continuation_ids"]
+    total += len(t)
+    same_i8 += sum(1 for i in range(len(t)) if i < len(a) and i < len(b) and a[i] == b[i])
+    same_torch += sum(1 for i in range(len(t)) if i < len(a) and a[i] == t[i])
+lines = ["| cache | prefill naive | prefill absorbed | token by token (decode kernel) | vs PyTorch (naive) |",
+         "|---|---|---|---|---|"]
+for cache in ("f32", "f16", "int8"):
+    n, a, d = ppl(cache, "naive", False), ppl(cache, "absorbed", False), ppl(cache, "auto", True)
+    lines.append("| %s | %.4f | %.4f | %.4f | %+.3f%% |" % (cache, n, a, d, 100 * (n / torch_ppl - 1)))
+report = {
+    "pytorch": {"mean_nll": torch_nll, "perplexity": torch_ppl, "windows": ev["perplexity"]["n_windows"],
+                "predicted": ev["perplexity"]["n_predicted"]},
+    "latte": rows,
+    "f32_vs_pytorch_pct": 100 * (f32_ref / torch_ppl - 1),
+    "int8_vs_f32_pct": 100 * (ppl("int8", "naive", False) / f32_ref - 1),
+    "int8_decode_vs_f32_decode_pct": 100 * (ppl("int8", "auto", True) / ppl("f32", "auto", True) - 1),
+    "greedy": {"prompts": len(cases), "tokens": total, "int8_equal_to_f32": same_i8 / total,
+               "latte_f32_equal_to_pytorch": same_torch / total},
+}
+json.dump(report, open(out, "w"), indent=2)
+text = "\n".join([
+    "Held-out perplexity (%d fortunes packed into %d windows of <= 512 tokens, %d predicted tokens). "
+    "PyTorch (the training code, float32): **%.4f**." % (ev["heldout"]["n_fortunes"], ev["perplexity"]["n_windows"],
+                                                        ev["perplexity"]["n_predicted"], torch_ppl), "",
+    *lines, "",
+    "- Latte f32 vs PyTorch: %+.4f%%; int8 vs f32: %+.3f%% (prefill), %+.3f%% (token by token)." % (
+        report["f32_vs_pytorch_pct"], report["int8_vs_f32_pct"], report["int8_decode_vs_f32_decode_pct"]),
+    "- Greedy continuations of %d held-out prompts (%d tokens): int8 equal to f32 at %.1f%% of the tokens; "
+    "Latte f32 equal to PyTorch at %.1f%%." % (len(cases), total, 100 * same_i8 / total, 100 * same_torch / total),
+])
+src = open(readme).read()
+begin, end = "<!-- eval_tiny:begin -->", "<!-- eval_tiny:end -->"
+if begin in src:
+    src = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda m: begin + "\n" + text + "\n" + end, src, flags=re.S)
+    open(readme, "w").write(src)
+print(text)
+PY
+echo "eval_tiny.sh: wrote bench-results/eval_tiny.json" >&2
