@@ -45,6 +45,7 @@ int run_bench(const BenchOptions& o) {
   SessionOptions so;
   so.threads = o.threads;
   so.cache = *parse_latent_storage(o.cache);
+  so.prefill_form = o.form == "naive" ? FormChoice::naive : o.form == "absorbed" ? FormChoice::absorbed : FormChoice::cost_model;
   so.n_ctx = depths.back() + std::max(o.n_prompt, o.n_gen) + 1;
   Session s(model, so);
   std::vector<std::int32_t> prompt(static_cast<std::size_t>(o.n_prompt));

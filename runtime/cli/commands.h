@@ -39,6 +39,7 @@ struct BenchOptions {
   int n_prompt = 512;
   int n_gen = 32;
   int repetitions = 1;
+  std::string form = "auto";  // prefill form: auto (cost model) | naive | absorbed
   bool json = false;
 };
 // `latte bench`: prefill and decode tok/s at several context depths.

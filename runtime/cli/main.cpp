@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
   bench->add_option("-p,--n-prompt", bench_opts.n_prompt, "Prompt tokens for the prefill measurement")->check(CLI::Range(0, 1 << 20));
   bench->add_option("-n,--n-gen", bench_opts.n_gen, "Tokens for the decode measurement")->check(CLI::Range(0, 1 << 20));
   bench->add_option("-r,--repetitions", bench_opts.repetitions, "Repetitions (the best is reported)")->check(CLI::Range(1, 100));
+  bench->add_option("--form", bench_opts.form, "Prefill form: auto (the cost model), naive or absorbed")
+      ->check(CLI::IsMember({"auto", "naive", "absorbed"}));
   bench->add_flag("--json", bench_opts.json, "JSON output");
 
   latte::cli::RunOptions run_opts;

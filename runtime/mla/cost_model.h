@@ -25,6 +25,19 @@ struct MlaCost {
 MlaCost mla_attention_cost(const MlaConfig& cfg, std::int64_t n_query, std::int64_t n_cached);
 
 // The cheaper form for a chunk (absorbed on ties: it reads less memory).
-MlaForm mla_pick_form(const MlaConfig& cfg, std::int64_t n_query, std::int64_t n_cached);
+// `absorbed_pair_cost` is the time of one multiply-add of the absorbed form's
+// per-pair work relative to one of the naive form's f32 GEMMs: 1 when both run
+// on f32 FMAs, less when the absorbed kernel uses integer dot products over an
+// int8 cache (see mla_absorbed_pair_cost).
+MlaForm mla_pick_form(const MlaConfig& cfg, std::int64_t n_query, std::int64_t n_cached,
+                      double absorbed_pair_cost = 1.0);
+
+// Measured relative cost for a cache storage type on an ISA. On AVX-512 VNNI
+// the int8 kernel ran 4.0x the multiply-adds per second of oneDNN's f32 GEMMs
+// with 512 queries over 4,096 cached tokens (V2-Lite shapes: 333 vs 82 GOP/s)
+// but less over short contexts (on an empty cache naive was 10% faster), so
+// 0.3; AVX2 and NEON int8 gain about half that (0.6); f16 and f32 caches run
+// on FMAs like the GEMMs (1).
+double mla_absorbed_pair_cost(bool int8_cache, bool has_vnni512);
 
 }  // namespace latte

@@ -205,7 +205,9 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
   MlaForm form = MlaForm::absorbed;
   if (n > 1) {
     if (opts_.prefill_form == FormChoice::naive) form = MlaForm::naive;
-    else if (opts_.prefill_form == FormChoice::cost_model) form = mla_pick_form(m, n, p0);
+    else if (opts_.prefill_form == FormChoice::cost_model)
+      form = mla_pick_form(m, n, p0,
+                           mla_absorbed_pair_cost(opts_.cache == LatentStorage::int8, active_isa() == Isa::avx512));
   }
   last_form_ = form;
 
