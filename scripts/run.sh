@@ -3,6 +3,9 @@
 # shipped in models/ (extra arguments go to `latte run`, e.g. -p "..." -n 64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# OpenMP threads spin briefly between parallel regions, then sleep: a machine
+# busy with other work does not stall every barrier (libgomp reads this at start).
+export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-10000}
 scripts/setup.sh >&2
 GEN=()
 if command -v ninja >/dev/null; then GEN=(-G Ninja); fi

@@ -130,6 +130,33 @@ TEST(Cli, BadIsaNameIsRefused) {
   EXPECT_NE(out.find("LATTE_ISA='sse9'"), std::string::npos) << out;
 }
 
+TEST(Cli, BenchReportsEveryDepth) {
+  const Result r = run("bench -m " + kTestdata + "/tiny-dense.gguf --depths 64,0 -p 16 -n 4 --threads 1 --json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto d0 = r.output.find("\"depth\": 0,"), d64 = r.output.find("\"depth\": 64,");
+  ASSERT_NE(d0, std::string::npos) << r.output;
+  ASSERT_NE(d64, std::string::npos) << r.output;
+  EXPECT_LT(d0, d64);  // ascending
+  EXPECT_NE(r.output.find("\"decode_tok_s\""), std::string::npos);
+  EXPECT_EQ(r.output.find("\"decode_tok_s\": 0.00"), std::string::npos) << r.output;
+}
+
+TEST(Cli, PerplexityOverTokenWindows) {
+  const std::string w = ::testing::TempDir() + "/windows.txt";
+  std::ofstream(w) << tokens_csv() << "\n";
+  const Result f32 = run("perplexity -m " + kTestdata + "/tiny-dense.gguf --windows " + w + " --cache-type f32 --json");
+  ASSERT_EQ(f32.code, 0) << f32.output;
+  EXPECT_NE(f32.output.find("\"predicted\": 159"), std::string::npos) << f32.output;
+  // The same windows token by token through the decode kernel: the same perplexity to 5 digits.
+  const Result dec = run("perplexity -m " + kTestdata + "/tiny-dense.gguf --windows " + w + " --cache-type f32 --decode");
+  ASSERT_EQ(dec.code, 0) << dec.output;
+  const auto ppl = [](const std::string& s) {
+    const auto at = s.find("perplexity");
+    return std::stod(s.substr(s.find_first_of("0123456789", s.find(at == std::string::npos ? "" : "perplexity", at) + 10)));
+  };
+  EXPECT_NEAR(ppl(f32.output.substr(f32.output.find("\"perplexity\""))), ppl(dec.output.substr(dec.output.find("perplexity "))), 0.01);
+}
+
 TEST(Cli, RunGeneratesWithASeed) {
   const std::string m = kTestdata + "/tiny-dense.gguf";
   const Result a = run("run -m " + m + " -p hello -n 12 --seed 7 --temp 0.9");
