@@ -46,8 +46,8 @@ printf '%s\n' "${ppl_rows[@]}" > "$work/ppl.jsonl"
 n_new=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['greedy']['n_new'])" "$evaljson")
 : > "$work/greedy.txt"
 while IFS= read -r ids; do
-  f32=$(build/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --cache-type f32 -c 1024 2>/dev/null)
-  i8=$(build/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --cache-type int8 -c 1024 2>/dev/null)
+  f32=$(build/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --ignore-eos --cache-type f32 -c 1024 2>/dev/null)
+  i8=$(build/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --ignore-eos --cache-type int8 -c 1024 2>/dev/null)
   echo "$f32;$i8" >> "$work/greedy.txt"
 done < "$work/prompts.txt"
 

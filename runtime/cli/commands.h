@@ -61,6 +61,7 @@ struct RunOptions {
   std::string prompt;
   std::string prompt_ids;  // token ids instead of text ("1,2,3")
   bool print_ids = false;  // print generated token ids, not text
+  bool ignore_eos = false; // keep generating past end-of-generation tokens
   int n_predict = 128;
   bool chat = false;
   bool interactive = false;

@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   run->add_option("-p,--prompt", run_opts.prompt, "Prompt text");
   run->add_option("--prompt-ids", run_opts.prompt_ids, "Prompt as token ids (1,2,3) instead of text");
   run->add_flag("--print-ids", run_opts.print_ids, "Print the generated token ids instead of text");
+  run->add_flag("--ignore-eos", run_opts.ignore_eos, "Keep generating past end-of-sequence tokens");
   run->add_option("-n,--n-predict", run_opts.n_predict, "Tokens to generate at most")->check(CLI::Range(0, 1 << 24));
   run->add_flag("--chat", run_opts.chat, "Wrap the prompt as a user turn in DeepSeek's chat format");
   run->add_flag("-i,--interactive", run_opts.interactive, "Read prompts (turns with --chat) from stdin, one per line");

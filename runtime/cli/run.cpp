@@ -31,7 +31,7 @@ struct Stats {
 // Returns the generated ids (an end-of-generation token ends the loop and is
 // fed to the session, so a following turn sees a closed turn).
 std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sampler,
-                                   const std::vector<std::int32_t>& prompt, int n, bool print_ids, Stats& st) {
+                                   const std::vector<std::int32_t>& prompt, int n, const RunOptions& o, Stats& st) {
   auto t0 = std::chrono::steady_clock::now();
   if (s.n_past() + static_cast<std::int64_t>(prompt.size()) >= s.n_ctx())
     throw Error(Status::context_overflow, "the prompt (" + std::to_string(prompt.size()) + " tokens) does not fit the context of " +
@@ -48,12 +48,12 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
   for (int i = 0; i < n && s.n_past() < s.n_ctx(); ++i) {
     const std::int32_t id = sampler.sample(s.logits());
     out.push_back(id);
-    if (tok.is_end_of_generation(id)) {
+    if (tok.is_end_of_generation(id) && !o.ignore_eos) {
       s.decode(id);
       break;
     }
     const std::string text =
-        print_ids ? (out.size() > 1 ? "," : "") + std::to_string(id) : utf8.push(tok.token_to_piece(id, /*hide_control=*/true));
+        o.print_ids ? (out.size() > 1 ? "," : "") + std::to_string(id) : utf8.push(tok.token_to_piece(id, /*hide_control=*/true));
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     if (s.n_past() + 1 > s.n_ctx()) break;
@@ -100,14 +100,14 @@ int run_generate(const RunOptions& o) {
 
   if (!o.interactive) {
     const auto prompt = o.prompt_ids.empty() ? encode_turn(o.prompt, true) : parse_token_list(o.prompt_ids, "--prompt-ids");
-    generate(s, *tok, sampler, prompt, o.n_predict, o.print_ids, st);
+    generate(s, *tok, sampler, prompt, o.n_predict, o, st);
     std::printf("\n");
   } else {
     std::fprintf(stderr, "interactive: one %s per line, end with Ctrl-D\n", o.chat ? "user turn" : "prompt");
     std::string line;
     bool first = true;
     if (!o.prompt.empty()) {
-      generate(s, *tok, sampler, encode_turn(o.prompt, true), o.n_predict, o.print_ids, st);
+      generate(s, *tok, sampler, encode_turn(o.prompt, true), o.n_predict, o, st);
       std::printf("\n");
       first = false;
     }
@@ -115,7 +115,7 @@ int run_generate(const RunOptions& o) {
       std::fprintf(stderr, "> ");
       if (!std::getline(std::cin, line)) break;
       if (line.empty()) continue;
-      generate(s, *tok, sampler, encode_turn(line, first), o.n_predict, o.print_ids, st);
+      generate(s, *tok, sampler, encode_turn(line, first), o.n_predict, o, st);
       std::printf("\n");
       first = false;
     }
