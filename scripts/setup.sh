@@ -14,6 +14,7 @@ PACKAGES=(
   libcli11-dev      # command line
   g++-aarch64-linux-gnu qemu-user  # NEON cross build, run under emulation
   clang libclang-rt-14-dev  # libFuzzer (the runtime is only a recommendation of clang)
+  python3           # scripts: the GGUF writer check, eval_tiny.sh
 )
 
 missing=()

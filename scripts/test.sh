@@ -73,5 +73,10 @@ run_ctest build "release"
 echo "== fuzz: gguf reader"
 if scripts/fuzz.sh "${LATTE_FUZZ_SECONDS:-60}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
+# 5. The Python GGUF writer (used by scripts/train_tiny_mla.py) rewrites
+#    llama.cpp's files and the shipped model byte for byte.
+echo "== python gguf writer"
+if python3 scripts/check_gguf_py.py; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
 echo "all builds: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -157,6 +157,25 @@ TEST(Cli, PerplexityOverTokenWindows) {
   EXPECT_NEAR(ppl(f32.output.substr(f32.output.find("\"perplexity\""))), ppl(dec.output.substr(dec.output.find("perplexity "))), 0.01);
 }
 
+TEST(Cli, InteractiveChatReadsTurnsFromStdin) {
+  const std::string in = ::testing::TempDir() + "/turns.txt";
+  std::ofstream(in) << "Hello there\n\nWhat now?\n";
+  const Result r = run("run -m " + std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf -i --chat -n 6 --seed 3 < " + in);
+  ASSERT_EQ(r.code, 0) << r.output;
+  // A "> " prompt before each line read (3 lines, then EOF), then the statistics.
+  std::size_t prompts = 0;
+  for (std::size_t at = r.output.find("> "); at != std::string::npos; at = r.output.find("> ", at + 2)) ++prompts;
+  EXPECT_GE(prompts, 4u) << r.output;
+  EXPECT_NE(r.output.find("prompt: "), std::string::npos) << r.output;
+}
+
+TEST(Cli, RunWithoutAModelUsesTheShippedOne) {
+  const Result r = run("run -p \"A fortune\" -n 8 --seed 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("latte-tiny-mla.gguf"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("generated: "), std::string::npos) << r.output;
+}
+
 TEST(Cli, RunGeneratesWithASeed) {
   const std::string m = kTestdata + "/tiny-dense.gguf";
   const Result a = run("run -m " + m + " -p hello -n 12 --seed 7 --temp 0.9");
