@@ -448,6 +448,28 @@ struct Symbol {
   std::uint32_t start, len;  // bytes in the word; len 0: merged away
 };
 
+// Merges adjacent symbols best pair first (BPE: lowest merge rank; SentencePiece:
+// highest score), as `queue` orders them. try_pair(l) queues the pair starting at
+// symbol l if it merges; entries made stale by earlier merges are skipped.
+template <class Queue, class TryPair>
+void merge_symbols(std::vector<Symbol>& sym, Queue& queue, TryPair& try_pair) {
+  for (std::int32_t i = 0; i + 1 < static_cast<std::int32_t>(sym.size()); ++i) try_pair(i);
+  while (!queue.empty()) {
+    const auto p = queue.top();
+    queue.pop();
+    Symbol& L = sym[p.left];
+    if (L.len != p.left_len || L.next < 0) continue;
+    Symbol& R = sym[L.next];
+    if (R.len != p.right_len) continue;
+    L.len += R.len;
+    R.len = 0;
+    L.next = R.next;
+    if (L.next >= 0) sym[L.next].prev = p.left;
+    try_pair(L.prev);
+    try_pair(p.left);
+  }
+}
+
 }  // namespace
 
 void Tokenizer::encode_bpe_word(const std::string& word, std::vector<std::int32_t>& out) const {
@@ -482,22 +504,7 @@ void Tokenizer::encode_bpe_word(const std::string& word, std::vector<std::int32_
     if (it == merge_ranks_.end()) return;
     queue.push({it->second, l, sym[l].len, sym[r].len});
   };
-  for (std::int32_t i = 0; i + 1 < static_cast<std::int32_t>(sym.size()); ++i) try_pair(i);
-
-  while (!queue.empty()) {
-    const Pair p = queue.top();
-    queue.pop();
-    Symbol& L = sym[p.left];
-    if (L.len != p.left_len || L.next < 0) continue;
-    Symbol& R = sym[L.next];
-    if (R.len != p.right_len) continue;
-    L.len += R.len;
-    R.len = 0;
-    L.next = R.next;
-    if (L.next >= 0) sym[L.next].prev = p.left;
-    try_pair(L.prev);
-    try_pair(p.left);
-  }
+  merge_symbols(sym, queue, try_pair);
 
   for (std::int32_t i = 0; i >= 0; i = sym[i].next) {
     const std::string piece = word.substr(sym[i].start, sym[i].len);
@@ -564,22 +571,7 @@ void Tokenizer::encode_spm_fragment(std::string_view text, std::vector<std::int3
     if (it == token_ids_.end()) return;
     queue.push({scores_[it->second], l, sym[l].len, sym[r].len});
   };
-  for (std::int32_t i = 0; i + 1 < static_cast<std::int32_t>(sym.size()); ++i) try_pair(i);
-
-  while (!queue.empty()) {
-    const Pair p = queue.top();
-    queue.pop();
-    Symbol& L = sym[p.left];
-    if (L.len != p.left_len || L.next < 0) continue;
-    Symbol& R = sym[L.next];
-    if (R.len != p.right_len) continue;
-    L.len += R.len;
-    R.len = 0;
-    L.next = R.next;
-    if (L.next >= 0) sym[L.next].prev = p.left;
-    try_pair(L.prev);
-    try_pair(p.left);
-  }
+  merge_symbols(sym, queue, try_pair);
 
   for (std::int32_t i = 0; i >= 0; i = sym[i].next) {
     const std::string piece(text.substr(sym[i].start, sym[i].len));
