@@ -1,9 +1,7 @@
 #include "runtime/model/model.h"
 
-#include <cstring>
 #include <string>
 
-#include "quant/fp16.h"
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
 #include "runtime/model/vocab.h"
@@ -94,32 +92,14 @@ void Model::bind(const LoadProgress& progress) {
     return out;
   };
   // Per head, the transpose of `src` head h (rows_in, cols_in) as (cols_in, rows_in),
-  // kept F32 if the source is F32, else F16.
+  // in f32: exact for every source type (an F16 copy of dequantized Q8_0 values
+  // is not, and flipped greedy tokens in the legacy-layout Q8_0 test).
   auto pack_transposed = [&](const HeadWeights& src, int heads) {
     const std::int64_t rin = src.head.rows, cin = src.head.cols;
-    const GgmlType type = src.head.type == GgmlType::F32 ? GgmlType::F32 : GgmlType::F16;
-    const std::size_t esize = type == GgmlType::F32 ? 4 : 2;
-    auto& buf = packed_.emplace_back(static_cast<std::size_t>(heads) * rin * cin * esize);
-    std::vector<float> in(static_cast<std::size_t>(rin) * cin);  // (rows_in, cols_in)
-    for (int h = 0; h < heads; ++h) {
-      const WeightRef w = src[h];
-      for (std::int64_t r = 0; r < rin; ++r)
-        dequantize_row_ref(w.type, w.data + r * w.row_bytes, in.data() + r * cin, cin);
-      std::uint8_t* out = buf.data() + static_cast<std::size_t>(h) * rin * cin * esize;
-      for (std::int64_t c = 0; c < cin; ++c)
-        for (std::int64_t r = 0; r < rin; ++r) {
-          const float v = in[r * cin + c];
-          const std::size_t at = (static_cast<std::size_t>(c) * rin + r) * esize;
-          if (type == GgmlType::F32) std::memcpy(out + at, &v, 4);
-          else {
-            const std::uint16_t hv = f32_to_fp16(v);
-            std::memcpy(out + at, &hv, 2);
-          }
-        }
-    }
+    const float* f = pack_f32(src, heads, /*transpose=*/true);
     HeadWeights hw;
-    hw.head = {type, buf.data(), cin, rin, static_cast<std::size_t>(rin) * esize};
-    hw.stride = static_cast<std::size_t>(rin) * cin * esize;
+    hw.head = {GgmlType::F32, reinterpret_cast<const std::uint8_t*>(f), cin, rin, static_cast<std::size_t>(rin) * 4};
+    hw.stride = static_cast<std::size_t>(rin) * cin * 4;
     return hw;
   };
 

@@ -78,6 +78,13 @@ std::vector<ArchCase> cases() {
     s.n_experts = 4, s.n_experts_used = 2, s.n_experts_shared = 1, s.ff_expert = 32;
     v.push_back({"deepseek2_q8_0", s, 1e-4});
   }
+  {  // Legacy layout with quantized weights: W_UK^T is packed to F16 at load.
+    RandomModelSpec s = base();
+    s.layout = KvLayout::legacy;
+    s.weight_type = GgmlType::Q8_0;
+    s.d_nope = 32, s.d_v = 32, s.d_rope = 16;
+    v.push_back({"deepseek2_legacy_q8_0", s, 1e-4});
+  }
   return v;
 }
 
