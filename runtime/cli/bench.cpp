@@ -28,7 +28,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 int run_bench(const BenchOptions& o) {
-  auto model = Model::load(o.model, {[&](std::size_t d, std::size_t t) { print_load_progress(o.model, d, t); }});
+  auto model = load_model(o.model);
   const ModelParams& p = model->params();
   struct Row {
     std::int64_t depth;

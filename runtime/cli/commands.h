@@ -3,8 +3,13 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace latte {
+class Model;
+}
 
 namespace latte::cli {
 
@@ -99,7 +104,7 @@ int run_perplexity(const PerplexityOptions& opts);
 // "1,2,3" -> ids; Error(invalid_argument) naming a bad item (`what` names the option).
 std::vector<std::int32_t> parse_token_list(const std::string& s, const char* what);
 
-// Loading progress on stderr ("loading FILE: 42/120 tensors").
-void print_load_progress(const std::string& path, std::size_t done, std::size_t total);
+// Loads a model, showing progress on stderr ("loading FILE: 42/120 tensors").
+std::shared_ptr<const Model> load_model(const std::string& path);
 
 }  // namespace latte::cli

@@ -22,12 +22,13 @@ std::string default_model_path() {
   return LATTE_DEFAULT_MODEL;
 }
 
-void print_load_progress(const std::string& path, std::size_t done, std::size_t total) {
-  // Redraw a single line; only when stderr is a terminal would \r matter, so
-  // print a line at 0%, each 25% step, and the end.
-  const std::size_t q = total / 4;
-  if (done == 1 || done == total || (q > 0 && done % q == 0))
-    std::fprintf(stderr, "loading %s: %zu/%zu tensors\n", path.c_str(), done, total);
+std::shared_ptr<const Model> load_model(const std::string& path) {
+  // A line at the first tensor, each quarter, and the end.
+  return Model::load(path, {[&](std::size_t done, std::size_t total) {
+                       const std::size_t q = total / 4;
+                       if (done == 1 || done == total || (q > 0 && done % q == 0))
+                         std::fprintf(stderr, "loading %s: %zu/%zu tensors\n", path.c_str(), done, total);
+                     }});
 }
 
 void print_model_cache_table(std::FILE* out) {
@@ -61,7 +62,7 @@ void print_model_cache_table(std::FILE* out) {
 }
 
 int run_info_file(const std::string& path) {
-  auto model = Model::load(path, {[&](std::size_t d, std::size_t t) { print_load_progress(path, d, t); }});
+  auto model = load_model(path);
   const ModelParams& p = model->params();
   const MlaConfig& m = p.mla;
   std::printf("file:          %s (GGUF v%u, %zu tensors, %.1f MiB)\n", path.c_str(), model->file().version(),

@@ -31,16 +31,7 @@ std::vector<std::vector<std::int32_t>> read_windows(const std::string& path) {
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty()) continue;
-    std::vector<std::int32_t> w;
-    std::stringstream ss(line);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-      char* end = nullptr;
-      const long v = std::strtol(item.c_str(), &end, 10);
-      if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX)
-        throw Error(Status::invalid_argument, path + ":" + std::to_string(lineno) + ": '" + item + "' is not a token id");
-      w.push_back(static_cast<std::int32_t>(v));
-    }
+    auto w = parse_token_list(line, (path + ":" + std::to_string(lineno)).c_str());
     if (w.size() >= 2) wins.push_back(std::move(w));
   }
   if (wins.empty()) throw Error(Status::invalid_argument, "'" + path + "' holds no window of 2 or more tokens");
@@ -50,7 +41,7 @@ std::vector<std::vector<std::int32_t>> read_windows(const std::string& path) {
 }  // namespace
 
 int run_perplexity(const PerplexityOptions& o) {
-  auto model = Model::load(o.model, {[&](std::size_t d, std::size_t t) { print_load_progress(o.model, d, t); }});
+  auto model = load_model(o.model);
   const int V = model->params().n_vocab;
   std::vector<std::vector<std::int32_t>> wins;
   if (!o.windows_file.empty()) {

@@ -71,7 +71,7 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
 
 int run_generate(const RunOptions& o) {
   const std::string path = o.model.empty() ? default_model_path() : o.model;
-  auto model = Model::load(path, {[&](std::size_t d, std::size_t t) { print_load_progress(path, d, t); }});
+  auto model = load_model(path);
   const Tokenizer* tok = model->tokenizer();
   if (!tok) throw Error(Status::unsupported, "'" + path + "' has no tokenizer (tokenizer.ggml.*): use `latte eval` with token ids");
   SessionOptions so;
