@@ -720,7 +720,10 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   // stay in L1 while the tile's weights stream from L2 (f32 activations:
   // 4 x 1024 x 4 bytes; int8: 4 x 4096 x ~1.2 bytes).
   constexpr std::size_t kRowTile = 16;
-  const std::size_t chunk = mv_min(cols, quant ? 4096 : 1024);  // a multiple of 256
+  // One token reads each row whole: rows are contiguous, so a thread's tile is
+  // one sequential stream the prefetchers follow (chunking a single token's
+  // rows into 16 interleaved streams measured at half the DRAM bandwidth).
+  const std::size_t chunk = n_tokens == 1 ? cols : mv_min(cols, quant ? 4096 : 1024);  // a multiple of 256
   // Weight bytes per block, so the parallel region calls nothing that throws.
   const std::size_t blk_elems = ggml_block_elems(type), blk_bytes = ggml_row_bytes(type, blk_elems);
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + kRowTile - 1) / kRowTile);
