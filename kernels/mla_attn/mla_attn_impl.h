@@ -3,6 +3,13 @@
 // so no ISA-compiled inline code is shared with other objects.
 #pragma once
 
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which
+// -W(maybe-)uninitialized reports falsely (as in matvec_impl.h).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
 #include <omp.h>
 
 #include <cmath>
@@ -296,9 +303,13 @@ xsimd::batch<float, Arch> exp_neg(xsimd::batch<float, Arch> x) {
 // ---------------------------------------------------------------- int8 path
 
 // Raw integer scores of HB heads over one tile: Sl/Sr (HB, stride) int32.
+// pf: the next tile to read, or null. Its bytes at the same offsets are
+// prefetched as this tile's are read: tiles are separate allocations, so the
+// hardware prefetchers lose the stream at every tile boundary, and in a model
+// the cache comes from DRAM (the weights stream through the LLC in between).
 template <class Arch, int HB>
 void i8_scores(const std::uint8_t* data, int T, int Gl, int G, const std::int8_t* q8, int C,
-               std::int32_t* Sl, std::int32_t* Sr, std::size_t stride) {
+               std::int32_t* Sl, std::int32_t* Sr, std::size_t stride, const std::uint8_t* pf) {
   using K = I8<Arch>;
   constexpr int L = K::L;
   const std::size_t TG = T / 4;
@@ -307,7 +318,11 @@ void i8_scores(const std::uint8_t* data, int T, int Gl, int G, const std::int8_t
     auto run = [&](int g0, int g1, std::int32_t* S) {
       for (int h = 0; h < HB; ++h) a[h][0] = a[h][1] = K::zero();
       for (int g = g0; g < g1; ++g) {
-        const std::uint8_t* p = data + (g * TG + static_cast<std::size_t>(c) * L) * 16;
+        const std::size_t off = (g * TG + static_cast<std::size_t>(c) * L) * 16;
+        const std::uint8_t* p = data + off;
+        if (pf) {
+          for (int k = 0; k < 32 * L; k += 64) __builtin_prefetch(pf + off + k, 0, 2);
+        }
         typename K::vec x0 = K::tshuf(K::load(p)), x1 = K::tshuf(K::load(p + 16 * L));
         for (int h = 0; h < HB; ++h) {
           typename K::vec b = K::bcast(q8 + static_cast<std::size_t>(h) * C + 4 * g);
@@ -352,11 +367,11 @@ void i8_values(const std::uint8_t* const* tiles, int T, int g0, int nch, const s
 
 template <class Arch, int HB>
 void i8_scores_n(int n, const std::uint8_t* data, int T, int Gl, int G, const std::int8_t* q8, int C,
-                 std::int32_t* Sl, std::int32_t* Sr, std::size_t stride) {
+                 std::int32_t* Sl, std::int32_t* Sr, std::size_t stride, const std::uint8_t* pf) {
   if constexpr (HB > 1) {
-    if (n < HB) return i8_scores_n<Arch, HB - 1>(n, data, T, Gl, G, q8, C, Sl, Sr, stride);
+    if (n < HB) return i8_scores_n<Arch, HB - 1>(n, data, T, Gl, G, q8, C, Sl, Sr, stride, pf);
   }
-  i8_scores<Arch, HB>(data, T, Gl, G, q8, C, Sl, Sr, stride);
+  i8_scores<Arch, HB>(data, T, Gl, G, q8, C, Sl, Sr, stride, pf);
 }
 
 template <class Arch, int HB, int GB>
@@ -415,11 +430,18 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
     const int nvalid = static_cast<int>(imin(static_cast<std::int64_t>(ntile) * T, X.n_ctx - tb * T));
     const int ntok = (nvalid + W - 1) / W * W;  // whole vectors
     // 1. integer scores
-    for (int i = 0; i < ntile && i * T < nvalid; ++i)
+    for (int i = 0; i < ntile && i * T < nvalid; ++i) {
+      // The tile after this one (in this block or the next), prefetched
+      // during the first head block's pass.
+      const std::uint8_t* next = i + 1 < ntile ? tp[i + 1]
+                                 : tb + i + 1 < t1 ? static_cast<const std::uint8_t*>(X.cache->tiles[tb + i + 1])
+                                                   : nullptr;
       for (int h = h0; h < h1; h += score_hb<Arch>())
         i8_scores_n<Arch, score_hb<Arch>()>(h1 - h, tp[i], T, P.Gl, P.G, q8 + static_cast<std::size_t>(h) * P.C,
                                             P.C, Sl + static_cast<std::size_t>(h) * BT + i * T,
-                                            Sr + static_cast<std::size_t>(h) * BT + i * T, BT);
+                                            Sr + static_cast<std::size_t>(h) * BT + i * T, BT,
+                                            h == h0 ? next : nullptr);
+    }
     // 2. per head: float scores, online softmax, weights quantized with the
     //    token's latent scale folded in.
     for (int h = h0; h < h1; ++h) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <numeric>
 #include <string>
 
@@ -93,6 +94,49 @@ struct Session::Scratch {
         mv->matvec(wh.type, wh.data, wh.rows, wh.cols, x + h * x_step, y + h * y_step, scratch, 1);
       else
         mv->matmul(wh.type, wh.data, wh.rows, wh.cols, x + h * x_step, ldx, n, y + h * y_step, ldy, scratch, 1);
+    }
+  }
+
+  struct LinearOut {
+    const WeightRef* w;
+    float* y;          // (n, ldy)
+    std::size_t ldy;
+  };
+
+  // y_k (n, ldy_k) = x (n, ldx) W_k^T for weights that share their input (q
+  // and kv_a; gate and up), below the GEMM size: one parallel region for all
+  // of them, each thread a contiguous run of every matrix's rows. Decode is
+  // bound by weight bandwidth and runs ~30 regions per token, so each join
+  // saved is measurable, with passive OpenMP waiting most of all.
+  void linear_shared(std::initializer_list<LinearOut> outs, const float* x, std::size_t ldx, int n) {
+    if (n >= kGemmMinTokens || threads <= 1) {
+      for (const LinearOut& o : outs) linear(*o.w, x, ldx, n, o.y, o.ldy);
+      return;
+    }
+    std::size_t per = 0;
+    for (const LinearOut& o : outs)
+      per = std::max(per, (kernels::matvec_scratch_bytes(o.w->type, o.w->cols, n) + 63) / 64 * 64);
+    if (mv_scratch.size() < per * threads) mv_scratch.resize(per * threads);
+    std::uint8_t* base = mv_scratch.data();
+    const LinearOut* list = outs.begin();
+    const int n_out = static_cast<int>(outs.size());
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      void* scratch = base + per * static_cast<std::size_t>(t);
+      for (int k = 0; k < n_out; ++k) {
+        const WeightRef& w = *list[k].w;
+        // Row runs in multiples of 16 (the kernel's row tile).
+        const std::int64_t tiles = (w.rows + 15) / 16;
+        const std::int64_t r0 = std::min(w.rows, tiles * t / nt * 16), r1 = std::min(w.rows, tiles * (t + 1) / nt * 16);
+        if (r1 <= r0) continue;
+        if (n == 1)
+          mv->matvec(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, r1 - r0, w.cols, x, list[k].y + r0,
+                     scratch, 1);
+        else
+          mv->matmul(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, r1 - r0, w.cols, x, ldx, n,
+                     list[k].y + r0, list[k].ldy, scratch, 1);
+      }
     }
   }
 
@@ -258,13 +302,14 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
     rms_norm_rows(h, L.attn_norm, n, d, m.rms_eps, x, d, d);
     if (!L.wq_a.empty()) {
       float* cq = s.cq.get(static_cast<std::size_t>(n) * ql);  // (n, q_lora)
-      s.linear(L.wq_a, x, d, n, cq, ql);
+      s.linear_shared({{&L.wq_a, cq, static_cast<std::size_t>(ql)}, {&L.wkv_a, kv, static_cast<std::size_t>(dc + dr)}},
+                      x, d, n);
       rms_norm_rows(cq, L.q_a_norm, n, ql, m.rms_eps, cq, ql, ql);
       s.linear(L.wq_b, cq, ql, n, q, static_cast<std::size_t>(nh) * qh);
     } else {
-      s.linear(L.wq, x, d, n, q, static_cast<std::size_t>(nh) * qh);
+      s.linear_shared({{&L.wq, q, static_cast<std::size_t>(nh) * qh}, {&L.wkv_a, kv, static_cast<std::size_t>(dc + dr)}},
+                      x, d, n);
     }
-    s.linear(L.wkv_a, x, d, n, kv, dc + dr);
     for (int t = 0; t < n; ++t) {
       float* kvt = kv + static_cast<std::size_t>(t) * (dc + dr);
       rms_norm_rows(kvt, L.kv_a_norm, 1, dc, m.rms_eps, c_kv + static_cast<std::size_t>(t) * dc, dc, dc);
@@ -279,9 +324,19 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
       float* q_lat = s.q_lat.get(static_cast<std::size_t>(n) * nh * dc);  // (n, n_h, d_c)
       float* q_pe = s.q_pe.get(static_cast<std::size_t>(n) * nh * dr);    // (n, n_h, d_R)
       float* o_lat = s.o_lat.get(static_cast<std::size_t>(n) * nh * dc);  // (n, n_h, d_c)
-      // q_lat_h = W_UK_h^T q_nope_h
-      s.linear_heads(L.wuk_t, nh, q, qh, static_cast<std::size_t>(nh) * qh, n, q_lat, dc,
-                     static_cast<std::size_t>(nh) * dc);
+      // q_lat_h = W_UK_h^T q_nope_h. From the GEMM size, per head an f32 GEMM
+      // on the packed f32 W_UK (d_nope, d_c) of the naive form: the per-head
+      // kernel products measured at half oneDNN's rate there.
+      const bool head_gemm = n >= kGemmMinTokens;
+      if (head_gemm) {
+        for (int hd = 0; hd < nh; ++hd)
+          sgemm('N', 'N', n, dc, dn, 1.f, q + static_cast<std::size_t>(hd) * qh, static_cast<std::int64_t>(nh) * qh,
+                L.naive_wuk + static_cast<std::size_t>(hd) * dn * dc, dc, 0.f, q_lat + static_cast<std::size_t>(hd) * dc,
+                static_cast<std::int64_t>(nh) * dc);
+      } else {
+        s.linear_heads(L.wuk_t, nh, q, qh, static_cast<std::size_t>(nh) * qh, n, q_lat, dc,
+                       static_cast<std::size_t>(nh) * dc);
+      }
       for (int t = 0; t < n; ++t)
         for (int hd = 0; hd < nh; ++hd)
           std::memcpy(q_pe + (static_cast<std::size_t>(t) * nh + hd) * dr,
@@ -313,8 +368,15 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
         s.attn->prefill(a);
       }
       // o_h = W_UV_h o_lat_h
-      s.linear_heads(L.wuv, nh, o_lat, dc, static_cast<std::size_t>(nh) * dc, n, o, dv,
-                     static_cast<std::size_t>(nh) * dv);
+      if (head_gemm) {
+        for (int hd = 0; hd < nh; ++hd)
+          sgemm('N', 'T', n, dv, dc, 1.f, o_lat + static_cast<std::size_t>(hd) * dc, static_cast<std::int64_t>(nh) * dc,
+                L.naive_wuv + static_cast<std::size_t>(hd) * dv * dc, dc, 0.f, o + static_cast<std::size_t>(hd) * dv,
+                static_cast<std::int64_t>(nh) * dv);
+      } else {
+        s.linear_heads(L.wuv, nh, o_lat, dc, static_cast<std::size_t>(nh) * dc, n, o, dv,
+                       static_cast<std::size_t>(nh) * dv);
+      }
     } else {
       // Naive form, a block of cached rows at a time: decompress K and V
       // for the block (once for all the chunk's queries), then per head an
@@ -389,11 +451,11 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
       const int ff = static_cast<int>(up.rows);
       float* a = s.ff_a.get(static_cast<std::size_t>(nt) * ff);  // (nt, ff)
       float* b = s.ff_b.get(static_cast<std::size_t>(nt) * ff);  // (nt, ff)
-      s.linear(up, xin, d, nt, b, ff);
       if (p.ffn_kind == FfnKind::swiglu) {
-        s.linear(gate, xin, d, nt, a, ff);
+        s.linear_shared({{&up, b, static_cast<std::size_t>(ff)}, {&gate, a, static_cast<std::size_t>(ff)}}, xin, d, nt);
         for (std::size_t i = 0; i < static_cast<std::size_t>(nt) * ff; ++i) a[i] = a[i] / (1.f + std::exp(-a[i])) * b[i];
       } else {
+        s.linear(up, xin, d, nt, b, ff);
         for (std::size_t i = 0; i < static_cast<std::size_t>(nt) * ff; ++i) a[i] = b[i] > 0 ? b[i] * b[i] : 0.f;
       }
       s.linear(down, a, ff, nt, out, d);
