@@ -196,7 +196,7 @@ inline std::int64_t imin(std::int64_t a, std::int64_t b) { return a < b ? a : b;
 inline std::size_t al64(std::size_t n) { return (n + 63) / 64 * 64; }
 
 constexpr float kMasked = -1e30f;
-constexpr int kI8BlockTiles = 4;  // tiles per softmax / integer-accumulation block
+constexpr int kI8BlockTiles = 8;  // tiles per softmax / integer-accumulation block
 // Context chunks per thread, taken dynamically: a thread slowed by another
 // process on its core does not hold the others back. Each chunk is at least
 // kMinChunkTiles tiles so the merge stays negligible.
