@@ -79,10 +79,15 @@ struct Session::Scratch {
   std::vector<std::uint8_t> attn_scratch;
 
   // Per head h: y_h (n, ldy) = x_h (n, ldx) W_h^T, with x_h = x + h*x_step and
-  // y_h = y + h*y_step. One parallel region over the heads (small matrices:
-  // a region per head would cost more in fork/join than the product).
+  // y_h = y + h*y_step. Below the GEMM size, one parallel region over the
+  // heads (small matrices: a region per head would cost more in fork/join
+  // than the product); from it, each head through linear()'s GEMM path.
   void linear_heads(const HeadWeights& w, int heads, const float* x, std::size_t x_step, std::size_t ldx, int n,
                     float* y, std::size_t y_step, std::size_t ldy) {
+    if (n >= kGemmMinTokens) {
+      for (int h = 0; h < heads; ++h) linear(w[h], x + h * x_step, ldx, n, y + h * y_step, ldy);
+      return;
+    }
     const std::size_t per = (kernels::matvec_scratch_bytes(w.head.type, w.head.cols, n) + 63) / 64 * 64;
     if (mv_scratch.size() < per * threads) mv_scratch.resize(per * threads);
     std::uint8_t* base = mv_scratch.data();
@@ -90,10 +95,7 @@ struct Session::Scratch {
     for (int h = 0; h < heads; ++h) {
       const WeightRef wh = w[h];
       void* scratch = base + per * static_cast<std::size_t>(omp_get_thread_num());
-      if (n == 1)
-        mv->matvec(wh.type, wh.data, wh.rows, wh.cols, x + h * x_step, y + h * y_step, scratch, 1);
-      else
-        mv->matmul(wh.type, wh.data, wh.rows, wh.cols, x + h * x_step, ldx, n, y + h * y_step, ldy, scratch, 1);
+      mv->matmul(wh.type, wh.data, wh.rows, wh.cols, x + h * x_step, ldx, n, y + h * y_step, ldy, scratch, 1);
     }
   }
 
@@ -130,12 +132,8 @@ struct Session::Scratch {
         const std::int64_t tiles = (w.rows + 15) / 16;
         const std::int64_t r0 = std::min(w.rows, tiles * t / nt * 16), r1 = std::min(w.rows, tiles * (t + 1) / nt * 16);
         if (r1 <= r0) continue;
-        if (n == 1)
-          mv->matvec(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, r1 - r0, w.cols, x, list[k].y + r0,
-                     scratch, 1);
-        else
-          mv->matmul(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, r1 - r0, w.cols, x, ldx, n,
-                     list[k].y + r0, list[k].ldy, scratch, 1);
+        mv->matmul(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, r1 - r0, w.cols, x, ldx, n,
+                   list[k].y + r0, list[k].ldy, scratch, 1);
       }
     }
   }
@@ -160,10 +158,7 @@ struct Session::Scratch {
     }
     const std::size_t need = kernels::matvec_scratch_bytes(w.type, w.cols, n);
     if (mv_scratch.size() < need) mv_scratch.resize(need);
-    if (n == 1)
-      mv->matvec(w.type, w.data, w.rows, w.cols, x, y, mv_scratch.data(), threads);
-    else
-      mv->matmul(w.type, w.data, w.rows, w.cols, x, ldx, n, y, ldy, mv_scratch.data(), threads);
+    mv->matmul(w.type, w.data, w.rows, w.cols, x, ldx, n, y, ldy, mv_scratch.data(), threads);
   }
 };
 
@@ -324,19 +319,9 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
       float* q_lat = s.q_lat.get(static_cast<std::size_t>(n) * nh * dc);  // (n, n_h, d_c)
       float* q_pe = s.q_pe.get(static_cast<std::size_t>(n) * nh * dr);    // (n, n_h, d_R)
       float* o_lat = s.o_lat.get(static_cast<std::size_t>(n) * nh * dc);  // (n, n_h, d_c)
-      // q_lat_h = W_UK_h^T q_nope_h. From the GEMM size, per head an f32 GEMM
-      // on the packed f32 W_UK (d_nope, d_c) of the naive form: the per-head
-      // kernel products measured at half oneDNN's rate there.
-      const bool head_gemm = n >= kGemmMinTokens;
-      if (head_gemm) {
-        for (int hd = 0; hd < nh; ++hd)
-          sgemm('N', 'N', n, dc, dn, 1.f, q + static_cast<std::size_t>(hd) * qh, static_cast<std::int64_t>(nh) * qh,
-                L.naive_wuk + static_cast<std::size_t>(hd) * dn * dc, dc, 0.f, q_lat + static_cast<std::size_t>(hd) * dc,
-                static_cast<std::int64_t>(nh) * dc);
-      } else {
-        s.linear_heads(L.wuk_t, nh, q, qh, static_cast<std::size_t>(nh) * qh, n, q_lat, dc,
-                       static_cast<std::size_t>(nh) * dc);
-      }
+      // q_lat_h = W_UK_h^T q_nope_h
+      s.linear_heads(L.wuk_t, nh, q, qh, static_cast<std::size_t>(nh) * qh, n, q_lat, dc,
+                     static_cast<std::size_t>(nh) * dc);
       for (int t = 0; t < n; ++t)
         for (int hd = 0; hd < nh; ++hd)
           std::memcpy(q_pe + (static_cast<std::size_t>(t) * nh + hd) * dr,
@@ -368,15 +353,8 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
         s.attn->prefill(a);
       }
       // o_h = W_UV_h o_lat_h
-      if (head_gemm) {
-        for (int hd = 0; hd < nh; ++hd)
-          sgemm('N', 'T', n, dv, dc, 1.f, o_lat + static_cast<std::size_t>(hd) * dc, static_cast<std::int64_t>(nh) * dc,
-                L.naive_wuv + static_cast<std::size_t>(hd) * dv * dc, dc, 0.f, o + static_cast<std::size_t>(hd) * dv,
-                static_cast<std::int64_t>(nh) * dv);
-      } else {
-        s.linear_heads(L.wuv, nh, o_lat, dc, static_cast<std::size_t>(nh) * dc, n, o, dv,
-                       static_cast<std::size_t>(nh) * dv);
-      }
+      s.linear_heads(L.wuv, nh, o_lat, dc, static_cast<std::size_t>(nh) * dc, n, o, dv,
+                     static_cast<std::size_t>(nh) * dv);
     } else {
       // Naive form, a block of cached rows at a time: decompress K and V
       // for the block (once for all the chunk's queries), then per head an
