@@ -1,6 +1,9 @@
 // The MLA latent cache: per layer, one row [c_KV ; k_pe] per token, stored in
 // tiles of a fixed token count (quant/latent_formats.h) that are allocated
-// on first write, up to a fixed maximum context. The decode kernels
+// on first write, up to a fixed maximum context. Where the system allows, a
+// layer's tiles lie in one reserved address range (committed page by page as
+// tiles are written, huge pages past the first 2 MiB), so attention reads a
+// layer as one stream with few TLB misses. The decode kernels
 // (kernels/mla_attn) read a layer through view().
 #pragma once
 
@@ -73,6 +76,10 @@ class LatentCache {
   struct Layer {
     std::vector<void*> tiles;  // (ceil(max_tokens / tile_tokens)) nullptr until written
     std::int64_t n = 0;
+    // Address space reserved for all of the layer's tiles, in order (null
+    // where it could not be reserved: tiles are then allocated one by one).
+    std::uint8_t* region = nullptr;
+    std::size_t region_bytes = 0;
   };
   void check_layer(int layer) const;
   void free_all();

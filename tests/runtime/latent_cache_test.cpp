@@ -40,10 +40,34 @@ TEST(LatentCache, V2LiteMemoryAtFullContext) {
   EXPECT_LE(i8, 2'600'000'000u);
   EXPECT_LE(f16, 5'100'000'000u);
   // 584 B/token/layer (512 + 64 bytes, two f32 scales) plus the tile tables.
-  EXPECT_EQ(i8, sizeof(LatentCache) + 27 * (sizeof(std::vector<void*>) + sizeof(std::int64_t)) +
+  EXPECT_EQ(i8, sizeof(LatentCache) +
+                    27 * (sizeof(std::vector<void*>) + sizeof(std::int64_t) + sizeof(void*) + sizeof(std::size_t)) +
                     std::size_t{27} * 2560 * (8 + 584 * 64));
   EXPECT_EQ(f32 - f16, std::size_t{27} * 2560 * 1152 * 64);  // f16: no per-token overhead
 }
+
+#if defined(__linux__)
+// On Linux a layer's tiles lie in one reserved range, in order, so attention
+// reads a layer as one stream.
+TEST(LatentCache, LayerTilesAreContiguousOnLinux) {
+  LatentCacheConfig cfg{2, 512, 64, 4096, LatentStorage::int8, 64};
+  LatentCache c(cfg);
+  std::vector<float> ckv(200 * 512, 0.5f), kpe(200 * 64, -0.25f);
+  for (int l = 0; l < 2; ++l) c.write(l, 0, 200, ckv.data(), kpe.data());
+  const std::size_t stride = (c.layout().bytes + 63) / 64 * 64;
+  for (int l = 0; l < 2; ++l) {
+    const LatentLayerView v = c.view(l);
+    for (int t = 1; t < 4; ++t)
+      EXPECT_EQ(static_cast<const std::uint8_t*>(v.tiles[t]) - static_cast<const std::uint8_t*>(v.tiles[t - 1]),
+                static_cast<std::ptrdiff_t>(stride));
+    EXPECT_EQ(v.tiles[4], nullptr);  // not written yet
+  }
+  std::vector<float> c_back(512), k_back(64);
+  c.read_row(1, 199, c_back.data(), k_back.data());
+  EXPECT_NEAR(c_back[7], 0.5f, 0.5f / 127);
+  EXPECT_NEAR(k_back[3], -0.25f, 0.25f / 127);
+}
+#endif
 
 TEST(LatentCache, BytesGrowByTileAndMatchBytesFor) {
   for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
