@@ -65,14 +65,31 @@ const char* latte_status_string(latte_status status) {
 
 const char* latte_last_error(void) { return g_last_error.c_str(); }
 
-latte_status latte_model_load(const char* path, latte_model** out) {
+latte_model_options latte_model_default_options(void) {
+  latte_model_options o;
+  o.use_mmap = 1;
+  return o;
+}
+
+latte_status latte_model_load_with_options(const char* path, const latte_model_options* options,
+                                           latte_model** out) {
   if (path == nullptr || out == nullptr)
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_load: path and out must not be NULL");
+  const latte_model_options o = options ? *options : latte_model_default_options();
+  if (o.use_mmap != 0 && o.use_mmap != 1)
+    return fail(LATTE_ERR_INVALID_ARGUMENT,
+                "latte_model_load: use_mmap must be 0 or 1, got " + std::to_string(o.use_mmap));
   return guarded([&] {
     auto m = std::make_unique<latte_model>();
-    m->model = latte::Model::load(path);
+    latte::LoadOptions lo;
+    lo.file = o.use_mmap ? latte::GgufLoad::map : latte::GgufLoad::read;
+    m->model = latte::Model::load(path, lo);
     *out = m.release();
   });
+}
+
+latte_status latte_model_load(const char* path, latte_model** out) {
+  return latte_model_load_with_options(path, nullptr, out);
 }
 
 void latte_model_free(latte_model* model) { delete model; }

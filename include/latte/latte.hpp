@@ -30,6 +30,9 @@ inline void check(latte_status s) {
 class Model {
  public:
   explicit Model(const std::string& path) { check(latte_model_load(path.c_str(), &m_)); }
+  Model(const std::string& path, const latte_model_options& options) {
+    check(latte_model_load_with_options(path.c_str(), &options, &m_));
+  }
   ~Model() { latte_model_free(m_); }
   Model(Model&& o) noexcept : m_(std::exchange(o.m_, nullptr)) {}
   Model& operator=(Model&& o) noexcept {

@@ -28,7 +28,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 int run_bench(const BenchOptions& o) {
-  auto model = load_model(o.model);
+  auto model = load_model(o.model, o.no_mmap);
   const ModelParams& p = model->params();
   struct Row {
     std::int64_t depth;
@@ -84,17 +84,18 @@ int run_bench(const BenchOptions& o) {
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
   if (o.json) {
     std::printf("{\n  \"model\": \"%s\",\n  \"architecture\": \"%s\",\n  \"cache_type\": \"%s\",\n  \"threads\": %d,\n"
-                "  \"isa\": \"%s\",\n  \"n_prompt\": %d,\n  \"n_gen\": %d,\n  \"results\": [\n",
-                o.model.c_str(), model_arch_name(p.arch), o.cache.c_str(), threads, isa_name(active_isa()), o.n_prompt,
-                o.n_gen);
+                "  \"isa\": \"%s\",\n  \"weights\": \"%s\",\n  \"n_prompt\": %d,\n  \"n_gen\": %d,\n  \"results\": [\n",
+                o.model.c_str(), model_arch_name(p.arch), o.cache.c_str(), threads, isa_name(active_isa()),
+                o.no_mmap ? "read" : "mmap", o.n_prompt, o.n_gen);
     for (std::size_t i = 0; i < rows.size(); ++i)
       std::printf("    {\"depth\": %lld, \"prefill_tok_s\": %.2f, \"decode_tok_s\": %.2f, \"fill_s\": %.2f}%s\n",
                   static_cast<long long>(rows[i].depth), rows[i].prefill_tps, rows[i].decode_tps, rows[i].fill_s,
                   i + 1 < rows.size() ? "," : "");
     std::printf("  ]\n}\n");
   } else {
-    std::printf("model %s (%s), cache %s, threads %s, kernels %s\n", o.model.c_str(), model_arch_name(p.arch),
-                o.cache.c_str(), o.threads > 0 ? std::to_string(o.threads).c_str() : "all", isa_name(active_isa()));
+    std::printf("model %s (%s), cache %s, threads %s, kernels %s, weights %s\n", o.model.c_str(),
+                model_arch_name(p.arch), o.cache.c_str(), o.threads > 0 ? std::to_string(o.threads).c_str() : "all",
+                isa_name(active_isa()), o.no_mmap ? "read (--no-mmap)" : "mmap");
     std::printf("%8s | %16s | %16s\n", "depth", "prefill tok/s", "decode tok/s");
     for (const Row& r : rows)
       std::printf("%8lld | %16.1f | %16.1f\n", static_cast<long long>(r.depth), r.prefill_tps, r.decode_tps);

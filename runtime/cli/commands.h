@@ -32,6 +32,7 @@ struct EvalOptions {
   std::string cache = "f32";
   int threads = 0;
   int prefill_chunk = 512;
+  bool no_mmap = false;     // read the file into huge pages instead of mapping it
 };
 // `latte eval`: logits of every position as float32 [n_tokens, n_vocab].
 int run_eval(const EvalOptions& opts);
@@ -46,6 +47,7 @@ struct BenchOptions {
   int repetitions = 1;
   std::string form = "auto";  // prefill form: auto (cost model) | naive | absorbed
   bool json = false;
+  bool no_mmap = false;     // read the file into huge pages instead of mapping it
 };
 // `latte bench`: prefill and decode tok/s at several context depths.
 int run_bench(const BenchOptions& opts);
@@ -80,6 +82,7 @@ struct RunOptions {
   std::string cache = "int8";
   int threads = 0;
   std::int64_t n_ctx = 4096;
+  bool no_mmap = false;     // read the file into huge pages instead of mapping it
 };
 // `latte run`: generate text from a prompt, streaming it.
 int run_generate(const RunOptions& opts);
@@ -97,6 +100,7 @@ struct PerplexityOptions {
   int threads = 0;
   int prefill_chunk = 512;
   bool json = false;
+  bool no_mmap = false;     // read the file into huge pages instead of mapping it
 };
 // `latte perplexity`: mean NLL of the next token over windows of a text.
 int run_perplexity(const PerplexityOptions& opts);
@@ -105,6 +109,7 @@ int run_perplexity(const PerplexityOptions& opts);
 std::vector<std::int32_t> parse_token_list(const std::string& s, const char* what);
 
 // Loads a model, showing progress on stderr ("loading FILE: 42/120 tensors").
-std::shared_ptr<const Model> load_model(const std::string& path);
+// Loads with progress lines on stderr; no_mmap: GgufLoad::read.
+std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap = false);
 
 }  // namespace latte::cli

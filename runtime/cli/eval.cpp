@@ -32,7 +32,7 @@ std::vector<std::int32_t> parse_token_list(const std::string& s, const char* wha
 
 int run_eval(const EvalOptions& o) {
   const auto tokens = parse_token_list(o.tokens, "--tokens");
-  auto model = load_model(o.model);
+  auto model = load_model(o.model, o.no_mmap);
   SessionOptions so;
   so.threads = o.threads;
   so.cache = *parse_latent_storage(o.cache);

@@ -22,13 +22,16 @@ std::string default_model_path() {
   return LATTE_DEFAULT_MODEL;
 }
 
-std::shared_ptr<const Model> load_model(const std::string& path) {
+std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap) {
+  LoadOptions o;
   // A line at the first tensor, each quarter, and the end.
-  return Model::load(path, {[&](std::size_t done, std::size_t total) {
-                       const std::size_t q = total / 4;
-                       if (done == 1 || done == total || (q > 0 && done % q == 0))
-                         std::fprintf(stderr, "loading %s: %zu/%zu tensors\n", path.c_str(), done, total);
-                     }});
+  o.on_progress = [&](std::size_t done, std::size_t total) {
+    const std::size_t q = total / 4;
+    if (done == 1 || done == total || (q > 0 && done % q == 0))
+      std::fprintf(stderr, "loading %s: %zu/%zu tensors\n", path.c_str(), done, total);
+  };
+  o.file = no_mmap ? GgufLoad::read : GgufLoad::map;
+  return Model::load(path, o);
 }
 
 void print_model_cache_table(std::FILE* out) {

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   eval->add_option("--logits-out", eval_opts.logits_out, "Output: float32 [n_tokens, n_vocab], row-major")->required();
   eval->add_option("--cache-type", eval_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
   eval->add_option("--threads", eval_opts.threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  eval->add_flag("--no-mmap", eval_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
   eval->add_option("--prefill-chunk", eval_opts.prefill_chunk, "Tokens per prefill chunk")->check(CLI::Range(1, 1 << 20));
 
   latte::cli::BenchOptions bench_opts;
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
       ->delimiter(',')->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24));
   bench->add_option("--cache-type", bench_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
   bench->add_option("--threads", bench_opts.threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  bench->add_flag("--no-mmap", bench_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
   bench->add_option("-p,--n-prompt", bench_opts.n_prompt, "Prompt tokens for the prefill measurement")->check(CLI::Range(0, 1 << 20));
   bench->add_option("-n,--n-gen", bench_opts.n_gen, "Tokens for the decode measurement")->check(CLI::Range(0, 1 << 20));
   bench->add_option("-r,--repetitions", bench_opts.repetitions, "Repetitions (the best is reported)")->check(CLI::Range(1, 100));
@@ -66,6 +68,7 @@ int main(int argc, char** argv) {
   run->add_option("--seed", run_opts.seed, "Sampling seed (same seed, same text)");
   run->add_option("--cache-type", run_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
   run->add_option("--threads", run_opts.threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  run->add_flag("--no-mmap", run_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
   run->add_option("-c,--ctx", run_opts.n_ctx, "Context size in tokens (0: the model's maximum)")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24));
 
   latte::cli::PerplexityOptions ppl_opts;
@@ -80,6 +83,7 @@ int main(int argc, char** argv) {
   ppl->add_option("--form", ppl_opts.form, "Prefill form")->check(CLI::IsMember({"auto", "naive", "absorbed"}));
   ppl->add_flag("--decode", ppl_opts.decode, "Feed the tokens one by one (the decode kernel for every position)");
   ppl->add_option("--threads", ppl_opts.threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  ppl->add_flag("--no-mmap", ppl_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
   ppl->add_option("--prefill-chunk", ppl_opts.prefill_chunk, "Tokens per prefill chunk")->check(CLI::Range(1, 1 << 20));
   ppl->add_flag("--json", ppl_opts.json, "JSON output");
 

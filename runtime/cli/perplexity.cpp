@@ -41,7 +41,7 @@ std::vector<std::vector<std::int32_t>> read_windows(const std::string& path) {
 }  // namespace
 
 int run_perplexity(const PerplexityOptions& o) {
-  auto model = load_model(o.model);
+  auto model = load_model(o.model, o.no_mmap);
   const int V = model->params().n_vocab;
   std::vector<std::vector<std::int32_t>> wins;
   if (!o.windows_file.empty()) {

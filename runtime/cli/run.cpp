@@ -71,7 +71,7 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
 
 int run_generate(const RunOptions& o) {
   const std::string path = o.model.empty() ? default_model_path() : o.model;
-  auto model = load_model(path);
+  auto model = load_model(path, o.no_mmap);
   const Tokenizer* tok = model->tokenizer();
   if (!tok) throw Error(Status::unsupported, "'" + path + "' has no tokenizer (tokenizer.ggml.*): use `latte eval` with token ids");
   SessionOptions so;

@@ -22,13 +22,13 @@ WeightRef ref_of(const GgufTensor& t) {
 
 Model::Model(GgufFile file) : file_(std::move(file)), params_(ModelParams::from_gguf(file_)) {}
 
-std::shared_ptr<const Model> Model::load(const std::string& path, const LoadProgress& progress) {
-  return from_file(GgufFile::open(path), progress);
+std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& options) {
+  return from_file(GgufFile::open(path, options.file), options);
 }
 
-std::shared_ptr<const Model> Model::from_file(GgufFile file, const LoadProgress& progress) {
+std::shared_ptr<const Model> Model::from_file(GgufFile file, const LoadOptions& options) {
   std::shared_ptr<Model> m(new Model(std::move(file)));
-  m->bind(progress);
+  m->bind(options);
   if (gguf_has_vocab(m->file_)) {
     m->tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::create(vocab_from_gguf(m->file_)));
     if (m->tokenizer_->n_vocab() > m->params_.n_vocab)
@@ -45,7 +45,7 @@ std::size_t Model::packed_weight_bytes() const {
   return n;
 }
 
-void Model::bind(const LoadProgress& progress) {
+void Model::bind(const LoadOptions& options) {
   const ModelParams& p = params_;
   const MlaConfig& m = p.mla;
   const std::uint64_t d = m.d_model, nh = m.n_heads, dc = m.kv_lora_rank, dr = m.d_rope;
@@ -54,7 +54,7 @@ void Model::bind(const LoadProgress& progress) {
   const std::size_t total = file_.tensor_count();
   auto tick = [&] {
     ++done;
-    if (progress.on_progress) progress.on_progress(done, total);
+    if (options.on_progress) options.on_progress(done, total);
   };
   auto matrix = [&](const std::string& name, std::initializer_list<std::uint64_t> ne) {
     const GgufTensor& t = file_.require_tensor(name, ne);

@@ -71,17 +71,19 @@ struct LayerWeights {
   FfnWeights shared;                  // shared experts fused: (ff_exp*n_shared, d) ...
 };
 
-struct LoadProgress {
+struct LoadOptions {
   // Called with (done, total) tensors while loading; may be empty.
   std::function<void(std::size_t, std::size_t)> on_progress;
+  // Map the file (default) or read it into huge pages (GgufLoad::read).
+  GgufLoad file = GgufLoad::map;
 };
 
 class Model {
  public:
-  // Maps and validates the file: architecture, every tensor's presence, type
-  // and shape. latte::Error naming the key or tensor on failure.
-  static std::shared_ptr<const Model> load(const std::string& path, const LoadProgress& progress = {});
-  static std::shared_ptr<const Model> from_file(GgufFile file, const LoadProgress& progress = {});
+  // Maps (or reads) and validates the file: architecture, every tensor's
+  // presence, type and shape. latte::Error naming the key or tensor on failure.
+  static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& options = {});
+  static std::shared_ptr<const Model> from_file(GgufFile file, const LoadOptions& options = {});
 
   const ModelParams& params() const { return params_; }
   const GgufFile& file() const { return file_; }
@@ -101,7 +103,7 @@ class Model {
 
  private:
   explicit Model(GgufFile file);
-  void bind(const LoadProgress& progress);
+  void bind(const LoadOptions& options);
 
   GgufFile file_;
   ModelParams params_;

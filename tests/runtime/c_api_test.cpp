@@ -51,6 +51,38 @@ TEST(CApi, LoadPrefillDecodeLogits) {
   latte_session_free(s);
 }
 
+// A model read into memory (use_mmap 0) computes what the mapped one does.
+TEST(CApi, ModelReadIntoMemoryGivesTheSameLogits) {
+  const int32_t toks[] = {510, 327, 57, 12, 379};
+  std::vector<float> logits[2];
+  for (int use_mmap : {1, 0}) {
+    latte_model_options mo = latte_model_default_options();
+    EXPECT_EQ(mo.use_mmap, 1);
+    mo.use_mmap = use_mmap;
+    latte_model* m = nullptr;
+    ASSERT_EQ(latte_model_load_with_options(kDense.c_str(), &mo, &m), LATTE_OK) << latte_last_error();
+    latte_session_options o = latte_session_default_options();
+    o.n_ctx = 64;
+    latte_session* s = nullptr;
+    ASSERT_EQ(latte_session_create(m, &o, &s), LATTE_OK) << latte_last_error();
+    ASSERT_EQ(latte_session_prefill(s, toks, 5), LATTE_OK);
+    logits[use_mmap].assign(latte_session_logits(s), latte_session_logits(s) + 512);
+    latte_session_free(s);
+    latte_model_free(m);
+  }
+  EXPECT_EQ(logits[0], logits[1]);
+  latte_model* m = nullptr;
+  latte_model_options bad = latte_model_default_options();
+  bad.use_mmap = 2;
+  EXPECT_EQ(latte_model_load_with_options(kDense.c_str(), &bad, &m), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(latte_last_error()).find("use_mmap"), std::string::npos);
+  EXPECT_EQ(m, nullptr);
+  EXPECT_EQ(latte_model_load_with_options("/nonexistent/model.gguf", nullptr, &m), LATTE_ERR_IO);
+  EXPECT_NE(std::string(latte_last_error()).find("/nonexistent/model.gguf"), std::string::npos);
+  latte::api::Model wrapped(kDense, latte_model_options{0});
+  EXPECT_EQ(wrapped.n_vocab(), 512);
+}
+
 TEST(CApi, ErrorsNameWhatIsWrong) {
   latte_model* m = nullptr;
   EXPECT_EQ(latte_model_load("/nonexistent/model.gguf", &m), LATTE_ERR_IO);

@@ -43,17 +43,20 @@ std::string tokens_csv() {
 }
 
 TEST(Cli, EvalMatchesLlamaCppLogits) {
-  const std::string out = ::testing::TempDir() + "/eval.f32";
-  const Result r = run("eval -m " + kTestdata + "/tiny-moe-v2-lite.gguf --tokens " + tokens_csv() +
-                       " --logits-out " + out + " --cache-type f32 --threads 2");
-  ASSERT_EQ(r.code, 0) << r.output;
-  std::vector<float> got(160 * 512), want(160 * 512);
-  std::ifstream(out, std::ios::binary).read(reinterpret_cast<char*>(got.data()), got.size() * 4);
-  std::ifstream(kTestdata + "/tiny-moe-v2-lite.logits.f32", std::ios::binary)
-      .read(reinterpret_cast<char*>(want.data()), want.size() * 4);
-  double mx = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) mx = std::max(mx, std::fabs(double(got[i]) - want[i]));
-  EXPECT_LT(mx, 1e-4);
+  // The file mapped, then read into memory (--no-mmap): both match.
+  for (const char* load : {"", " --no-mmap"}) {
+    const std::string out = ::testing::TempDir() + "/eval.f32";
+    const Result r = run("eval -m " + kTestdata + "/tiny-moe-v2-lite.gguf --tokens " + tokens_csv() +
+                         " --logits-out " + out + " --cache-type f32 --threads 2" + load);
+    ASSERT_EQ(r.code, 0) << r.output;
+    std::vector<float> got(160 * 512), want(160 * 512);
+    std::ifstream(out, std::ios::binary).read(reinterpret_cast<char*>(got.data()), got.size() * 4);
+    std::ifstream(kTestdata + "/tiny-moe-v2-lite.logits.f32", std::ios::binary)
+        .read(reinterpret_cast<char*>(want.data()), want.size() * 4);
+    double mx = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) mx = std::max(mx, std::fabs(double(got[i]) - want[i]));
+    EXPECT_LT(mx, 1e-4) << load;
+  }
 }
 
 TEST(Cli, InfoDescribesAFile) {
@@ -131,8 +134,10 @@ TEST(Cli, BadIsaNameIsRefused) {
 }
 
 TEST(Cli, BenchReportsEveryDepth) {
-  const Result r = run("bench -m " + kTestdata + "/tiny-dense.gguf --depths 64,0 -p 16 -n 4 --threads 1 --json");
+  const Result r =
+      run("bench -m " + kTestdata + "/tiny-dense.gguf --depths 64,0 -p 16 -n 4 --threads 1 --json --no-mmap");
   ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"weights\": \"read\""), std::string::npos) << r.output;
   const auto d0 = r.output.find("\"depth\": 0,"), d64 = r.output.find("\"depth\": 64,");
   ASSERT_NE(d0, std::string::npos) << r.output;
   ASSERT_NE(d64, std::string::npos) << r.output;

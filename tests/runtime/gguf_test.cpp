@@ -456,6 +456,24 @@ TEST(GgufTestdata, TinyMoeV2Lite) {
   for (const GgufTensor& t : f.tensors()) EXPECT_EQ(t.type, GgmlType::F32) << t.name;
 }
 
+// GgufLoad::read gives the same file as the mapping, in a private copy
+// starting on a 2 MiB boundary (where huge pages can back it).
+TEST(GgufTestdata, ReadIntoMemoryEqualsTheMapping) {
+  GgufFile mapped = GgufFile::open(testdata("tiny-moe-v2-lite.gguf"));
+  GgufFile read = GgufFile::open(testdata("tiny-moe-v2-lite.gguf"), GgufLoad::read);
+  ASSERT_EQ(read.file_size(), mapped.file_size());
+  EXPECT_NE(read.file_data(), mapped.file_data());
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(read.file_data()) % (std::uintptr_t{2} << 20), 0u);
+  EXPECT_EQ(std::memcmp(read.file_data(), mapped.file_data(), mapped.file_size()), 0);
+  ASSERT_EQ(read.tensor_count(), mapped.tensor_count());
+  for (std::size_t i = 0; i < read.tensor_count(); ++i) {
+    EXPECT_EQ(read.tensor(i).name, mapped.tensor(i).name);
+    EXPECT_EQ(read.tensor(i).data - read.file_data(), mapped.tensor(i).data - mapped.file_data());
+  }
+  expect_error([] { GgufFile::open("/nonexistent/dir/x.gguf", GgufLoad::read); }, Status::io_error,
+               {"/nonexistent/dir/x.gguf", "cannot open"});
+}
+
 TEST(GgufTestdata, TruncatedRealFileIsRefused) {
   GgufFile f = GgufFile::open(testdata("tiny-dense.gguf"));
   // Cut inside the token array, inside the tensor infos, inside the data.
@@ -475,6 +493,7 @@ TEST(GgufValidation, EmptyFile) {
   const std::string path = temp_path("gguf_empty");
   { std::FILE* fp = std::fopen(path.c_str(), "wb"); ASSERT_NE(fp, nullptr); std::fclose(fp); }
   expect_error([&] { GgufFile::open(path); }, Status::bad_file, {"too small"});
+  expect_error([&] { GgufFile::open(path, GgufLoad::read); }, Status::bad_file, {"too small"});
   ::unlink(path.c_str());
   expect_error([] { GgufFile::from_memory(nullptr, 0); }, Status::bad_file, {"too small"});
 }
