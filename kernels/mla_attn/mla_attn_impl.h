@@ -50,7 +50,6 @@ struct I8<xsimd::avx512bw> {
   static vec load_raw(const void* p) { return _mm512_loadu_si512(p); }
   using F = xsimd::batch<float, xsimd::avx512bw>;
   static F i2f(const std::int32_t* p) { return F(_mm512_cvtepi32_ps(_mm512_loadu_si512(p))); }
-  static void round_store(F x, std::int32_t* p) { _mm512_storeu_si512(p, _mm512_cvtps_epi32(x)); }
   // 2^round(t), and t - round(t) in frac
   static F pow2_round(F t, F& frac) {
     __m512i n = _mm512_cvtps_epi32(t);
@@ -69,12 +68,6 @@ struct I8<xsimd::avx512bw> {
         _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
     return _mm512_shuffle_epi8(x, idx);
   }
-  // Lane i = the i-th 4 bytes of p, repeated.
-  static vec pvec(const std::uint8_t* p) {
-    const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    return _mm512_permutexvar_epi32(idx, _mm512_zextsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-  }
-  static void store_vec(vec x, void* p) { _mm512_storeu_si512(p, x); }
   static void store(acc x, std::int32_t* p) { _mm512_storeu_si512(p, x); }
   // a[0..3] -> out[16]: out[4i + d] = sum over lanes of a[i] dword d.
   static void lanesum4(const acc* a, std::int32_t* out) {
@@ -83,10 +76,16 @@ struct I8<xsimd::avx512bw> {
     __m512i r = _mm512_add_epi32(_mm512_shuffle_i32x4(s01, s23, 0x88), _mm512_shuffle_i32x4(s01, s23, 0xDD));
     _mm512_storeu_si512(out, r);
   }
-  // 4L int32 in [0, 255] -> bytes
-  static void narrow(const std::int32_t* src, std::uint8_t* dst) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(_mm512_loadu_si512(src)));
+  // Rounds x (4L weights in [0, PMAX]) to integers, adds them to qsum and
+  // stores them as value-pass operands: 16-byte lane i holds the bytes of
+  // tokens 4i..4i+3, repeated for the 4 channels of a cache lane (16L bytes).
+  static void quant_pvec(F x, acc& qsum, std::uint8_t* dst) {
+    const __m512i q = _mm512_cvtps_epi32(x);
+    qsum = _mm512_add_epi32(qsum, q);
+    const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    _mm512_storeu_si512(dst, _mm512_permutexvar_epi32(idx, _mm512_zextsi128_si512(_mm512_cvtepi32_epi8(q))));
   }
+  static std::int32_t hsum(acc x) { return _mm512_reduce_add_epi32(x); }
 };
 #endif
 
@@ -104,9 +103,6 @@ struct I8<xsimd::fma3<xsimd::avx2>> {
   static vec load_raw(const void* p) { return load(p); }
   using F = xsimd::batch<float, xsimd::fma3<xsimd::avx2>>;
   static F i2f(const std::int32_t* p) { return F(_mm256_cvtepi32_ps(load(p))); }
-  static void round_store(F x, std::int32_t* p) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_cvtps_epi32(x));
-  }
   static F pow2_round(F t, F& frac) {
     __m256i n = _mm256_cvtps_epi32(t);
     frac = t - F(_mm256_cvtepi32_ps(n));
@@ -125,23 +121,25 @@ struct I8<xsimd::fma3<xsimd::avx2>> {
         _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
     return _mm256_shuffle_epi8(x, idx);
   }
-  static vec pvec(const std::uint8_t* p) {
-    const __m256i idx = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-    return _mm256_permutevar8x32_epi32(
-        _mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))), idx);
-  }
-  static void store_vec(vec x, void* p) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), x); }
   static void store(acc x, std::int32_t* p) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), x); }
   static void lanesum4(const acc* a, std::int32_t* out) {
     for (int i = 0; i < 4; ++i)
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 4 * i),
                        _mm_add_epi32(_mm256_castsi256_si128(a[i]), _mm256_extracti128_si256(a[i], 1)));
   }
-  static void narrow(const std::int32_t* src, std::uint8_t* dst) {
-    __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
-    __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 4));
-    __m128i w = _mm_packs_epi32(lo, hi);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), _mm_packus_epi16(w, w));
+  static void quant_pvec(F x, acc& qsum, std::uint8_t* dst) {
+    const __m256i q = _mm256_cvtps_epi32(x);
+    qsum = _mm256_add_epi32(qsum, q);
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    const __m128i b = _mm_packus_epi16(w, w);  // 8 bytes, twice
+    const __m256i idx = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(b), idx));
+  }
+  static std::int32_t hsum(acc x) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
   }
 };
 #endif
@@ -161,7 +159,6 @@ struct I8<xsimd::neon64> {
   static vec load_raw(const void* p) { return vld1q_s8(static_cast<const std::int8_t*>(p)); }
   using F = xsimd::batch<float, xsimd::neon64>;
   static F i2f(const std::int32_t* p) { return F(vcvtq_f32_s32(vld1q_s32(p))); }
-  static void round_store(F x, std::int32_t* p) { vst1q_s32(p, vcvtnq_s32_f32(x)); }
   static F pow2_round(F t, F& frac) {
     int32x4_t n = vcvtnq_s32_f32(t);
     frac = t - F(vcvtq_f32_s32(n));
@@ -177,15 +174,19 @@ struct I8<xsimd::neon64> {
     static const std::uint8_t kIdx[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
     return vqtbl1q_s8(x, vld1q_u8(kIdx));
   }
-  static vec pvec(const std::uint8_t* p) { return bcast(p); }
-  static void store_vec(vec x, void* p) { vst1q_s8(static_cast<std::int8_t*>(p), x); }
   static void store(acc x, std::int32_t* p) { vst1q_s32(p, x); }
   static void lanesum4(const acc* a, std::int32_t* out) {
     for (int i = 0; i < 4; ++i) vst1q_s32(out + 4 * i, a[i]);
   }
-  static void narrow(const std::int32_t* src, std::uint8_t* dst) {
-    for (int i = 0; i < 4; ++i) dst[i] = static_cast<std::uint8_t>(src[i]);
+  static void quant_pvec(F x, acc& qsum, std::uint8_t* dst) {
+    const int32x4_t q = vcvtnq_s32_f32(x);
+    qsum = vaddq_s32(qsum, q);
+    const int16x4_t h = vmovn_s32(q);
+    const int8x8_t b = vmovn_s16(vcombine_s16(h, h));  // 4 bytes, twice
+    vst1q_s8(static_cast<std::int8_t*>(static_cast<void*>(dst)),
+             vreinterpretq_s8_s32(vdupq_lane_s32(vreinterpret_s32_s8(b), 0)));
   }
+  static std::int32_t hsum(acc x) { return vaddvq_s32(x); }
 };
 #endif
 
@@ -217,7 +218,6 @@ struct Plan {
   // within a thread slot
   std::size_t t_S = 0;    // f32 (nh, BT) scores / weights
   std::size_t t_Si = 0;   // i32 (2, nh, BT) raw int scores
-  std::size_t t_pq = 0;   // u8 (nh, BT) quantized weights
   std::size_t t_pv = 0;   // (nh, BT/(4L), 16L) bytes: weight vectors
   std::size_t t_conv = 0; // f32 (T, C): f16 tile converted
   std::size_t t_hv = 0;   // f32 (3, nh): ps, corr_p, spare
@@ -250,7 +250,6 @@ inline Plan make_plan(int nh, const LatentTileLayout& L, int threads) {
   p.t_S = t; t += al64(4 * nhs * bt);
   if (p.i8) {
     p.t_Si = t; t += al64(2 * 4 * nhs * bt);
-    p.t_pq = t; t += al64(nhs * bt);
     p.t_pv = t; t += al64(4 * nhs * bt);
   }
   if (L.storage == LatentStorage::f16) { p.t_conv = t; t += al64(4 * static_cast<std::size_t>(p.T) * p.C); }
@@ -353,13 +352,18 @@ void i8_values(const std::uint8_t* const* tiles, int T, int g0, int nch, const s
   typename K::acc a[HB][4];
   for (int h = 0; h < HB; ++h)
     for (int i = 0; i < 4; ++i) a[h][i] = K::zero();
-  for (int ch = 0; ch < nch; ++ch) {
-    const std::uint8_t* d = tiles[ch / cpt] + (static_cast<std::size_t>(g0) * TG + (ch % cpt) * L) * 16;
-    typename K::vec x[GB];
-    for (int i = 0; i < GB; ++i) x[i] = K::load(d + i * TG * 16);
-    for (int h = 0; h < HB; ++h) {
-      typename K::vec b = K::load_raw(pv + h * pv_stride + static_cast<std::size_t>(ch) * 16 * L);
-      for (int i = 0; i < GB; ++i) a[h][i] = K::dot(a[h][i], x[i], b);
+  // Tile by tile, chunk by chunk within: no division in the inner loop.
+  for (int ch0 = 0, t = 0; ch0 < nch; ch0 += cpt, ++t) {
+    const std::uint8_t* d = tiles[t] + static_cast<std::size_t>(g0) * TG * 16;
+    const std::uint8_t* b = pv + static_cast<std::size_t>(ch0) * 16 * L;
+    const int n = nch - ch0 < cpt ? nch - ch0 : cpt;
+    for (int c = 0; c < n; ++c, d += 16 * L, b += 16 * L) {
+      typename K::vec x[GB];
+      for (int i = 0; i < GB; ++i) x[i] = K::load(d + i * TG * 16);
+      for (int h = 0; h < HB; ++h) {
+        const typename K::vec w = K::load_raw(b + h * pv_stride);
+        for (int i = 0; i < GB; ++i) a[h][i] = K::dot(a[h][i], x[i], w);
+      }
     }
   }
   for (int h = 0; h < HB; ++h) K::lanesum4(a[h], out + 16 * h);
@@ -411,12 +415,10 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
   float* S = reinterpret_cast<float*>(thr + P.t_S);
   std::int32_t* Sl = reinterpret_cast<std::int32_t*>(thr + P.t_Si);
   std::int32_t* Sr = Sl + static_cast<std::size_t>(P.nh) * BT;
-  std::uint8_t* pq = thr + P.t_pq;
   std::uint8_t* pv = thr + P.t_pv;
   float* hv = reinterpret_cast<float*>(thr + P.t_hv);
   float *ps = hv, *cp = hv + P.nh;
   const std::size_t pv_stride = static_cast<std::size_t>(BT) * 4;
-  alignas(64) std::int32_t ibuf[W];
 
   for (int h = h0; h < h1; ++h) {
     pm[h] = -INFINITY;
@@ -449,14 +451,20 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
       const std::int32_t* sl = Sl + static_cast<std::size_t>(h) * BT;
       const std::int32_t* sr = Sr + static_cast<std::size_t>(h) * BT;
       const F ql(qsl[h]), qr(qsr[h]), vcl(cl[h]), vcr(cr[h]);
+      // Three passes over the block's scores: float scores and their max;
+      // exponentials, their sum and the weights' max; quantized weights laid
+      // out for the value products.
       F mxv(kMasked);
       for (int j = 0; j < ntok; j += W) {
         const float* sc = reinterpret_cast<const float*>(tp[j / T] + LY.scale_offset) + (j % T);
         F x = (K::i2f(sl + j) - vcl) * F::load_unaligned(sc) * ql + (K::i2f(sr + j) - vcr) * F::load_unaligned(sc + T) * qr;
         x.store_unaligned(s + j);
+        if (j + W > nvalid) {  // the last vector: mask the tokens past the context
+          for (int k = nvalid; k < j + W; ++k) s[k] = kMasked;
+          x = F::load_unaligned(s + j);
+        }
+        mxv = xsimd::max(mxv, x);
       }
-      for (int j = nvalid; j < ntok; ++j) s[j] = kMasked;
-      for (int j = 0; j < ntok; j += W) mxv = xsimd::max(mxv, F::load_unaligned(s + j));
       alignas(64) float tmp[W];
       mxv.store_aligned(tmp);
       float mb = kMasked;
@@ -481,16 +489,11 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
       const float inv = wm > 0.f ? K::PMAX / wm : 0.f;
       ps[h] = wm / K::PMAX;
       const F vinv(inv);
-      F qsum(0.f);  // exact: at most 127 * 256
-      std::uint8_t* q = pq + static_cast<std::size_t>(h) * BT;
-      for (int j = 0; j < ntok; j += W) {
-        K::round_store(F::load_unaligned(s + j) * vinv, ibuf);
-        qsum += K::i2f(ibuf);
-        K::narrow(ibuf, q + j);
-      }
-      cp[h] = K::kOffset ? 128.f * xsimd::hadd(qsum) : 0.f;
+      typename K::acc qsum = K::zero();  // exact: at most 127 * BT / W per lane
       std::uint8_t* v = pv + static_cast<std::size_t>(h) * pv_stride;
-      for (int j = 0; j < ntok; j += W) K::store_vec(K::pvec(q + j), v + static_cast<std::size_t>(j) * 4);
+      for (int j = 0; j < ntok; j += W)
+        K::quant_pvec(F::load_unaligned(s + j) * vinv, qsum, v + static_cast<std::size_t>(j) * 4);
+      cp[h] = K::kOffset ? 128.f * static_cast<float>(K::hsum(qsum)) : 0.f;
       if (alpha != 1.f) {
         float* o = po + static_cast<std::size_t>(h) * d_c;
         const F va(alpha);
