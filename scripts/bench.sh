@@ -8,7 +8,9 @@
 #                              weights, F16 and a Q8_0 copy): decode tok/s at
 #                              depths 0, 4K, 16K, 32K and prefill tok/s of 512
 #                              tokens at each depth, int8 and f16 caches, 2
-#                              threads (writes bench-results/model.json)
+#                              threads, the model read into huge pages
+#                              (--no-mmap); then depth 0 with the file mapped,
+#                              for comparison (writes bench-results/model.json)
 # Extra arguments go to the benchmark binary (e.g. --benchmark_filter=int8).
 # Env: LATTE_BENCH_MIN_TIME (seconds per entry, default 0.05), LATTE_JOBS,
 # OMP_WAIT_POLICY (OpenMP's own default, active, unless set: see below).
@@ -57,8 +59,15 @@ if [ "$suite" = model ]; then
     for cache in int8 f16; do
       echo "bench.sh: $type weights, $cache cache, depths $depths, $threads threads" >&2
       runs+=("$(build/latte bench -m bench-results/models/v2-lite-4l-$type.gguf --depths "$depths" \
-                 --cache-type "$cache" --threads "$threads" -p 512 -n 32 -r 2 --json "$@")")
+                 --cache-type "$cache" --threads "$threads" -p 512 -n 32 -r 2 --no-mmap --json "$@")")
     done
+  done
+  # Decode at depth 0 streams every weight per token: the mapped file's
+  # 4 KiB pages against the huge pages above.
+  for type in F16 Q8_0; do
+    echo "bench.sh: $type weights mapped, int8 cache, depth 0, $threads threads" >&2
+    runs+=("$(build/latte bench -m bench-results/models/v2-lite-4l-$type.gguf --depths 0 \
+               --cache-type int8 --threads "$threads" -p 512 -n 64 -r 3 --json "$@")")
   done
   { echo '{"suite": "model", "runs": ['; (IFS=,; echo "${runs[*]}"); echo ']}'; } > "$out"
   # A table on stdout.
