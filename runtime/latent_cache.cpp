@@ -6,10 +6,7 @@
 #include <utility>
 
 #include "runtime/error.h"
-
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
+#include "runtime/huge_pages.h"
 
 namespace latte {
 
@@ -18,41 +15,6 @@ namespace {
 std::size_t round64(std::size_t n) { return (n + 63) / 64 * 64; }
 
 std::int64_t tiles_for(std::int64_t tokens, int tile) { return (tokens + tile - 1) / tile; }
-
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
-
-// Reserves `bytes` of zeroed address space, 2 MiB aligned, that takes
-// physical pages only where written. The first 2 MiB stay on small pages so a
-// short context costs what it uses; the rest may use transparent huge pages:
-// a 16K-token int8 V2-Lite layer (9 MiB) then needs 5 TLB entries, not 2300.
-// Returns null if the system will not reserve it.
-std::uint8_t* reserve_region(std::size_t bytes) {
-#if defined(__linux__)
-  const std::size_t want = bytes + kHugePage;
-  void* m = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (m == MAP_FAILED) return nullptr;
-  auto* raw = static_cast<std::uint8_t*>(m);
-  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(raw);
-  auto* base = reinterpret_cast<std::uint8_t*>((a + kHugePage - 1) & ~(kHugePage - 1));
-  const std::size_t head = static_cast<std::size_t>(base - raw), tail = want - head - bytes;
-  if (head) ::munmap(raw, head);
-  if (tail) ::munmap(base + bytes, tail);
-  if (bytes > kHugePage) ::madvise(base + kHugePage, bytes - kHugePage, MADV_HUGEPAGE);  // a hint: failure is fine
-  return base;
-#else
-  (void)bytes;
-  return nullptr;
-#endif
-}
-
-void release_region(std::uint8_t* base, std::size_t bytes) {
-#if defined(__linux__)
-  if (base) ::munmap(base, bytes);
-#else
-  (void)base;
-  (void)bytes;
-#endif
-}
 
 }  // namespace
 
@@ -67,9 +29,12 @@ LatentCache::LatentCache(const LatentCacheConfig& cfg) : cfg_(cfg) {
   const std::int64_t n_tiles = tiles_for(cfg.max_tokens, cfg.tile_tokens);
   for (auto& l : layers_) {
     l.tiles.assign(n_tiles, nullptr);
-    const std::size_t want = (static_cast<std::size_t>(n_tiles) * tile_alloc_ + kHugePage - 1) / kHugePage * kHugePage;
-    l.region = reserve_region(want);
-    if (l.region) l.region_bytes = want;
+    // Address space for every tile of the context, committed as tiles are
+    // written. The first 2 MiB stay on small pages so a short context costs
+    // what it uses; past them huge pages: a 16K-token int8 V2-Lite layer
+    // (9 MiB) then needs 5 TLB entries, not 2300. Null: tiles one by one.
+    l.region_bytes = static_cast<std::size_t>(n_tiles) * tile_alloc_;
+    l.region = map_huge_region(l.region_bytes, kHugePageBytes, /*lazy=*/true);
   }
 }
 
@@ -99,7 +64,7 @@ LatentCache& LatentCache::operator=(LatentCache&& o) noexcept {
 void LatentCache::free_all() {
   for (auto& l : layers_) {
     if (l.region) {
-      release_region(l.region, l.region_bytes);
+      unmap_huge_region(l.region, l.region_bytes);
       l.region = nullptr;
       l.region_bytes = 0;
       for (void*& t : l.tiles) t = nullptr;

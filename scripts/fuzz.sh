@@ -26,7 +26,7 @@ if [ ! -f "$fuzzer_lib" ]; then
   exit 1
 fi
 
-SRCS=(runtime/gguf/gguf_file.cpp runtime/gguf/gguf_writer.cpp runtime/error.cpp quant/ggml_types.cpp)
+SRCS=(runtime/gguf/gguf_file.cpp runtime/gguf/gguf_writer.cpp runtime/error.cpp runtime/huge_pages.cpp quant/ggml_types.cpp)
 FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -I. -Wall -Wextra -Wno-unused-parameter)
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all)
 

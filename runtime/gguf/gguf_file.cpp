@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "runtime/error.h"
+#include "runtime/huge_pages.h"
 
 namespace latte {
 
@@ -355,22 +356,12 @@ std::string GgufTensor::shape_string() const {
 
 namespace {
 
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
-
-// Reads the whole of fd (size bytes) into a fresh anonymous mapping aligned
-// to 2 MiB and advised for huge pages. Returns the mapping (raw, raw_size for
-// munmap) and the aligned start.
-void read_into_huge_pages(int fd, const std::string& path, std::size_t size, void*& raw, std::size_t& raw_size,
-                          std::uint8_t*& start) {
-  raw_size = (size + kHugePage - 1) / kHugePage * kHugePage + kHugePage;
-  raw = ::mmap(nullptr, raw_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) {
-    raw = nullptr;
+// Reads the whole of fd (size bytes) into a fresh 2 MiB-aligned region
+// advised for huge pages, then makes it read-only like the mapping.
+std::uint8_t* read_into_huge_pages(int fd, const std::string& path, std::size_t size) {
+  std::uint8_t* start = map_huge_region(size, 0, /*lazy=*/false);
+  if (start == nullptr)
     throw Error(Status::out_of_memory, path + ": cannot allocate " + std::to_string(size) + " bytes to read it into");
-  }
-  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(raw);
-  start = reinterpret_cast<std::uint8_t*>((a + kHugePage - 1) & ~(kHugePage - 1));
-  ::madvise(start, raw_size - static_cast<std::size_t>(start - static_cast<std::uint8_t*>(raw)), MADV_HUGEPAGE);
   std::size_t done = 0;
   while (done < size) {
     const std::size_t want = std::min<std::size_t>(size - done, std::size_t{1} << 30);
@@ -378,13 +369,13 @@ void read_into_huge_pages(int fd, const std::string& path, std::size_t size, voi
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       const std::string why = got < 0 ? std::strerror(errno) : "the file shrank while being read";
-      ::munmap(raw, raw_size);
-      raw = nullptr;
+      unmap_huge_region(start, size);
       throw Error(Status::io_error, path + ": cannot read at byte " + std::to_string(done) + ": " + why);
     }
     done += static_cast<std::size_t>(got);
   }
-  ::mprotect(raw, raw_size, PROT_READ);  // read-only like the mapping
+  ::mprotect(start, round_to_huge_pages(size), PROT_READ);
+  return start;
 }
 
 }  // namespace
@@ -407,14 +398,15 @@ GgufFile GgufFile::open(const std::string& path, GgufLoad how) {
   }
   const auto size = static_cast<std::size_t>(st.st_size);
   if (size > 0 && how == GgufLoad::read) {
-    std::uint8_t* start = nullptr;
     try {
-      read_into_huge_pages(fd, path, size, f.map_, f.map_size_, start);
+      std::uint8_t* start = read_into_huge_pages(fd, path, size);
+      f.map_ = start;
+      f.map_size_ = round_to_huge_pages(size);  // what release() unmaps
+      f.base_ = start;
     } catch (...) {
       ::close(fd);
       throw;
     }
-    f.base_ = start;
   } else if (size > 0) {
     void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED) {
