@@ -28,11 +28,7 @@ case "$suite" in
   *) echo "bench.sh: unknown suite '$suite' (known: kernels, model)" >&2; exit 2 ;;
 esac
 
-scripts/setup.sh >&2
-GEN=()
-if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
-cmake -S . -B build "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "${LATTE_JOBS:-$(nproc)}" --target "$target" >&2
+scripts/build_release.sh "$target"
 
 # OpenMP threads spin between parallel regions by default: fastest on an idle
 # machine (2 threads at 16K: 1.91x of 1 with spinning, 1.55x with passive

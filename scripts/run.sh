@@ -6,11 +6,7 @@ cd "$(dirname "$0")/.."
 # OpenMP threads spin briefly between parallel regions, then sleep: a machine
 # busy with other work does not stall every barrier (libgomp reads this at start).
 export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-10000}
-scripts/setup.sh >&2
-GEN=()
-if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
-cmake -S . -B build "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$(nproc)" --target latte >&2
+scripts/build_release.sh latte
 
 model=models/latte-tiny-mla.gguf
 if [ ! -f "$model" ]; then
