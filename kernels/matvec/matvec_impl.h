@@ -15,13 +15,7 @@
 // so the integer path stays unsigned x signed.
 #pragma once
 
-// GCC 12's AVX-512 conversion intrinsics start from _mm512_undefined_*(),
-// which -W(maybe-)uninitialized reports falsely; the state must be set before
-// the intrinsic headers (only per-ISA files include this header).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+#include "kernels/gcc_avx512_warnings.h"  // before the intrinsic headers
 
 #include <cstddef>
 #include <cstdint>

@@ -3,12 +3,7 @@
 // so no ISA-compiled inline code is shared with other objects.
 #pragma once
 
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which
-// -W(maybe-)uninitialized reports falsely (as in matvec_impl.h).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+#include "kernels/gcc_avx512_warnings.h"  // before the intrinsic headers
 
 #include <omp.h>
 

@@ -1,0 +1,10 @@
+// Included first by the per-ISA kernel bodies (*_impl.h). GCC 12's AVX-512
+// intrinsics start from _mm512_undefined_*(), which -W(maybe-)uninitialized
+// reports falsely; the state must be set before the intrinsic headers are
+// read, and it lasts for the rest of the (per-ISA) translation unit.
+#pragma once
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
