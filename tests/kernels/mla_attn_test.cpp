@@ -74,11 +74,9 @@ struct Query {
 
 float softmax_scale(const Shape& sh) { return 1.f / std::sqrt(128.f + sh.d_R); }
 
-std::vector<float> run_decode(const MlaAttnKernels& k, const Shape& sh, const Query& q,
-                              const TestCache& cache, std::int64_t n_ctx, int threads) {
-  std::vector<float> out(static_cast<std::size_t>(sh.n_heads) * sh.d_c, NAN);
-  std::size_t sb = k.scratch_bytes(sh.n_heads, cache.L, threads);
-  std::unique_ptr<void, AlignedFree> scratch(std::aligned_alloc(64, (sb + 64) / 64 * 64));
+// One decode of q over the cache's first n_ctx tokens into out (no scratch).
+MlaDecodeArgs decode_args(const Shape& sh, const Query& q, const TestCache& cache, std::int64_t n_ctx, float* out,
+                          int threads) {
   MlaDecodeArgs a;
   a.n_heads = sh.n_heads;
   a.q_lat = q.lat.data();
@@ -86,8 +84,17 @@ std::vector<float> run_decode(const MlaAttnKernels& k, const Shape& sh, const Qu
   a.scale = softmax_scale(sh);
   a.cache = cache.view();
   a.n_ctx = n_ctx;
-  a.out = out.data();
+  a.out = out;
   a.threads = threads;
+  return a;
+}
+
+std::vector<float> run_decode(const MlaAttnKernels& k, const Shape& sh, const Query& q,
+                              const TestCache& cache, std::int64_t n_ctx, int threads) {
+  std::vector<float> out(static_cast<std::size_t>(sh.n_heads) * sh.d_c, NAN);
+  std::size_t sb = k.scratch_bytes(sh.n_heads, cache.L, threads);
+  std::unique_ptr<void, AlignedFree> scratch(std::aligned_alloc(64, (sb + 64) / 64 * 64));
+  MlaDecodeArgs a = decode_args(sh, q, cache, n_ctx, out.data(), threads);
   a.scratch = scratch.get();
   k.decode(a);
   return out;
@@ -203,16 +210,7 @@ TEST(MlaDecode, ConvenienceUsesActiveIsa) {
   Query q(kOdd, 1, 2);
   auto want = run_decode(kernels::mla_attn_kernels(active_isa()), kOdd, q, cache, 200, 2);
   std::vector<float> got(want.size());
-  MlaDecodeArgs a;
-  a.n_heads = kOdd.n_heads;
-  a.q_lat = q.lat.data();
-  a.q_pe = q.pe.data();
-  a.scale = softmax_scale(kOdd);
-  a.cache = cache.view();
-  a.n_ctx = 200;
-  a.out = got.data();
-  a.threads = 2;
-  kernels::mla_decode(a);
+  kernels::mla_decode(decode_args(kOdd, q, cache, 200, got.data(), 2));
   EXPECT_EQ(got, want);
 }
 
