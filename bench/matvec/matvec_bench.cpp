@@ -67,6 +67,24 @@ void BM_Matvec(benchmark::State& state) {
   state.SetLabel(std::string(latte::isa_name(isa)) + " " + latte::ggml_type_name(type));
 }
 
+// The roofline for Matvec: a plain sum over as many bytes, each thread one
+// contiguous half, the way the static row split streams a matrix.
+// args: bytes, threads
+void BM_ReadStream(benchmark::State& state) {
+  const std::size_t n = static_cast<std::size_t>(state.range(0)) / sizeof(std::uint32_t);
+  const int threads = static_cast<int>(state.range(1));
+  std::vector<std::uint32_t> buf(n, 1);
+  for (auto _ : state) {
+    // Integer sums: the compiler may reorder them into wide vector adds, so
+    // the loop is bound by the loads alone.
+    std::uint32_t sink = 0;
+#pragma omp parallel for num_threads(threads) reduction(+ : sink) schedule(static)
+    for (std::size_t i = 0; i < n; ++i) sink += buf[i];
+    benchmark::DoNotOptimize(sink);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));
+}
+
 // args: isa, type, rows, cols, tokens, threads
 void BM_Matmul(benchmark::State& state) {
   const auto isa = static_cast<Isa>(state.range(0));
@@ -157,6 +175,12 @@ void register_all() {
               ->UseRealTime();
     }
   }
+  for (long threads : {1L, 2L})
+    benchmark::RegisterBenchmark("ReadStream", BM_ReadStream)
+        ->Args({10944L * 2048 * 2, threads})
+        ->ArgNames({"bytes", "thr"})
+        ->MinTime(0.2)
+        ->UseRealTime();
   const Isa best = latte::active_isa();
   for (GgmlType t : kTypes)
     for (long nt : {64L, 512L})
