@@ -3,10 +3,17 @@
 //   prefill: n_prompt tokens at depth D (then the cache is cut back to D),
 //   decode:  n_gen single-token steps starting at depth D.
 // The best of `repetitions` runs is reported.
+//
+// Decode at depth 0 streams every weight once per token, so its ceiling is
+// the machine's read bandwidth, and on a shared machine that moves by tens of
+// percent from one minute to the next. The run therefore measures it too,
+// before and after the depths, over as many bytes as a decode step reads and
+// with the same threads, and reports decode's weight stream against it.
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -23,6 +30,28 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Bytes per second of a plain read of `bytes` (each thread one contiguous
+// part, the way the matvecs split a matrix), best of a few passes.
+double measure_read_bandwidth(std::size_t bytes, int threads) {
+  const std::size_t n = bytes / sizeof(std::uint32_t);
+  std::vector<std::uint32_t> buf(n);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::size_t i = 0; i < n; ++i) buf[i] = static_cast<std::uint32_t>(i);  // each thread touches its part
+  double best = 0;
+  for (int pass = 0; pass < 5; ++pass) {
+    const auto t0 = std::chrono::steady_clock::now();
+    // Integer sums: the compiler may widen and reorder them, so the loop is
+    // bound by the loads, not by an add chain.
+    std::uint32_t sum = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : sum)
+    for (std::size_t i = 0; i < n; ++i) sum += buf[i];
+    const double t = seconds_since(t0);
+    if (sum == 1) std::fprintf(stderr, " ");  // keeps the sum alive
+    best = std::max(best, static_cast<double>(n * sizeof(std::uint32_t)) / t);
+  }
+  return best;
 }
 
 }  // namespace
@@ -48,6 +77,12 @@ int run_bench(const BenchOptions& o) {
   so.prefill_form = o.form == "naive" ? FormChoice::naive : o.form == "absorbed" ? FormChoice::absorbed : FormChoice::cost_model;
   so.n_ctx = depths.back() + std::max(o.n_prompt, o.n_gen) + 1;
   Session s(model, so);
+  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  const std::size_t weight_bytes = model->decode_weight_bytes();
+  // Over the decode step's bytes, from 64 MiB (so a cache does not hold it
+  // all unless it holds the weights too) to 1 GiB (enough for any cache).
+  const std::size_t read_bytes = std::clamp<std::size_t>(weight_bytes, std::size_t{64} << 20, std::size_t{1} << 30);
+  const double read_before = measure_read_bandwidth(read_bytes, threads);
   std::vector<std::int32_t> prompt(static_cast<std::size_t>(o.n_prompt));
   for (auto& t : prompt) t = tok(rng);
   {  // warm-up: first-touch of weights and scratch
@@ -80,27 +115,38 @@ int run_bench(const BenchOptions& o) {
     if (!o.json)
       std::fprintf(stderr, "depth %lld done (fill %.1f s)\n", static_cast<long long>(depth), r.fill_s);
   }
+  const double read_after = measure_read_bandwidth(read_bytes, threads);
+  const double read_best = std::max(read_before, read_after);
+  auto weight_rate = [&](const Row& r) { return r.decode_tps * static_cast<double>(weight_bytes); };  // bytes/s
 
-  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
   if (o.json) {
     std::printf("{\n  \"model\": \"%s\",\n  \"architecture\": \"%s\",\n  \"cache_type\": \"%s\",\n  \"threads\": %d,\n"
-                "  \"isa\": \"%s\",\n  \"weights\": \"%s\",\n  \"n_prompt\": %d,\n  \"n_gen\": %d,\n  \"results\": [\n",
+                "  \"isa\": \"%s\",\n  \"weights\": \"%s\",\n  \"n_prompt\": %d,\n  \"n_gen\": %d,\n",
                 o.model.c_str(), model_arch_name(p.arch), o.cache.c_str(), threads, isa_name(active_isa()),
                 o.no_mmap ? "read" : "mmap", o.n_prompt, o.n_gen);
+    std::printf("  \"decode_weight_bytes\": %zu,\n  \"read_GBps_before\": %.2f,\n  \"read_GBps_after\": %.2f,\n",
+                weight_bytes, read_before / 1e9, read_after / 1e9);
+    std::printf("  \"results\": [\n");
     for (std::size_t i = 0; i < rows.size(); ++i)
-      std::printf("    {\"depth\": %lld, \"prefill_tok_s\": %.2f, \"decode_tok_s\": %.2f, \"fill_s\": %.2f}%s\n",
-                  static_cast<long long>(rows[i].depth), rows[i].prefill_tps, rows[i].decode_tps, rows[i].fill_s,
+      std::printf("    {\"depth\": %lld, \"prefill_tok_s\": %.2f, \"decode_tok_s\": %.2f, \"decode_weights_GBps\": %.2f, "
+                  "\"decode_read_pct\": %.1f, \"fill_s\": %.2f}%s\n",
+                  static_cast<long long>(rows[i].depth), rows[i].prefill_tps, rows[i].decode_tps,
+                  weight_rate(rows[i]) / 1e9, 100 * weight_rate(rows[i]) / read_best, rows[i].fill_s,
                   i + 1 < rows.size() ? "," : "");
     std::printf("  ]\n}\n");
   } else {
     std::printf("model %s (%s), cache %s, threads %s, kernels %s, weights %s\n", o.model.c_str(),
                 model_arch_name(p.arch), o.cache.c_str(), o.threads > 0 ? std::to_string(o.threads).c_str() : "all",
                 isa_name(active_isa()), o.no_mmap ? "read (--no-mmap)" : "mmap");
-    std::printf("%8s | %16s | %16s\n", "depth", "prefill tok/s", "decode tok/s");
+    std::printf("%8s | %16s | %16s | %18s\n", "depth", "prefill tok/s", "decode tok/s", "weights GB/s (%)");
     for (const Row& r : rows)
-      std::printf("%8lld | %16.1f | %16.1f\n", static_cast<long long>(r.depth), r.prefill_tps, r.decode_tps);
+      std::printf("%8lld | %16.1f | %16.1f | %11.1f (%3.0f%%)\n", static_cast<long long>(r.depth), r.prefill_tps,
+                  r.decode_tps, weight_rate(r) / 1e9, 100 * weight_rate(r) / read_best);
     std::printf("(prefill: %d tokens at the depth; decode: %d steps from the depth; best of %d)\n", o.n_prompt,
                 o.n_gen, o.repetitions);
+    std::printf("(decode reads %.1f MB of weights per token; a plain read of %.0f MB with these threads: %.1f GB/s "
+                "before, %.1f after; %% is of the better)\n",
+                weight_bytes / 1e6, read_bytes / 1e6, read_before / 1e9, read_after / 1e9);
   }
   return 0;
 }

@@ -45,6 +45,25 @@ std::size_t Model::packed_weight_bytes() const {
   return n;
 }
 
+std::size_t Model::decode_weight_bytes() const {
+  auto bytes = [](const WeightRef& w) { return static_cast<std::size_t>(w.rows) * w.row_bytes; };
+  auto ffn = [&](const FfnWeights& f) { return bytes(f.gate) + bytes(f.up) + bytes(f.down); };
+  const int nh = params_.mla.n_heads;
+  std::size_t n = bytes(output_) + token_embd_.row_bytes;
+  for (int il = 0; il < params_.n_layers; ++il) {
+    const LayerWeights& L = layers_[il];
+    n += bytes(L.wq) + bytes(L.wq_a) + bytes(L.wq_b) + bytes(L.wkv_a) + bytes(L.wo);
+    n += static_cast<std::size_t>(nh) * (bytes(L.wuk_t.head) + bytes(L.wuv.head));
+    if (params_.is_moe_layer(il)) {
+      const std::size_t expert = bytes(L.exp_gate.head) + bytes(L.exp_up.head) + bytes(L.exp_down.head);
+      n += bytes(L.gate_inp) + ffn(L.shared) + static_cast<std::size_t>(params_.n_experts_used) * expert;
+    } else {
+      n += ffn(L.dense);
+    }
+  }
+  return n;
+}
+
 void Model::bind(const LoadOptions& options) {
   const ModelParams& p = params_;
   const MlaConfig& m = p.mla;

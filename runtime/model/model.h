@@ -100,6 +100,12 @@ class Model {
   // Bytes of the weights mapped from the file and packed at load.
   std::size_t mapped_weight_bytes() const { return mapped_bytes_; }
   std::size_t packed_weight_bytes() const;
+  // Matrix bytes one decode step streams: every layer's matrices as the
+  // decode path reads them (packed copies included, prefill-only packs not),
+  // the routed experts counted n_experts_used times, the output matrix and
+  // one embedding row. Decode at depth 0 is bound by reading these, so
+  // bytes x tok/s against the machine's read bandwidth is its efficiency.
+  std::size_t decode_weight_bytes() const;
 
  private:
   explicit Model(GgufFile file);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/model/model.h"
 #include "runtime/model/random_model.h"
 
 namespace {
@@ -144,6 +145,17 @@ TEST(Cli, BenchReportsEveryDepth) {
   EXPECT_LT(d0, d64);  // ascending
   EXPECT_NE(r.output.find("\"decode_tok_s\""), std::string::npos);
   EXPECT_EQ(r.output.find("\"decode_tok_s\": 0.00"), std::string::npos) << r.output;
+  // Decode's weight stream against the machine's read bandwidth, measured in the same run.
+  auto number_after = [&](const std::string& key) {
+    const auto at = r.output.find("\"" + key + "\": ");
+    return at == std::string::npos ? -1.0 : std::stod(r.output.substr(at + key.size() + 4));
+  };
+  EXPECT_EQ(number_after("decode_weight_bytes"),
+            static_cast<double>(latte::Model::load(kTestdata + "/tiny-dense.gguf")->decode_weight_bytes()));
+  EXPECT_GT(number_after("read_GBps_before"), 0.1) << r.output;
+  EXPECT_GT(number_after("read_GBps_after"), 0.1) << r.output;
+  EXPECT_GT(number_after("decode_weights_GBps"), 0.0) << r.output;
+  EXPECT_GT(number_after("decode_read_pct"), 0.0) << r.output;
 }
 
 TEST(Cli, PerplexityOverTokenWindows) {

@@ -12,6 +12,7 @@
 
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/model_reference.h"
+#include "runtime/model/model.h"
 #include "runtime/model/random_model.h"
 #include "runtime/model/session.h"
 
@@ -150,6 +151,29 @@ TEST(RandomModel, ParamsRoundTrip) {
   EXPECT_FLOAT_EQ(p.residual_scale, 1.4f / std::sqrt(3.f));
   EXPECT_FLOAT_EQ(p.logit_scale, 256.f / 64.f);
   EXPECT_NEAR(p.mla.kq_scale(), 1 / std::sqrt(24.0), 1e-9);
+}
+
+// The bytes `latte bench` divides by: every matrix decode reads (both KV
+// layouts; for F32 weights the legacy W_UK^T packed copy is exactly as large
+// as the attn_kv_b rows it replaces), routed experts n_experts_used times,
+// one embedding row, no norm vectors.
+TEST(RandomModel, DecodeWeightBytesCountWhatDecodeReads) {
+  for (KvLayout layout : {KvLayout::split, KvLayout::legacy}) {
+    RandomModelSpec s = base();
+    s.layout = layout;
+    s.q_lora_rank = 24;
+    s.n_experts = 8, s.n_experts_used = 2, s.n_experts_shared = 1, s.ff_expert = 32, s.n_leading_dense = 1;
+    const GgufFile f = GgufFile::from_bytes(random_model_bytes(s));
+    std::size_t expected = 0;
+    for (const GgufTensor& t : f.tensors()) {
+      if (t.n_dims < 2) continue;
+      if (t.name == "token_embd.weight") expected += t.row_bytes;
+      else if (t.name.find("_exps.") != std::string_view::npos) expected += t.n_bytes / s.n_experts * s.n_experts_used;
+      else expected += t.n_bytes;
+    }
+    auto model = Model::from_file(GgufFile::from_bytes(random_model_bytes(s)));
+    EXPECT_EQ(model->decode_weight_bytes(), expected) << (layout == KvLayout::split ? "split" : "legacy");
+  }
 }
 
 }  // namespace
