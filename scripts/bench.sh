@@ -10,7 +10,11 @@
 #                              tokens at each depth, int8 and f16 caches, 2
 #                              threads, the model read into huge pages
 #                              (--no-mmap); then depth 0 with the file mapped,
-#                              for comparison (writes bench-results/model.json)
+#                              for comparison (writes bench-results/model.json).
+#                              Each run also measures the machine's read
+#                              bandwidth before and after, over as many bytes
+#                              as a decode step reads (read_GBps_*), and
+#                              decode's weight stream against it
 # Extra arguments go to the benchmark binary (e.g. --benchmark_filter=int8).
 # Env: LATTE_BENCH_MIN_TIME (seconds per entry, default 0.05), LATTE_JOBS,
 # OMP_WAIT_POLICY (OpenMP's own default, active, unless set: see below).
