@@ -9,8 +9,9 @@
 #                              depths 0, 4K, 16K, 32K and prefill tok/s of 512
 #                              tokens at each depth, int8 and f16 caches, 2
 #                              threads, the model read into huge pages
-#                              (--no-mmap); then depth 0 with the file mapped,
-#                              for comparison (writes bench-results/model.json).
+#                              (--no-mmap); then depth 0 alone, 128 steps best
+#                              of 5, read and mapped (writes
+#                              bench-results/model.json).
 #                              Each run also measures the machine's read
 #                              bandwidth before and after, over as many bytes
 #                              as a decode step reads (read_GBps_*), and
@@ -62,12 +63,16 @@ if [ "$suite" = model ]; then
                  --cache-type "$cache" --threads "$threads" -p 512 -n 32 -r 2 --no-mmap --json "$@")")
     done
   done
-  # Decode at depth 0 streams every weight per token: the mapped file's
-  # 4 KiB pages against the huge pages above.
+  # Decode at depth 0 streams every weight per token and follows the shared
+  # machine's memory bandwidth, which moves by tens of percent within a
+  # minute: 32 steps are too few to see it at its best, so depth 0 again
+  # with 128 steps, best of 5, read into huge pages and mapped (4 KiB pages).
   for type in F16 Q8_0; do
-    echo "bench.sh: $type weights mapped, int8 cache, depth 0, $threads threads" >&2
-    runs+=("$(build/latte bench -m bench-results/models/v2-lite-4l-$type.gguf --depths 0 \
-               --cache-type int8 --threads "$threads" -p 512 -n 64 -r 3 --json "$@")")
+    for load in --no-mmap ""; do
+      echo "bench.sh: $type weights ${load:-mapped}, int8 cache, depth 0, 128 steps, $threads threads" >&2
+      runs+=("$(build/latte bench -m bench-results/models/v2-lite-4l-$type.gguf --depths 0 \
+                 --cache-type int8 --threads "$threads" -p 512 -n 128 -r 5 $load --json "$@")")
+    done
   done
   { echo '{"suite": "model", "runs": ['; (IFS=,; echo "${runs[*]}"); echo ']}'; } > "$out"
   # A table on stdout.
