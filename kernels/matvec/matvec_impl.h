@@ -440,13 +440,24 @@ void row_float(const std::uint8_t* w, std::size_t cols, const float* const* xf, 
     else if constexpr (kT == 1) return L::f16(p);
     else return L::bf16(p);
   };
-  std::size_t c = 0;
-  for (; c + U * W <= cols; c += U * W) {
+  auto step = [&](std::size_t c) {
     for (int u = 0; u < U; ++u) {
       const V wv = load(w + (c + u * W) * E);
       for (int t = 0; t < NT; ++t) acc[u][t] = xsimd::fma(wv, V::load_unaligned(xf[t] + c + u * W), acc[u][t]);
     }
+  };
+  std::size_t c = 0;
+  if constexpr (NT == 1) {
+    // One token (decode): 4 steps per loop trip, unrolled. With the trip
+    // count known only at run time, a trip per step streamed an F16 matrix
+    // ~8% slower (2048-column rows, 2 threads: 31.6-35.8 against 39.3-40.1
+    // GB/s); unrolled this way it matches a loop over compile-time columns.
+    for (; c + 4 * U * W <= cols; c += 4 * U * W) {
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) step(c + static_cast<std::size_t>(k) * U * W);
+    }
   }
+  for (; c + U * W <= cols; c += U * W) step(c);
   for (; c + W <= cols; c += W) {
     const V w0 = load(w + c * E);
     for (int t = 0; t < NT; ++t) acc[0][t] = xsimd::fma(w0, V::load_unaligned(xf[t] + c), acc[0][t]);
