@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include <omp.h>
 
@@ -673,82 +674,68 @@ void dequantize_bf16_body(GgmlType type, const void* src, std::uint16_t* dst, st
   }
 }
 
+// out[t] = W row . x_t for NT tokens, with the row kernel of type T.
+template <class Arch, int NT, GgmlType T>
+void row_of_type(const std::uint8_t* w, std::size_t cols, const float* const* xf, const void* const* xv, float* out) {
+  const auto* xq = reinterpret_cast<const ActQ8* const*>(xv);
+  const auto* xk = reinterpret_cast<const ActQ8K* const*>(xv);
+  if constexpr (T == GgmlType::F32) row_float<Arch, NT, 0>(w, cols, xf, out);
+  else if constexpr (T == GgmlType::F16) row_float<Arch, NT, 1>(w, cols, xf, out);
+  else if constexpr (T == GgmlType::BF16) row_float<Arch, NT, 2>(w, cols, xf, out);
+  else if constexpr (T == GgmlType::Q8_0) row_q8_0<NT>(reinterpret_cast<const BlockQ8_0*>(w), cols / 32, xq, out);
+  else if constexpr (T == GgmlType::Q4_0)
+    row_q32<NT, BlockQ4_0, false, false>(reinterpret_cast<const BlockQ4_0*>(w), cols / 32, xq, out);
+  else if constexpr (T == GgmlType::Q4_1)
+    row_q32<NT, BlockQ4_1, false, true>(reinterpret_cast<const BlockQ4_1*>(w), cols / 32, xq, out);
+  else if constexpr (T == GgmlType::Q5_0)
+    row_q32<NT, BlockQ5_0, true, false>(reinterpret_cast<const BlockQ5_0*>(w), cols / 32, xq, out);
+  else if constexpr (T == GgmlType::Q5_1)
+    row_q32<NT, BlockQ5_1, true, true>(reinterpret_cast<const BlockQ5_1*>(w), cols / 32, xq, out);
+  else if constexpr (T == GgmlType::Q4_K)
+    row_k45<NT, BlockQ4_K, false>(reinterpret_cast<const BlockQ4_K*>(w), cols / 256, xk, out);
+  else if constexpr (T == GgmlType::Q5_K)
+    row_k45<NT, BlockQ5_K, true>(reinterpret_cast<const BlockQ5_K*>(w), cols / 256, xk, out);
+  else row_q6_k<NT>(reinterpret_cast<const BlockQ6_K*>(w), cols / 256, xk, out);
+}
+
+// fn(std::integral_constant<GgmlType, type>{}): a run-time type to a
+// compile-time one, the one switch over the weight types.
+template <class Arch, class Fn>
+void with_type(GgmlType type, Fn&& fn) {
+  switch (type) {
+    case GgmlType::F32: return fn(std::integral_constant<GgmlType, GgmlType::F32>{});
+    case GgmlType::F16: return fn(std::integral_constant<GgmlType, GgmlType::F16>{});
+    case GgmlType::BF16: return fn(std::integral_constant<GgmlType, GgmlType::BF16>{});
+    case GgmlType::Q8_0: return fn(std::integral_constant<GgmlType, GgmlType::Q8_0>{});
+    case GgmlType::Q4_0: return fn(std::integral_constant<GgmlType, GgmlType::Q4_0>{});
+    case GgmlType::Q4_1: return fn(std::integral_constant<GgmlType, GgmlType::Q4_1>{});
+    case GgmlType::Q5_0: return fn(std::integral_constant<GgmlType, GgmlType::Q5_0>{});
+    case GgmlType::Q5_1: return fn(std::integral_constant<GgmlType, GgmlType::Q5_1>{});
+    case GgmlType::Q4_K: return fn(std::integral_constant<GgmlType, GgmlType::Q4_K>{});
+    case GgmlType::Q5_K: return fn(std::integral_constant<GgmlType, GgmlType::Q5_K>{});
+    case GgmlType::Q6_K: return fn(std::integral_constant<GgmlType, GgmlType::Q6_K>{});
+  }
+}
+
 // out[t] = W row . x_t for NT tokens
 template <class Arch, int NT>
 void matvec_row(GgmlType type, const std::uint8_t* w, std::size_t cols, const float* const* xf,
                 const void* const* xv, float* out) {
-  const auto* xq = reinterpret_cast<const ActQ8* const*>(xv);
-  const auto* xk = reinterpret_cast<const ActQ8K* const*>(xv);
-  switch (type) {
-    case GgmlType::F32: return row_float<Arch, NT, 0>(w, cols, xf, out);
-    case GgmlType::F16: return row_float<Arch, NT, 1>(w, cols, xf, out);
-    case GgmlType::BF16: return row_float<Arch, NT, 2>(w, cols, xf, out);
-    case GgmlType::Q8_0: return row_q8_0<NT>(reinterpret_cast<const BlockQ8_0*>(w), cols / 32, xq, out);
-    case GgmlType::Q4_0:
-      return row_q32<NT, BlockQ4_0, false, false>(reinterpret_cast<const BlockQ4_0*>(w), cols / 32, xq, out);
-    case GgmlType::Q4_1:
-      return row_q32<NT, BlockQ4_1, false, true>(reinterpret_cast<const BlockQ4_1*>(w), cols / 32, xq, out);
-    case GgmlType::Q5_0:
-      return row_q32<NT, BlockQ5_0, true, false>(reinterpret_cast<const BlockQ5_0*>(w), cols / 32, xq, out);
-    case GgmlType::Q5_1:
-      return row_q32<NT, BlockQ5_1, true, true>(reinterpret_cast<const BlockQ5_1*>(w), cols / 32, xq, out);
-    case GgmlType::Q4_K:
-      return row_k45<NT, BlockQ4_K, false>(reinterpret_cast<const BlockQ4_K*>(w), cols / 256, xk, out);
-    case GgmlType::Q5_K:
-      return row_k45<NT, BlockQ5_K, true>(reinterpret_cast<const BlockQ5_K*>(w), cols / 256, xk, out);
-    case GgmlType::Q6_K: return row_q6_k<NT>(reinterpret_cast<const BlockQ6_K*>(w), cols / 256, xk, out);
-  }
+  with_type<Arch>(type, [&](auto T) { row_of_type<Arch, NT, T.value>(w, cols, xf, xv, out); });
 }
 
-// One token: rows [r0, r1) straight through with the row kernel of type T,
-// the type dispatched once per call rather than per row. Decode streams every
-// weight through this loop; the per-row switch, call and tile bookkeeping of
-// the general path cost ~8% of decode tok/s at depth 0 (F16, 2 threads).
-template <class Arch, GgmlType T>
-void rows_1(const std::uint8_t* w, std::size_t rb, std::size_t r0, std::size_t r1, std::size_t cols, const float* x,
-            const void* act, float* y) {
-  const float* xf[1] = {x};
-  const auto* xq = static_cast<const ActQ8*>(act);
-  const auto* xk = static_cast<const ActQ8K*>(act);
-  for (std::size_t r = r0; r < r1; ++r) {
-    const std::uint8_t* wr = w + r * rb;
-    float* out = y + r;
-    if constexpr (T == GgmlType::F32) row_float<Arch, 1, 0>(wr, cols, xf, out);
-    else if constexpr (T == GgmlType::F16) row_float<Arch, 1, 1>(wr, cols, xf, out);
-    else if constexpr (T == GgmlType::BF16) row_float<Arch, 1, 2>(wr, cols, xf, out);
-    else if constexpr (T == GgmlType::Q8_0) row_q8_0<1>(reinterpret_cast<const BlockQ8_0*>(wr), cols / 32, &xq, out);
-    else if constexpr (T == GgmlType::Q4_0)
-      row_q32<1, BlockQ4_0, false, false>(reinterpret_cast<const BlockQ4_0*>(wr), cols / 32, &xq, out);
-    else if constexpr (T == GgmlType::Q4_1)
-      row_q32<1, BlockQ4_1, false, true>(reinterpret_cast<const BlockQ4_1*>(wr), cols / 32, &xq, out);
-    else if constexpr (T == GgmlType::Q5_0)
-      row_q32<1, BlockQ5_0, true, false>(reinterpret_cast<const BlockQ5_0*>(wr), cols / 32, &xq, out);
-    else if constexpr (T == GgmlType::Q5_1)
-      row_q32<1, BlockQ5_1, true, true>(reinterpret_cast<const BlockQ5_1*>(wr), cols / 32, &xq, out);
-    else if constexpr (T == GgmlType::Q4_K)
-      row_k45<1, BlockQ4_K, false>(reinterpret_cast<const BlockQ4_K*>(wr), cols / 256, &xk, out);
-    else if constexpr (T == GgmlType::Q5_K)
-      row_k45<1, BlockQ5_K, true>(reinterpret_cast<const BlockQ5_K*>(wr), cols / 256, &xk, out);
-    else row_q6_k<1>(reinterpret_cast<const BlockQ6_K*>(wr), cols / 256, &xk, out);
-  }
-}
-
+// One token: rows [r0, r1) straight through with the row kernel of `type`,
+// dispatched once per call rather than per row. Decode streams every weight
+// through this loop; the per-row switch, call and tile bookkeeping of the
+// general path cost ~8% of decode tok/s at depth 0 (F16, 2 threads).
 template <class Arch>
-void rows_1_dispatch(GgmlType type, const std::uint8_t* w, std::size_t rb, std::size_t r0, std::size_t r1,
-                     std::size_t cols, const float* x, const void* act, float* y) {
-  switch (type) {
-    case GgmlType::F32: return rows_1<Arch, GgmlType::F32>(w, rb, r0, r1, cols, x, act, y);
-    case GgmlType::F16: return rows_1<Arch, GgmlType::F16>(w, rb, r0, r1, cols, x, act, y);
-    case GgmlType::BF16: return rows_1<Arch, GgmlType::BF16>(w, rb, r0, r1, cols, x, act, y);
-    case GgmlType::Q8_0: return rows_1<Arch, GgmlType::Q8_0>(w, rb, r0, r1, cols, x, act, y);
-    case GgmlType::Q4_0: return rows_1<Arch, GgmlType::Q4_0>(w, rb, r0, r1, cols, x, act, y);
-    case GgmlType::Q4_1: return rows_1<Arch, GgmlType::Q4_1>(w, rb, r0, r1, cols, x, act, y);
-    case GgmlType::Q5_0: return rows_1<Arch, GgmlType::Q5_0>(w, rb, r0, r1, cols, x, act, y);
-    case GgmlType::Q5_1: return rows_1<Arch, GgmlType::Q5_1>(w, rb, r0, r1, cols, x, act, y);
-    case GgmlType::Q4_K: return rows_1<Arch, GgmlType::Q4_K>(w, rb, r0, r1, cols, x, act, y);
-    case GgmlType::Q5_K: return rows_1<Arch, GgmlType::Q5_K>(w, rb, r0, r1, cols, x, act, y);
-    case GgmlType::Q6_K: return rows_1<Arch, GgmlType::Q6_K>(w, rb, r0, r1, cols, x, act, y);
-  }
+void rows_1(GgmlType type, const std::uint8_t* w, std::size_t rb, std::size_t r0, std::size_t r1, std::size_t cols,
+            const float* x, const void* act, float* y) {
+  const float* xf[1] = {x};
+  const void* xv[1] = {act};
+  with_type<Arch>(type, [&](auto T) {
+    for (std::size_t r = r0; r < r1; ++r) row_of_type<Arch, 1, T.value>(w + r * rb, cols, xf, xv, y + r);
+  });
 }
 
 template <class Arch>
@@ -774,14 +761,16 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
     }
   }
   if (n_tokens == 1) {
-    // Each thread a contiguous run of 16-row tiles: one sequential stream.
+    // Each thread a contiguous run of 16-row tiles, each row read whole: one
+    // sequential stream the prefetchers follow (chunking a single token's
+    // rows into 16 interleaved streams measured at half the DRAM bandwidth).
     constexpr std::size_t kRows = 16;
     const std::size_t tiles = (rows + kRows - 1) / kRows;
 #pragma omp parallel num_threads(nth) if (nth > 1)
     {
       const auto t = static_cast<std::size_t>(omp_get_thread_num()), nt = static_cast<std::size_t>(omp_get_num_threads());
       const std::size_t r0 = mv_min(rows, tiles * t / nt * kRows), r1 = mv_min(rows, tiles * (t + 1) / nt * kRows);
-      rows_1_dispatch<Arch>(type, wb, rb, r0, r1, cols, x, quant ? xb : nullptr, y);
+      rows_1<Arch>(type, wb, rb, r0, r1, cols, x, quant ? xb : nullptr, y);
     }
     return;
   }
@@ -790,10 +779,7 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   // stay in L1 while the tile's weights stream from L2 (f32 activations:
   // 4 x 1024 x 4 bytes; int8: 4 x 4096 x ~1.2 bytes).
   constexpr std::size_t kRowTile = 16;
-  // One token reads each row whole: rows are contiguous, so a thread's tile is
-  // one sequential stream the prefetchers follow (chunking a single token's
-  // rows into 16 interleaved streams measured at half the DRAM bandwidth).
-  const std::size_t chunk = n_tokens == 1 ? cols : mv_min(cols, quant ? 4096 : 1024);  // a multiple of 256
+  const std::size_t chunk = mv_min(cols, quant ? 4096 : 1024);  // a multiple of 256
   // Weight bytes per block, so the parallel region calls nothing that throws.
   const std::size_t blk_elems = ggml_block_elems(type), blk_bytes = ggml_row_bytes(type, blk_elems);
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + kRowTile - 1) / kRowTile);
