@@ -188,6 +188,14 @@ struct I8<xsimd::neon64> {
 namespace {
 
 inline float fmx(float a, float b) { return a > b ? a : b; }
+// max(init, every lane of v)
+template <class Arch>
+float hmax(xsimd::batch<float, Arch> v, float init) {
+  alignas(64) float tmp[xsimd::batch<float, Arch>::size];
+  v.store_aligned(tmp);
+  for (float x : tmp) init = fmx(init, x);
+  return init;
+}
 inline std::int64_t imin(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
 inline std::size_t al64(std::size_t n) { return (n + 63) / 64 * 64; }
 
@@ -464,11 +472,7 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
         }
         mxv = xsimd::max(mxv, x);
       }
-      alignas(64) float tmp[W];
-      mxv.store_aligned(tmp);
-      float mb = kMasked;
-      for (int i = 0; i < W; ++i) mb = fmx(mb, tmp[i]);
-      const float mn = fmx(pm[h], mb);
+      const float mn = fmx(pm[h], hmax<Arch>(mxv, kMasked));
       const float alpha = std::exp(pm[h] - mn);
       pm[h] = mn;
       F lsum(0.f), wmx(0.f);
@@ -482,9 +486,7 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
         wmx = xsimd::max(wmx, w);
       }
       pl[h] = pl[h] * alpha + xsimd::hadd(lsum);
-      wmx.store_aligned(tmp);
-      float wm = 0.f;
-      for (int i = 0; i < W; ++i) wm = fmx(wm, tmp[i]);
+      const float wm = hmax<Arch>(wmx, 0.f);
       const float inv = wm > 0.f ? K::PMAX / wm : 0.f;
       ps[h] = wm / K::PMAX;
       const F vinv(inv);
@@ -738,14 +740,11 @@ void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const 
   // the whole attention at a short context. Rounding as nearbyint's (to
   // nearest even), so the result is the scalar one bit for bit.
   auto quant = [&](const float* x, int n, std::int8_t* q, float& qs, float& corr) {
-    alignas(64) float tf[W];
     alignas(64) std::int32_t ti[W];
     F amv(0.f);
     int i = 0;
     for (; i + W <= n; i += W) amv = xsimd::max(amv, xsimd::abs(F::load_unaligned(x + i)));
-    amv.store_aligned(tf);
-    float amax = 0.f;
-    for (int k = 0; k < W; ++k) amax = fmx(amax, tf[k]);
+    float amax = hmax<Arch>(amv, 0.f);
     for (; i < n; ++i) amax = fmx(amax, std::fabs(x[i]));
     const float inv = amax > 0.f ? QMAX / amax : 0.f;
     const F vinv(inv);
@@ -757,9 +756,7 @@ void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const 
       v.store_aligned(ti);
       for (int k = 0; k < W; ++k) q[i + k] = static_cast<std::int8_t>(ti[k]);
     }
-    sv.store_aligned(ti);
-    int sum = 0;
-    for (int k = 0; k < W; ++k) sum += ti[k];
+    int sum = I8<Arch>::hsum(sv);
     for (; i < n; ++i) {
       const int v = static_cast<int>(std::nearbyint(x[i] * inv));
       q[i] = static_cast<std::int8_t>(v);
