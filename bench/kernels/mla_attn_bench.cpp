@@ -31,6 +31,7 @@
 #include "kernels/isa.h"
 #include "kernels/mla_attn/mla_attn.h"
 #include "quant/latent_formats.h"
+#include "runtime/read_bandwidth.h"
 
 namespace {
 
@@ -57,30 +58,6 @@ double seconds_since(Clock::time_point t0) {
 }
 
 // ---------------------------------------------------------------- machine limits
-
-// Read bandwidth over a buffer far larger than the LLC, t threads. Integer
-// sums, which the compiler may widen and reorder: a float sum is an add
-// chain, and capped one thread at ~22 GB/s where the memory gives ~35.
-double measure_read_bw(int threads) {
-  const std::size_t n = std::size_t{512} << 20;  // 512 MiB
-  static std::uint32_t* buf = [&] {
-    auto* p = static_cast<std::uint32_t*>(std::aligned_alloc(64, n));
-    std::memset(p, 1, n);
-    return p;
-  }();
-  const std::size_t nw = n / sizeof(std::uint32_t);
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    std::uint32_t sink = 0;
-    auto t0 = Clock::now();
-#pragma omp parallel for num_threads(threads) reduction(+ : sink) schedule(static)
-    for (std::size_t i = 0; i < nw; ++i) sink += buf[i];
-    const double t = seconds_since(t0);
-    benchmark::DoNotOptimize(sink);
-    best = std::max(best, n / t);
-  }
-  return best;
-}
 
 template <class F>
 double peak_ops(int threads, double ops_per_call, F&& f) {
@@ -155,7 +132,7 @@ const Limits& limits() {
   static const Limits L = [] {
     Limits l;
     for (int t : kThreads) {
-      l.bw[t] = measure_read_bw(t);
+      l.bw[t] = latte::measure_read_bandwidth(std::size_t{512} << 20, t, 3);  // far larger than the LLC
       if (isa_supported(Isa::avx2)) {
         l.fma[1][t] = peak_ops(t, 10 * 8 * 2, [](long n) { return fma_avx2(n / 4); }) / 4;
         l.dot[1][t] = peak_ops(t, 4 * 32 * 2, [](long n) { return dot_avx2(n / 4); }) / 4;

@@ -18,6 +18,7 @@
 #include "kernels/matvec/matvec.h"
 #include "quant/fp16.h"
 #include "quant/ggml_blocks.h"
+#include "runtime/read_bandwidth.h"
 
 namespace {
 
@@ -74,15 +75,8 @@ void BM_ReadStream(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0)) / sizeof(std::uint32_t);
   const int threads = static_cast<int>(state.range(1));
   std::vector<std::uint32_t> buf(n, 1);
-  for (auto _ : state) {
-    // Integer sums: the compiler may reorder them into wide vector adds, so
-    // the loop is bound by the loads alone.
-    std::uint32_t sink = 0;
-#pragma omp parallel for num_threads(threads) reduction(+ : sink) schedule(static)
-    for (std::size_t i = 0; i < n; ++i) sink += buf[i];
-    benchmark::DoNotOptimize(sink);
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));
+  for (auto _ : state) benchmark::DoNotOptimize(latte::read_words(buf.data(), n, threads));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(std::uint32_t)));
 }
 
 // args: isa, type, rows, cols, tokens, threads

@@ -23,6 +23,7 @@
 #include "runtime/cli/commands.h"
 #include "runtime/error.h"
 #include "runtime/model/session.h"
+#include "runtime/read_bandwidth.h"
 
 namespace latte::cli {
 
@@ -30,28 +31,6 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Bytes per second of a plain read of `bytes` (each thread one contiguous
-// part, the way the matvecs split a matrix), best of a few passes.
-double measure_read_bandwidth(std::size_t bytes, int threads) {
-  const std::size_t n = bytes / sizeof(std::uint32_t);
-  std::vector<std::uint32_t> buf(n);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::size_t i = 0; i < n; ++i) buf[i] = static_cast<std::uint32_t>(i);  // each thread touches its part
-  double best = 0;
-  for (int pass = 0; pass < 5; ++pass) {
-    const auto t0 = std::chrono::steady_clock::now();
-    // Integer sums: the compiler may widen and reorder them, so the loop is
-    // bound by the loads, not by an add chain.
-    std::uint32_t sum = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : sum)
-    for (std::size_t i = 0; i < n; ++i) sum += buf[i];
-    const double t = seconds_since(t0);
-    if (sum == 1) std::fprintf(stderr, " ");  // keeps the sum alive
-    best = std::max(best, static_cast<double>(n * sizeof(std::uint32_t)) / t);
-  }
-  return best;
 }
 
 }  // namespace
@@ -82,7 +61,7 @@ int run_bench(const BenchOptions& o) {
   // Over the decode step's bytes, from 64 MiB (so a cache does not hold it
   // all unless it holds the weights too) to 1 GiB (enough for any cache).
   const std::size_t read_bytes = std::clamp<std::size_t>(weight_bytes, std::size_t{64} << 20, std::size_t{1} << 30);
-  const double read_before = measure_read_bandwidth(read_bytes, threads);
+  const double read_before = measure_read_bandwidth(read_bytes, threads, 5);
   std::vector<std::int32_t> prompt(static_cast<std::size_t>(o.n_prompt));
   for (auto& t : prompt) t = tok(rng);
   {  // warm-up: first-touch of weights and scratch
@@ -115,7 +94,7 @@ int run_bench(const BenchOptions& o) {
     if (!o.json)
       std::fprintf(stderr, "depth %lld done (fill %.1f s)\n", static_cast<long long>(depth), r.fill_s);
   }
-  const double read_after = measure_read_bandwidth(read_bytes, threads);
+  const double read_after = measure_read_bandwidth(read_bytes, threads, 5);
   const double read_best = std::max(read_before, read_after);
   auto weight_rate = [&](const Row& r) { return r.decode_tps * static_cast<double>(weight_bytes); };  // bytes/s
 

@@ -1,0 +1,22 @@
+// The machine's read bandwidth, for reading decode figures against: decode at
+// a short context streams every weight once per token. Used by `latte bench`
+// and by the benchmark programs' rooflines.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace latte {
+
+// One plain read of p[0, n) by `threads` OpenMP threads, each a contiguous
+// part (as the decode matvecs split a matrix). Integer sums, which the
+// compiler may widen and reorder, so the loop is bound by the loads: a float
+// sum is an add chain and capped one thread at ~22 GB/s where the memory
+// gives ~33. Returns the sum, so the reads cannot be dropped.
+std::uint32_t read_words(const std::uint32_t* p, std::size_t n, int threads);
+
+// Bytes per second: the best of `passes` reads of a buffer of `bytes`, each
+// thread first touching the part it then reads.
+double measure_read_bandwidth(std::size_t bytes, int threads, int passes);
+
+}  // namespace latte
