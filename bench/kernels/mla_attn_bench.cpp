@@ -11,6 +11,8 @@
 //                 for f32/f16 caches, int8 dot products for int8), both
 //                 measured first with the entry's thread count
 //   vs_onednn     oneDNN time / Latte time for the same shape, context, threads
+#include "kernels/gcc_avx512_warnings.h"  // before the intrinsic headers
+
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 #include <omp.h>

@@ -108,8 +108,8 @@ int run_perplexity(const PerplexityOptions& opts);
 // "1,2,3" -> ids; Error(invalid_argument) naming a bad item (`what` names the option).
 std::vector<std::int32_t> parse_token_list(const std::string& s, const char* what);
 
-// Loads a model, showing progress on stderr ("loading FILE: 42/120 tensors").
-// Loads with progress lines on stderr; no_mmap: GgufLoad::read.
+// Loads a model, showing progress on stderr ("loading FILE: 42/120 tensors");
+// no_mmap: GgufLoad::read.
 std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap = false);
 
 }  // namespace latte::cli
