@@ -51,6 +51,9 @@ struct I8<xsimd::avx512bw> {
     frac = t - F(_mm512_cvtepi32_ps(n));
     return F(_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(127)), 23)));
   }
+  // round to nearest (even); p * 2^n for integral n in [-64, 0]
+  static F round_even(F t) { return F(_mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
+  static F ldexp(F p, F n) { return F(_mm512_scalef_ps(p, n)); }
   static vec bcast(const void* p) {
     int v;
     std::memcpy(&v, p, 4);
@@ -64,10 +67,10 @@ struct I8<xsimd::avx512bw> {
     return _mm512_shuffle_epi8(x, idx);
   }
   static void store(acc x, std::int32_t* p) { _mm512_storeu_si512(p, x); }
-  // a[0..3] -> out[16]: out[4i + d] = sum over lanes of a[i] dword d.
-  static void lanesum4(const acc* a, std::int32_t* out) {
-    __m512i s01 = _mm512_add_epi32(_mm512_shuffle_i32x4(a[0], a[1], 0x44), _mm512_shuffle_i32x4(a[0], a[1], 0xEE));
-    __m512i s23 = _mm512_add_epi32(_mm512_shuffle_i32x4(a[2], a[3], 0x44), _mm512_shuffle_i32x4(a[2], a[3], 0xEE));
+  // a0..a3 -> out[16]: out[4i + d] = sum over lanes of ai dword d.
+  static void lanesum4(acc a0, acc a1, acc a2, acc a3, std::int32_t* out) {
+    __m512i s01 = _mm512_add_epi32(_mm512_shuffle_i32x4(a0, a1, 0x44), _mm512_shuffle_i32x4(a0, a1, 0xEE));
+    __m512i s23 = _mm512_add_epi32(_mm512_shuffle_i32x4(a2, a3, 0x44), _mm512_shuffle_i32x4(a2, a3, 0xEE));
     __m512i r = _mm512_add_epi32(_mm512_shuffle_i32x4(s01, s23, 0x88), _mm512_shuffle_i32x4(s01, s23, 0xDD));
     _mm512_storeu_si512(out, r);
   }
@@ -81,6 +84,7 @@ struct I8<xsimd::avx512bw> {
     _mm512_storeu_si512(dst, _mm512_permutexvar_epi32(idx, _mm512_zextsi128_si512(_mm512_cvtepi32_epi8(q))));
   }
   static std::int32_t hsum(acc x) { return _mm512_reduce_add_epi32(x); }
+  static float fmax_lanes(F x) { return _mm512_reduce_max_ps(x); }
 };
 #endif
 
@@ -103,6 +107,11 @@ struct I8<xsimd::fma3<xsimd::avx2>> {
     frac = t - F(_mm256_cvtepi32_ps(n));
     return F(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23)));
   }
+  static F round_even(F t) { return F(_mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
+  static F ldexp(F p, F n) {
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return p * F(_mm256_castsi256_ps(e));
+  }
   static vec bcast(const void* p) {
     int v;
     std::memcpy(&v, p, 4);
@@ -117,7 +126,8 @@ struct I8<xsimd::fma3<xsimd::avx2>> {
     return _mm256_shuffle_epi8(x, idx);
   }
   static void store(acc x, std::int32_t* p) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), x); }
-  static void lanesum4(const acc* a, std::int32_t* out) {
+  static void lanesum4(acc a0, acc a1, acc a2, acc a3, std::int32_t* out) {
+    const acc a[4] = {a0, a1, a2, a3};
     for (int i = 0; i < 4; ++i)
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 4 * i),
                        _mm_add_epi32(_mm256_castsi256_si128(a[i]), _mm256_extracti128_si256(a[i], 1)));
@@ -135,6 +145,12 @@ struct I8<xsimd::fma3<xsimd::avx2>> {
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
     return _mm_cvtsi128_si32(s);
+  }
+  static float fmax_lanes(F x) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
   }
 };
 #endif
@@ -159,6 +175,10 @@ struct I8<xsimd::neon64> {
     frac = t - F(vcvtq_f32_s32(n));
     return F(vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n, vdupq_n_s32(127)), 23)));
   }
+  static F round_even(F t) { return F(vrndnq_f32(t)); }
+  static F ldexp(F p, F n) {
+    return p * F(vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23)));
+  }
   static vec bcast(const void* p) {
     std::int32_t v;
     std::memcpy(&v, p, 4);
@@ -170,8 +190,11 @@ struct I8<xsimd::neon64> {
     return vqtbl1q_s8(x, vld1q_u8(kIdx));
   }
   static void store(acc x, std::int32_t* p) { vst1q_s32(p, x); }
-  static void lanesum4(const acc* a, std::int32_t* out) {
-    for (int i = 0; i < 4; ++i) vst1q_s32(out + 4 * i, a[i]);
+  static void lanesum4(acc a0, acc a1, acc a2, acc a3, std::int32_t* out) {
+    vst1q_s32(out, a0);
+    vst1q_s32(out + 4, a1);
+    vst1q_s32(out + 8, a2);
+    vst1q_s32(out + 12, a3);
   }
   static void quant_pvec(F x, acc& qsum, std::uint8_t* dst) {
     const int32x4_t q = vcvtnq_s32_f32(x);
@@ -182,24 +205,24 @@ struct I8<xsimd::neon64> {
              vreinterpretq_s8_s32(vdupq_lane_s32(vreinterpret_s32_s8(b), 0)));
   }
   static std::int32_t hsum(acc x) { return vaddvq_s32(x); }
+  static float fmax_lanes(F x) { return vmaxvq_f32(x); }
 };
 #endif
 
 namespace {
 
 inline float fmx(float a, float b) { return a > b ? a : b; }
-// max(init, every lane of v)
+// max(init, every lane of v): a shuffle tree; a store and a scalar loop
+// cost ~50 cycles of latency, twice per head and block of the int8 path.
 template <class Arch>
 float hmax(xsimd::batch<float, Arch> v, float init) {
-  alignas(64) float tmp[xsimd::batch<float, Arch>::size];
-  v.store_aligned(tmp);
-  for (float x : tmp) init = fmx(init, x);
-  return init;
+  return fmx(init, I8<Arch>::fmax_lanes(v));
 }
 inline std::int64_t imin(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
 inline std::size_t al64(std::size_t n) { return (n + 63) / 64 * 64; }
 
 constexpr float kMasked = -1e30f;
+constexpr float kLog2e = 1.44269504f;
 constexpr int kI8BlockTiles = 8;  // tiles per softmax / integer-accumulation block
 // Context chunks per thread, taken dynamically: a thread slowed by another
 // process on its core does not hold the others back. Each chunk is at least
@@ -226,6 +249,7 @@ struct Plan {
   std::size_t t_S = 0;    // f32 (nh, BT) scores / weights
   std::size_t t_Si = 0;   // i32 (2, nh, BT) raw int scores
   std::size_t t_pv = 0;   // (nh, BT/(4L), 16L) bytes: weight vectors
+  std::size_t t_sc = 0;   // f32 (2, BT): the block's latent and rope scales
   std::size_t t_conv = 0; // f32 (T, C): f16 tile converted
   std::size_t t_hv = 0;   // f32 (3, nh): ps, corr_p, spare
   std::size_t total = 0;
@@ -258,6 +282,7 @@ inline Plan make_plan(int nh, const LatentTileLayout& L, int threads) {
   if (p.i8) {
     p.t_Si = t; t += al64(2 * 4 * nhs * bt);
     p.t_pv = t; t += al64(4 * nhs * bt);
+    p.t_sc = t; t += al64(4 * 2 * bt);
   }
   if (L.storage == LatentStorage::f16) { p.t_conv = t; t += al64(4 * static_cast<std::size_t>(p.T) * p.C); }
   p.t_hv = t; t += al64(4 * 3 * nhs);
@@ -304,6 +329,29 @@ xsimd::batch<float, Arch> exp_neg(xsimd::batch<float, Arch> x) {
   r = xsimd::fma(r, y, F(1.f));
   r = xsimd::fma(r, y, F(1.f));
   return r * p2n;
+}
+
+// 2^t for the int8 path's softmax, t in log2 units and <= 0. t is clamped
+// at -64: weights below 2^-64 of the maximum vanish in every float sum
+// anyway, and the clamp keeps weight * latent scale and the quantization's
+// 127 / max weight normal (denormal operands cost microcode assists; an
+// overflowing reciprocal would make the weights garbage). Degree-5 Taylor
+// polynomial of 2^f on |f| <= 1/2: relative error < 2e-6, far below the
+// weights' 8-bit quantization. ~9 vector ops against exp_neg's ~15.
+template <class Arch>
+xsimd::batch<float, Arch> exp2_i8(xsimd::batch<float, Arch> t) {
+  using F = xsimd::batch<float, Arch>;
+  using K = I8<Arch>;
+  t = xsimd::max(t, F(-64.f));
+  const F n = K::round_even(t);
+  const F f = t - n;
+  F r = F(1.3333558e-3f);
+  r = xsimd::fma(r, f, F(9.6181291e-3f));
+  r = xsimd::fma(r, f, F(5.5504109e-2f));
+  r = xsimd::fma(r, f, F(2.4022651e-1f));
+  r = xsimd::fma(r, f, F(6.9314718e-1f));
+  r = xsimd::fma(r, f, F(1.f));
+  return K::ldexp(r, n);
 }
 
 // ---------------------------------------------------------------- int8 path
@@ -356,24 +404,38 @@ void i8_values(const std::uint8_t* const* tiles, int T, int g0, int nch, const s
   constexpr int L = K::L;
   const int cpt = T / (4 * L);  // chunks per tile
   const std::size_t TG = T / 4;
+  if (nch <= 0) {
+    std::memset(out, 0, sizeof(std::int32_t) * 16 * HB);
+    return;
+  }
   typename K::acc a[HB][4];
   for (int h = 0; h < HB; ++h)
     for (int i = 0; i < 4; ++i) a[h][i] = K::zero();
   // Tile by tile, chunk by chunk within: no division in the inner loop.
-  for (int ch0 = 0, t = 0; ch0 < nch; ch0 += cpt, ++t) {
+  // Both loops are do-whiles (each runs at least once): with loops that
+  // might run zero times, GCC 12 merged the paths' accumulators through a
+  // stack array (zeroed on entry, stored and reloaded at the end), which cost
+  // ~10% of a 512-token block's value products.
+  int ch0 = 0, t = 0;
+  do {
     const std::uint8_t* d = tiles[t] + static_cast<std::size_t>(g0) * TG * 16;
     const std::uint8_t* b = pv + static_cast<std::size_t>(ch0) * 16 * L;
-    const int n = nch - ch0 < cpt ? nch - ch0 : cpt;
-    for (int c = 0; c < n; ++c, d += 16 * L, b += 16 * L) {
+    const int n = nch - ch0 < cpt ? nch - ch0 : cpt;  // >= 1
+    int c = 0;
+    do {
       typename K::vec x[GB];
       for (int i = 0; i < GB; ++i) x[i] = K::load(d + i * TG * 16);
       for (int h = 0; h < HB; ++h) {
         const typename K::vec w = K::load_raw(b + h * pv_stride);
         for (int i = 0; i < GB; ++i) a[h][i] = K::dot(a[h][i], x[i], w);
       }
-    }
-  }
-  for (int h = 0; h < HB; ++h) K::lanesum4(a[h], out + 16 * h);
+      d += 16 * L;
+      b += 16 * L;
+    } while (++c < n);
+    ch0 += cpt;
+    ++t;
+  } while (ch0 < nch);
+  for (int h = 0; h < HB; ++h) K::lanesum4(a[h][0], a[h][1], a[h][2], a[h][3], out + 16 * h);
 }
 
 template <class Arch, int HB>
@@ -423,6 +485,8 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
   std::int32_t* Sl = reinterpret_cast<std::int32_t*>(thr + P.t_Si);
   std::int32_t* Sr = Sl + static_cast<std::size_t>(P.nh) * BT;
   std::uint8_t* pv = thr + P.t_pv;
+  float* scl = reinterpret_cast<float*>(thr + P.t_sc);  // (BT) latent scales
+  float* scr = scl + BT;                                  // (BT) rope scales
   float* hv = reinterpret_cast<float*>(thr + P.t_hv);
   float *ps = hv, *cp = hv + P.nh;
   const std::size_t pv_stride = static_cast<std::size_t>(BT) * 4;
@@ -452,19 +516,28 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
                                             h == h0 ? next : nullptr);
     }
     // 2. per head: float scores, online softmax, weights quantized with the
-    //    token's latent scale folded in.
+    //    token's latent scale folded in. The block's scales are gathered
+    //    once: read in place, each vector's tile and offset cost a division
+    //    (T is a run-time value), ~40% of this step.
+    for (int i = 0; i < ntile; ++i) {
+      const float* sc = reinterpret_cast<const float*>(tp[i] + LY.scale_offset);
+      std::memcpy(scl + static_cast<std::size_t>(i) * T, sc, sizeof(float) * T);
+      std::memcpy(scr + static_cast<std::size_t>(i) * T, sc + T, sizeof(float) * T);
+    }
     for (int h = h0; h < h1; ++h) {
       float* s = S + static_cast<std::size_t>(h) * BT;
       const std::int32_t* sl = Sl + static_cast<std::size_t>(h) * BT;
       const std::int32_t* sr = Sr + static_cast<std::size_t>(h) * BT;
-      const F ql(qsl[h]), qr(qsr[h]), vcl(cl[h]), vcr(cr[h]);
+      // Scores in log2 units (log2(e) folded into the query scales), so the
+      // exponential is a bare 2^x.
+      const F ql(qsl[h] * kLog2e), qr(qsr[h] * kLog2e), vcl(cl[h]), vcr(cr[h]);
       // Three passes over the block's scores: float scores and their max;
       // exponentials, their sum and the weights' max; quantized weights laid
       // out for the value products.
       F mxv(kMasked);
       for (int j = 0; j < ntok; j += W) {
-        const float* sc = reinterpret_cast<const float*>(tp[j / T] + LY.scale_offset) + (j % T);
-        F x = (K::i2f(sl + j) - vcl) * F::load_unaligned(sc) * ql + (K::i2f(sr + j) - vcr) * F::load_unaligned(sc + T) * qr;
+        F x = (K::i2f(sl + j) - vcl) * F::load_unaligned(scl + j) * ql +
+              (K::i2f(sr + j) - vcr) * F::load_unaligned(scr + j) * qr;
         x.store_unaligned(s + j);
         if (j + W > nvalid) {  // the last vector: mask the tokens past the context
           for (int k = nvalid; k < j + W; ++k) s[k] = kMasked;
@@ -472,16 +545,16 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
         }
         mxv = xsimd::max(mxv, x);
       }
+      // pm is in log2 units too until the end of the item.
       const float mn = fmx(pm[h], hmax<Arch>(mxv, kMasked));
-      const float alpha = std::exp(pm[h] - mn);
+      const float alpha = std::exp2(pm[h] - mn);
       pm[h] = mn;
       F lsum(0.f), wmx(0.f);
       const F vmn(mn);
       for (int j = 0; j < ntok; j += W) {
-        const float* sc = reinterpret_cast<const float*>(tp[j / T] + LY.scale_offset) + (j % T);
-        F p = exp_neg<Arch>(F::load_unaligned(s + j) - vmn);
+        F p = exp2_i8<Arch>(F::load_unaligned(s + j) - vmn);
         lsum += p;
-        F w = p * F::load_unaligned(sc);
+        F w = p * F::load_unaligned(scl + j);
         w.store_unaligned(s + j);
         wmx = xsimd::max(wmx, w);
       }
@@ -528,6 +601,7 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
       }
     }
   }
+  for (int h = h0; h < h1; ++h) pm[h] /= kLog2e;  // natural units for the merge
 }
 
 // ---------------------------------------------------------------- float path
