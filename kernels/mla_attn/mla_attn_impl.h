@@ -126,11 +126,12 @@ struct I8<xsimd::fma3<xsimd::avx2>> {
     return _mm256_shuffle_epi8(x, idx);
   }
   static void store(acc x, std::int32_t* p) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), x); }
+  static __m128i fold(acc x) { return _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1)); }
   static void lanesum4(acc a0, acc a1, acc a2, acc a3, std::int32_t* out) {
-    const acc a[4] = {a0, a1, a2, a3};
-    for (int i = 0; i < 4; ++i)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 4 * i),
-                       _mm_add_epi32(_mm256_castsi256_si128(a[i]), _mm256_extracti128_si256(a[i], 1)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), fold(a0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 4), fold(a1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 8), fold(a2));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 12), fold(a3));
   }
   static void quant_pvec(F x, acc& qsum, std::uint8_t* dst) {
     const __m256i q = _mm256_cvtps_epi32(x);
@@ -408,6 +409,20 @@ struct LinePrefetch {
   }
 };
 
+// One chunk of value products: a[h][i] += cache vector i (at d, groups TG*16
+// bytes apart) . weights of head h (at b, heads pv_stride apart).
+template <class Arch, int HB, int GB>
+[[gnu::always_inline]] inline void chunk_dots(typename I8<Arch>::acc (&a)[HB][4], const std::uint8_t* d,
+                                              std::size_t TG, const std::uint8_t* b, std::size_t pv_stride) {
+  using K = I8<Arch>;
+  typename K::vec x[GB];
+  for (int i = 0; i < GB; ++i) x[i] = K::load(d + i * TG * 16);
+  for (int h = 0; h < HB; ++h) {
+    const typename K::vec w = K::load_raw(b + h * pv_stride);
+    for (int i = 0; i < GB; ++i) a[h][i] = K::dot(a[h][i], x[i], w);
+  }
+}
+
 // Integer value products of HB heads x GB channel groups (from g0) over the
 // first nch weight chunks of a block: out (HB, 16) int32, out[h][4i+d] =
 // channel 4(g0+i)+d.
@@ -427,27 +442,30 @@ template <class Arch, int HB, int GB>
   for (int h = 0; h < HB; ++h)
     for (int i = 0; i < 4; ++i) a[h][i] = K::zero();
   // Tile by tile, chunk by chunk within: no division in the inner loop.
-  // Both loops are do-whiles (each runs at least once): with loops that
-  // might run zero times, GCC 12 merged the paths' accumulators through a
-  // stack array (zeroed on entry, stored and reloaded at the end), which cost
-  // ~10% of a 512-token block's value products.
+  // The loop shapes are for GCC 12, measured in a cache-resident benchmark:
+  // - AVX-512: with loops that might run zero times, it merged the paths'
+  //   accumulators through a stack array (zeroed on entry, stored and
+  //   reloaded at the end; 87% -> 96% of peak without): do-whiles, and the
+  //   prefetch one line per chunk.
+  // - AVX2 (16 registers): an inner do-while, or any prefetch in the loop,
+  //   made it copy accumulators between registers every chunk (206 -> 154
+  //   or 189 GOP/s): a for loop, and the prefetch after it.
   int ch0 = 0, t = 0, k = 0;
   do {
     const std::uint8_t* d = tiles[t] + static_cast<std::size_t>(g0) * TG * 16;
     const std::uint8_t* b = pv + static_cast<std::size_t>(ch0) * 16 * L;
     const int n = nch - ch0 < cpt ? nch - ch0 : cpt;  // >= 1
     int c = 0;
-    do {
-      typename K::vec x[GB];
-      for (int i = 0; i < GB; ++i) x[i] = K::load(d + i * TG * 16);
-      for (int h = 0; h < HB; ++h) {
-        const typename K::vec w = K::load_raw(b + h * pv_stride);
-        for (int i = 0; i < GB; ++i) a[h][i] = K::dot(a[h][i], x[i], w);
-      }
-      d += 16 * L;
-      b += 16 * L;
-      pf.at(k++);
-    } while (++c < n);
+    if constexpr (K::L == 2) {
+      for (; c < n; ++c, d += 16 * L, b += 16 * L) chunk_dots<Arch, HB, GB>(a, d, TG, b, pv_stride);
+    } else {
+      do {
+        chunk_dots<Arch, HB, GB>(a, d, TG, b, pv_stride);
+        d += 16 * L;
+        b += 16 * L;
+        pf.at(k++);
+      } while (++c < n);
+    }
     ch0 += cpt;
     ++t;
   } while (ch0 < nch);
