@@ -15,7 +15,10 @@
 #                              Each run also measures the machine's read
 #                              bandwidth before and after, over as many bytes
 #                              as a decode step reads (read_GBps_*), and
-#                              decode's weight stream against it
+#                              decode's weight stream against it; and decodes
+#                              from depth 0 next to every deeper repetition
+#                              (decode_depth0_adjacent_tok_s,
+#                              decode_pct_of_adjacent_depth0)
 # Extra arguments go to the benchmark binary (e.g. --benchmark_filter=int8).
 # Env: LATTE_BENCH_MIN_TIME (seconds per entry, default 0.05), LATTE_JOBS,
 # OMP_WAIT_POLICY (OpenMP's own default, active, unless set: see below).

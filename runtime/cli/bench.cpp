@@ -9,6 +9,11 @@
 // percent from one minute to the next. The run therefore measures it too,
 // before and after the depths, over as many bytes as a decode step reads and
 // with the same threads, and reports decode's weight stream against it.
+//
+// The same drift skews decode at depth D against decode at depth 0 measured
+// minutes earlier. So each repetition at a depth D > 0 also decodes n_gen
+// steps from depth 0 right after its own (a second session, empty cache):
+// `decode_depth0_adjacent_tok_s` and `decode_pct_of_adjacent_depth0`.
 #include <omp.h>
 
 #include <algorithm>
@@ -41,6 +46,7 @@ int run_bench(const BenchOptions& o) {
   struct Row {
     std::int64_t depth;
     double prefill_tps, decode_tps, fill_s;
+    double decode0_tps = 0;  // depth 0, measured next to each repetition
   };
   std::vector<Row> rows;
   std::mt19937 rng(1234);
@@ -56,6 +62,10 @@ int run_bench(const BenchOptions& o) {
   so.prefill_form = o.form == "naive" ? FormChoice::naive : o.form == "absorbed" ? FormChoice::absorbed : FormChoice::cost_model;
   so.n_ctx = depths.back() + std::max(o.n_prompt, o.n_gen) + 1;
   Session s(model, so);
+  // Depth-0 decodes next to the deeper ones (see the top of the file).
+  SessionOptions so0 = so;
+  so0.n_ctx = std::max(o.n_gen, 1) + 1;
+  Session s0(model, so0);
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
   const std::size_t weight_bytes = model->decode_weight_bytes();
   // Over the decode step's bytes, from 64 MiB (so a cache does not hold it
@@ -69,6 +79,8 @@ int run_bench(const BenchOptions& o) {
     s.prefill(w);
     s.decode(tok(rng));
     s.reset();
+    s0.decode(tok(rng));
+    s0.reset();
   }
   for (std::int64_t depth : depths) {
     const auto t_fill = std::chrono::steady_clock::now();
@@ -88,8 +100,15 @@ int run_bench(const BenchOptions& o) {
         for (int i = 0; i < o.n_gen; ++i) s.decode(tok(rng));
         r.decode_tps = std::max(r.decode_tps, o.n_gen / seconds_since(t0));
         s.truncate(depth);
+        if (depth > 0) {
+          const auto t1 = std::chrono::steady_clock::now();
+          for (int i = 0; i < o.n_gen; ++i) s0.decode(tok(rng));
+          r.decode0_tps = std::max(r.decode0_tps, o.n_gen / seconds_since(t1));
+          s0.reset();
+        }
       }
     }
+    if (depth == 0) r.decode0_tps = r.decode_tps;
     rows.push_back(r);
     if (!o.json)
       std::fprintf(stderr, "depth %lld done (fill %.1f s)\n", static_cast<long long>(depth), r.fill_s);
@@ -97,6 +116,7 @@ int run_bench(const BenchOptions& o) {
   const double read_after = measure_read_bandwidth(read_bytes, threads, 5);
   const double read_best = std::max(read_before, read_after);
   auto weight_rate = [&](const Row& r) { return r.decode_tps * static_cast<double>(weight_bytes); };  // bytes/s
+  auto pct_of_depth0 = [](const Row& r) { return r.decode0_tps > 0 ? 100 * r.decode_tps / r.decode0_tps : 0.0; };
 
   if (o.json) {
     std::printf("{\n  \"model\": \"%s\",\n  \"architecture\": \"%s\",\n  \"cache_type\": \"%s\",\n  \"threads\": %d,\n"
@@ -108,21 +128,26 @@ int run_bench(const BenchOptions& o) {
     std::printf("  \"results\": [\n");
     for (std::size_t i = 0; i < rows.size(); ++i)
       std::printf("    {\"depth\": %lld, \"prefill_tok_s\": %.2f, \"decode_tok_s\": %.2f, \"decode_weights_GBps\": %.2f, "
-                  "\"decode_read_pct\": %.1f, \"fill_s\": %.2f}%s\n",
+                  "\"decode_read_pct\": %.1f, \"decode_depth0_adjacent_tok_s\": %.2f, "
+                  "\"decode_pct_of_adjacent_depth0\": %.1f, \"fill_s\": %.2f}%s\n",
                   static_cast<long long>(rows[i].depth), rows[i].prefill_tps, rows[i].decode_tps,
-                  weight_rate(rows[i]) / 1e9, 100 * weight_rate(rows[i]) / read_best, rows[i].fill_s,
-                  i + 1 < rows.size() ? "," : "");
+                  weight_rate(rows[i]) / 1e9, 100 * weight_rate(rows[i]) / read_best, rows[i].decode0_tps,
+                  pct_of_depth0(rows[i]), rows[i].fill_s, i + 1 < rows.size() ? "," : "");
     std::printf("  ]\n}\n");
   } else {
     std::printf("model %s (%s), cache %s, threads %s, kernels %s, weights %s\n", o.model.c_str(),
                 model_arch_name(p.arch), o.cache.c_str(), o.threads > 0 ? std::to_string(o.threads).c_str() : "all",
                 isa_name(active_isa()), o.no_mmap ? "read (--no-mmap)" : "mmap");
-    std::printf("%8s | %16s | %16s | %18s\n", "depth", "prefill tok/s", "decode tok/s", "weights GB/s (%)");
+    std::printf("%8s | %16s | %16s | %18s | %22s\n", "depth", "prefill tok/s", "decode tok/s", "weights GB/s (%)",
+                "depth 0 next to it (%)");
     for (const Row& r : rows)
-      std::printf("%8lld | %16.1f | %16.1f | %11.1f (%3.0f%%)\n", static_cast<long long>(r.depth), r.prefill_tps,
-                  r.decode_tps, weight_rate(r) / 1e9, 100 * weight_rate(r) / read_best);
+      std::printf("%8lld | %16.1f | %16.1f | %11.1f (%3.0f%%) | %14.1f (%3.0f%%)\n", static_cast<long long>(r.depth),
+                  r.prefill_tps, r.decode_tps, weight_rate(r) / 1e9, 100 * weight_rate(r) / read_best, r.decode0_tps,
+                  pct_of_depth0(r));
     std::printf("(prefill: %d tokens at the depth; decode: %d steps from the depth; best of %d)\n", o.n_prompt,
                 o.n_gen, o.repetitions);
+    std::printf("(depth 0 next to it: decode from an empty cache right after each repetition's; %% = decode at "
+                "the depth / that)\n");
     std::printf("(decode reads %.1f MB of weights per token; a plain read of %.0f MB with these threads: %.1f GB/s "
                 "before, %.1f after; %% is of the better)\n",
                 weight_bytes / 1e6, read_bytes / 1e6, read_before / 1e9, read_after / 1e9);

@@ -156,6 +156,19 @@ TEST(Cli, BenchReportsEveryDepth) {
   EXPECT_GT(number_after("read_GBps_after"), 0.1) << r.output;
   EXPECT_GT(number_after("decode_weights_GBps"), 0.0) << r.output;
   EXPECT_GT(number_after("decode_read_pct"), 0.0) << r.output;
+  // Depth 0 decoded next to each deeper repetition: the depth-0 row is its
+  // own reference; the depth-64 row has one of its own and the ratio to it.
+  EXPECT_EQ(number_after("decode_pct_of_adjacent_depth0"), 100.0) << r.output;
+  EXPECT_EQ(number_after("decode_depth0_adjacent_tok_s"), number_after("decode_tok_s")) << r.output;
+  const std::string row64 = r.output.substr(d64, r.output.find('}', d64) - d64);
+  auto number_in_row64 = [&](const std::string& key) {
+    const auto at = row64.find("\"" + key + "\": ");
+    return at == std::string::npos ? -1.0 : std::stod(row64.substr(at + key.size() + 4));
+  };
+  const double adj = number_in_row64("decode_depth0_adjacent_tok_s");
+  EXPECT_GT(adj, 0.0) << r.output;
+  EXPECT_NEAR(number_in_row64("decode_pct_of_adjacent_depth0"), 100 * number_in_row64("decode_tok_s") / adj, 0.1)
+      << r.output;
 }
 
 TEST(Cli, PerplexityOverTokenWindows) {
