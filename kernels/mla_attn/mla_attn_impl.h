@@ -213,8 +213,8 @@ struct I8<xsimd::neon64> {
 namespace {
 
 inline float fmx(float a, float b) { return a > b ? a : b; }
-// max(init, every lane of v): a shuffle tree; a store and a scalar loop
-// cost ~50 cycles of latency, twice per head and block of the int8 path.
+// max(init, every lane of v): a shuffle tree rather than a store and a
+// scalar loop (twice per head and block in the int8 path).
 template <class Arch>
 float hmax(xsimd::batch<float, Arch> v, float init) {
   return fmx(init, I8<Arch>::fmax_lanes(v));
@@ -395,6 +395,8 @@ void i8_scores(const std::uint8_t* data, int T, int Gl, int G, const std::int8_t
   }
 }
 
+namespace {  // not Arch-templated: internal, so no other ISA's object shares it
+
 // Cache lines to prefetch (into L2) while a value-product call runs: lines
 // [0, n) from p, one per chunk (line k at chunk k, the last one again once
 // they run out: branch-free, as a conditional advance made GCC copy
@@ -408,6 +410,8 @@ struct LinePrefetch {
     for (; k < n; ++k) __builtin_prefetch(p + 64 * static_cast<std::size_t>(k), 0, 2);
   }
 };
+
+}  // namespace
 
 // One chunk of value products: a[h][i] += cache vector i (at d, groups TG*16
 // bytes apart) . weights of head h (at b, heads pv_stride apart).
@@ -551,9 +555,9 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
                                             h == h0 ? next : nullptr);
     }
     // 2. per head: float scores, online softmax, weights quantized with the
-    //    token's latent scale folded in. The block's scales are gathered
-    //    once: read in place, each vector's tile and offset cost a division
-    //    (T is a run-time value), ~40% of this step.
+    //    token's latent scale folded in. The block's token scales are
+    //    gathered once for all heads, so the passes read them contiguously
+    //    instead of finding each vector's tile and offset (a division).
     for (int i = 0; i < ntile; ++i) {
       const float* sc = reinterpret_cast<const float*>(tp[i] + LY.scale_offset);
       std::memcpy(scl + static_cast<std::size_t>(i) * T, sc, sizeof(float) * T);
