@@ -45,13 +45,7 @@ struct I8<xsimd::avx512bw> {
   static vec load_raw(const void* p) { return _mm512_loadu_si512(p); }
   using F = xsimd::batch<float, xsimd::avx512bw>;
   static F i2f(const std::int32_t* p) { return F(_mm512_cvtepi32_ps(_mm512_loadu_si512(p))); }
-  // 2^round(t), and t - round(t) in frac
-  static F pow2_round(F t, F& frac) {
-    __m512i n = _mm512_cvtps_epi32(t);
-    frac = t - F(_mm512_cvtepi32_ps(n));
-    return F(_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(127)), 23)));
-  }
-  // round to nearest (even); p * 2^n for integral n in [-64, 0]
+  // round to nearest (even); p * 2^n for integral n in [-126, 0]
   static F round_even(F t) { return F(_mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
   static F ldexp(F p, F n) { return F(_mm512_scalef_ps(p, n)); }
   static vec bcast(const void* p) {
@@ -102,11 +96,6 @@ struct I8<xsimd::fma3<xsimd::avx2>> {
   static vec load_raw(const void* p) { return load(p); }
   using F = xsimd::batch<float, xsimd::fma3<xsimd::avx2>>;
   static F i2f(const std::int32_t* p) { return F(_mm256_cvtepi32_ps(load(p))); }
-  static F pow2_round(F t, F& frac) {
-    __m256i n = _mm256_cvtps_epi32(t);
-    frac = t - F(_mm256_cvtepi32_ps(n));
-    return F(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23)));
-  }
   static F round_even(F t) { return F(_mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
   static F ldexp(F p, F n) {
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
@@ -171,11 +160,6 @@ struct I8<xsimd::neon64> {
   static vec load_raw(const void* p) { return vld1q_s8(static_cast<const std::int8_t*>(p)); }
   using F = xsimd::batch<float, xsimd::neon64>;
   static F i2f(const std::int32_t* p) { return F(vcvtq_f32_s32(vld1q_s32(p))); }
-  static F pow2_round(F t, F& frac) {
-    int32x4_t n = vcvtnq_s32_f32(t);
-    frac = t - F(vcvtq_f32_s32(n));
-    return F(vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n, vdupq_n_s32(127)), 23)));
-  }
   static F round_even(F t) { return F(vrndnq_f32(t)); }
   static F ldexp(F p, F n) {
     return p * F(vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23)));
@@ -318,10 +302,9 @@ struct MlaCtx {
 template <class Arch>
 xsimd::batch<float, Arch> exp_neg(xsimd::batch<float, Arch> x) {
   using F = xsimd::batch<float, Arch>;
-  F t = xsimd::max(x * F(1.44269504f), F(-126.f));
-  F f;
-  const F p2n = I8<Arch>::pow2_round(t, f);
-  const F y = f * F(0.693147181f);
+  const F t = xsimd::max(x * F(kLog2e), F(-126.f));
+  const F n = I8<Arch>::round_even(t);
+  const F y = (t - n) * F(0.693147181f);
   F r = F(1.f / 720);
   r = xsimd::fma(r, y, F(1.f / 120));
   r = xsimd::fma(r, y, F(1.f / 24));
@@ -329,7 +312,7 @@ xsimd::batch<float, Arch> exp_neg(xsimd::batch<float, Arch> x) {
   r = xsimd::fma(r, y, F(0.5f));
   r = xsimd::fma(r, y, F(1.f));
   r = xsimd::fma(r, y, F(1.f));
-  return r * p2n;
+  return I8<Arch>::ldexp(r, n);
 }
 
 // 2^t for the int8 path's softmax, t in log2 units and <= 0. t is clamped
