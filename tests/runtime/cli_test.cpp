@@ -146,10 +146,11 @@ TEST(Cli, BenchReportsEveryDepth) {
   EXPECT_NE(r.output.find("\"decode_tok_s\""), std::string::npos);
   EXPECT_EQ(r.output.find("\"decode_tok_s\": 0.00"), std::string::npos) << r.output;
   // Decode's weight stream against the machine's read bandwidth, measured in the same run.
-  auto number_after = [&](const std::string& key) {
-    const auto at = r.output.find("\"" + key + "\": ");
-    return at == std::string::npos ? -1.0 : std::stod(r.output.substr(at + key.size() + 4));
+  auto number_in = [](const std::string& text, const std::string& key) {
+    const auto at = text.find("\"" + key + "\": ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + key.size() + 4));
   };
+  auto number_after = [&](const std::string& key) { return number_in(r.output, key); };
   EXPECT_EQ(number_after("decode_weight_bytes"),
             static_cast<double>(latte::Model::load(kTestdata + "/tiny-dense.gguf")->decode_weight_bytes()));
   EXPECT_GT(number_after("read_GBps_before"), 0.1) << r.output;
@@ -161,13 +162,9 @@ TEST(Cli, BenchReportsEveryDepth) {
   EXPECT_EQ(number_after("decode_pct_of_adjacent_depth0"), 100.0) << r.output;
   EXPECT_EQ(number_after("decode_depth0_adjacent_tok_s"), number_after("decode_tok_s")) << r.output;
   const std::string row64 = r.output.substr(d64, r.output.find('}', d64) - d64);
-  auto number_in_row64 = [&](const std::string& key) {
-    const auto at = row64.find("\"" + key + "\": ");
-    return at == std::string::npos ? -1.0 : std::stod(row64.substr(at + key.size() + 4));
-  };
-  const double adj = number_in_row64("decode_depth0_adjacent_tok_s");
+  const double adj = number_in(row64, "decode_depth0_adjacent_tok_s");
   EXPECT_GT(adj, 0.0) << r.output;
-  EXPECT_NEAR(number_in_row64("decode_pct_of_adjacent_depth0"), 100 * number_in_row64("decode_tok_s") / adj, 0.1)
+  EXPECT_NEAR(number_in(row64, "decode_pct_of_adjacent_depth0"), 100 * number_in(row64, "decode_tok_s") / adj, 0.1)
       << r.output;
 }
 
