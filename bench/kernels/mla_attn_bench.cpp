@@ -113,37 +113,27 @@ __attribute__((target("avx2"))) int dot_avx2(long n) {
   return _mm256_extract_epi32(s, 0);
 }
 
+// 12 dot-product chains, and NF fp32 FMA chains beside them: with NF > 0
+// it shows whether the softmax's multiplies can hide under the dot products
+// (on Zen 4 they cannot: vpdpbusd and vfmadd share their pipes, while adds,
+// conversions and shuffles issue beside them). Work: 12 dot products per
+// step, whatever NF.
+template <int NF>
 __attribute__((target("avx512f,avx512vnni"))) int dot_avx512(long n) {
   __m512i a[12];
+  __m512 f[NF > 0 ? NF : 1];
   for (int k = 0; k < 12; ++k) a[k] = _mm512_set1_epi32(k);
-  const __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
-  for (long i = 0; i < n; ++i)
-    for (int k = 0; k < 12; ++k) a[k] = _mm512_dpbusd_epi32(a[k], x, y);
-  int s = 0;
-  for (int k = 0; k < 12; ++k) s += _mm512_reduce_add_epi32(a[k]);
-  return s;
-}
-
-// The same 12 dot-product chains with 4 fp32 FMA chains beside them: the
-// softmax's multiplies can only hide under the dot products if this keeps
-// the dot-product rate (on Zen 4 it does not: vpdpbusd and vfmadd share
-// their pipes, while adds, conversions and shuffles issue beside them).
-// Returns int8 operations of the dot products only.
-__attribute__((target("avx512f,avx512vnni"))) int dot_fma_mix_avx512(long n) {
-  __m512i a[12];
-  __m512 f[4];
-  for (int k = 0; k < 12; ++k) a[k] = _mm512_set1_epi32(k);
-  for (int k = 0; k < 4; ++k) f[k] = _mm512_set1_ps(1.f + k);
+  for (int k = 0; k < NF; ++k) f[k] = _mm512_set1_ps(1.f + k);
   const __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
   const __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
   for (long i = 0; i < n; ++i) {
     for (int k = 0; k < 12; ++k) a[k] = _mm512_dpbusd_epi32(a[k], x, y);
-    for (int k = 0; k < 4; ++k) f[k] = _mm512_fmadd_ps(f[k], b, c);
+    for (int k = 0; k < NF; ++k) f[k] = _mm512_fmadd_ps(f[k], b, c);
   }
   int s = 0;
   for (int k = 0; k < 12; ++k) s += _mm512_reduce_add_epi32(a[k]);
   float t = 0;
-  for (int k = 0; k < 4; ++k) t += _mm512_reduce_add_ps(f[k]);
+  for (int k = 0; k < NF; ++k) t += _mm512_reduce_add_ps(f[k]);
   return s + static_cast<int>(t);
 }
 
@@ -165,8 +155,8 @@ const Limits& limits() {
       }
       if (isa_supported(Isa::avx512)) {
         l.fma[2][t] = peak_ops(t, 12 * 16 * 2, [](long n) { return fma_avx512(n / 4); }) / 4;
-        l.dot[2][t] = peak_ops(t, 12 * 64 * 2, [](long n) { return dot_avx512(n / 4); }) / 4;
-        l.dot_mix[t] = peak_ops(t, 12 * 64 * 2, [](long n) { return dot_fma_mix_avx512(n / 4); }) / 4;
+        l.dot[2][t] = peak_ops(t, 12 * 64 * 2, [](long n) { return dot_avx512<0>(n / 4); }) / 4;
+        l.dot_mix[t] = peak_ops(t, 12 * 64 * 2, [](long n) { return dot_avx512<4>(n / 4); }) / 4;
       }
       std::fprintf(stderr,
                    "limits, %d thread(s): read %.1f GB/s; avx2 fma %.0f / int8 %.0f GOP/s; avx512 fma %.0f / "
