@@ -211,15 +211,20 @@ inline std::size_t al64(std::size_t n) { return (n + 63) / 64 * 64; }
 constexpr float kMasked = -1e30f;
 constexpr float kLog2e = 1.44269504f;
 constexpr int kI8BlockTiles = 8;  // tiles per softmax / integer-accumulation block
-// Context chunks per thread, taken dynamically: a thread slowed by another
-// process on its core does not hold the others back. Each chunk is at least
-// kMinChunkTiles tiles so the merge stays negligible. Each chunk costs a
-// zeroed partial output and its share of the merge (16 heads x d_c floats):
-// at 16K, 2 threads, 8 chunks per thread spent ~58 us of a ~970 us call on
-// them, 4 ~35 us (call 967 -> 917 us, with a model's weight stream between
-// calls); 2 saved little more (910 us) and balance coarser.
-constexpr int kSplitsPerThread = 4;
+// Context chunks, taken dynamically (a thread slowed by another process on
+// its core does not hold the others back), largest first: each is 1/(2 *
+// threads) of what is left, in whole blocks of kMinChunkTiles tiles, so the
+// threads finish within one block of each other. With 4 equal chunks per
+// thread a thread 10% slower left the other idle for most of a chunk (~80
+// us of a ~800 us call at 16K, 2 threads); these measured 2-7% faster per
+// call. Each chunk costs a zeroed partial output and its share of the merge
+// (heads x d_c floats, ~3 us for 16 heads): 2 threads split 16K into 10
+// chunks, 32K into 13.
 constexpr int kMinChunkTiles = 8;
+// Bound on the chunks (the partial buffers: 263 KB each with 128 heads):
+// where the guided sizes would need more (2 threads: past 64K tokens), the
+// smallest chunk doubles. One thread never splits.
+inline int max_splits_for(int threads) { return threads == 1 ? 1 : 4 * threads + 8; }
 
 // Scratch layout of one call (shared part, then one slot per thread).
 struct Plan {
@@ -229,6 +234,7 @@ struct Plan {
   std::size_t off_q8 = 0;    // i8 (nh, C): quantized query (int8 path)
   std::size_t off_qv = 0;    // f32 (4, nh): qsl, qsr, corr_l, corr_r
   std::size_t off_part = 0;  // per split: f32 o (nh, d_c), m (nh), l (nh)
+  std::size_t off_bounds = 0;  // i64 (max_splits + 1): the splits' first tiles
   std::size_t part_floats = 0;
   int max_splits = 1;
   std::size_t off_thr = 0, thr_bytes = 0;
@@ -260,8 +266,9 @@ inline Plan make_plan(int nh, const LatentTileLayout& L, int threads) {
   p.off_q8 = o; o += al64(nhs * p.C);
   p.off_qv = o; o += al64(4 * 4 * nhs);
   p.part_floats = nhs * p.d_c + 2 * nhs;
-  p.max_splits = kSplitsPerThread * threads;
+  p.max_splits = max_splits_for(threads);
   p.off_part = o; o += al64(4 * p.part_floats * p.max_splits);
+  p.off_bounds = o; o += al64(8 * (static_cast<std::size_t>(p.max_splits) + 1));
   p.off_thr = o;
   std::size_t t = 0;
   const std::size_t bt = static_cast<std::size_t>(p.BT);
@@ -950,21 +957,39 @@ void decode_core(const Plan& P, std::uint8_t* base, const float* q_lat, const fl
   prepare_query<Arch>(P, base, q_lat, q_pe, scale);
   MlaCtx<Arch> X{P, &cache, n_ctx, base};
   const std::int64_t n_tiles = (n_ctx + P.T - 1) / P.T;
-  // Split the context first; leftover threads split the heads.
-  std::int64_t want = P.nt == 1 ? 1 : imin(P.max_splits, n_tiles / kMinChunkTiles);
-  if (want < P.nt) want = imin(P.nt, n_tiles);
-  const int n_cs = static_cast<int>(want);
+  // Split the context first (split s: tiles [bounds[s], bounds[s + 1]));
+  // leftover threads split the heads.
+  std::int64_t* bounds = reinterpret_cast<std::int64_t*>(base + P.off_bounds);
+  int n_cs = 0;
+  bounds[0] = 0;
+  if (P.nt == 1) {
+    bounds[n_cs = 1] = n_tiles;
+  } else if (n_tiles / kMinChunkTiles < P.nt) {  // short: equal splits
+    n_cs = static_cast<int>(imin(P.nt, n_tiles));
+    for (int s = 1; s <= n_cs; ++s) bounds[s] = n_tiles * s / n_cs;
+  } else {  // guided, see kMinChunkTiles
+    const std::int64_t div = 2 * static_cast<std::int64_t>(P.nt);
+    for (std::int64_t unit = kMinChunkTiles;; unit *= 2) {
+      n_cs = 0;
+      for (std::int64_t t = 0; t < n_tiles && n_cs < P.max_splits;) {
+        std::int64_t len = ((n_tiles - t + div - 1) / div + unit - 1) / unit * unit;
+        bounds[++n_cs] = t += imin(len, n_tiles - t);
+      }
+      if (bounds[n_cs] == n_tiles) break;
+    }
+  }
   int n_hs = P.nt / n_cs;
   if (n_hs > (P.nh + 3) / 4) n_hs = (P.nh + 3) / 4;
   if (n_hs < 1) n_hs = 1;
   const int items = n_cs * n_hs;
-  // Item it: context split it % n_cs (tiles [t0, t1)), head split it / n_cs.
+  // Item it: context split it / n_hs (tiles [t0, t1)), head split it % n_hs,
+  // so items come largest first.
   auto tiles_of = [&](int it) {
-    const int cs = it % n_cs;
-    return std::pair<std::int64_t, std::int64_t>(n_tiles * cs / n_cs, n_tiles * (cs + 1) / n_cs);
+    const int cs = it / n_hs;
+    return std::pair<std::int64_t, std::int64_t>(bounds[cs], bounds[cs + 1]);
   };
   auto work = [&](int it, int thread, auto&& next_item) {
-    const int cs = it % n_cs, hs = it / n_cs;
+    const int cs = it / n_hs, hs = it % n_hs;
     const auto [t0, t1] = tiles_of(it);
     const int h0 = P.nh * hs / n_hs, h1 = P.nh * (hs + 1) / n_hs;
     float* part = reinterpret_cast<float*>(base + P.off_part) + cs * P.part_floats;

@@ -163,6 +163,10 @@ std::vector<Case> decode_cases() {
     for (std::int64_t n : {1, 65, 1000}) v.push_back({s, kV3, n, 2});
   v.push_back({LatentStorage::int8, kV3, 5000, 3});
   v.push_back({LatentStorage::int8, kV2, 5000, 4});
+  // Long enough (2188 tiles) that the guided context chunks would exceed
+  // their bound with 2 and 3 threads and the smallest chunk doubles.
+  for (LatentStorage s : {LatentStorage::f32, LatentStorage::int8})
+    for (int t : {2, 3}) v.push_back({s, kOdd, 70000, t});
   return v;
 }
 
