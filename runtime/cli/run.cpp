@@ -52,8 +52,15 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
       s.decode(id);
       break;
     }
-    const std::string text =
-        o.print_ids ? (out.size() > 1 ? "," : "") + std::to_string(id) : utf8.push(tok.token_to_piece(id, /*hide_control=*/true));
+    // Appended rather than `"," + std::to_string(id)`: GCC 12 warns
+    // (-Wrestrict, a false positive) on that operator+ when inlined.
+    std::string text;
+    if (o.print_ids) {
+      if (out.size() > 1) text += ',';
+      text += std::to_string(id);
+    } else {
+      text = utf8.push(tok.token_to_piece(id, /*hide_control=*/true));
+    }
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     if (s.n_past() + 1 > s.n_ctx()) break;
