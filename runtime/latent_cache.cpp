@@ -21,6 +21,9 @@ std::int64_t tiles_for(std::int64_t tokens, int tile) { return (tokens + tile - 
 LatentCache::LatentCache(const LatentCacheConfig& cfg) : cfg_(cfg) {
   if (cfg.n_layers <= 0) throw Error(Status::invalid_argument, "latent cache: n_layers must be > 0");
   if (cfg.max_tokens <= 0) throw Error(Status::invalid_argument, "latent cache: max_tokens must be > 0");
+  if (cfg.max_tokens > kMaxContextTokens)
+    throw Error(Status::invalid_argument, "latent cache: max_tokens " + std::to_string(cfg.max_tokens) +
+                                              " is above the limit of " + std::to_string(kMaxContextTokens));
   const char* why = latent_layout_problem(cfg.storage, cfg.d_c, cfg.d_R, cfg.tile_tokens);
   if (*why) throw Error(Status::invalid_argument, std::string("latent cache: ") + why);
   layout_ = make_latent_tile_layout(cfg.storage, cfg.d_c, cfg.d_R, cfg.tile_tokens);

@@ -21,6 +21,12 @@ namespace latte {
 // V2-Lite int8 tile).
 inline constexpr int kLatentCacheTileTokens = 64;
 
+// Largest context capacity (tokens) a cache, a session or a model file's
+// context_length may state: 2^31 - 1 keeps positions in int32 and every size
+// computed from it far from overflow. The tile table is allocated up front
+// (8 bytes per 64 tokens per layer: 256 MiB per layer at this bound).
+inline constexpr std::int64_t kMaxContextTokens = 0x7fffffff;
+
 struct LatentCacheConfig {
   int n_layers = 0;
   int d_c = 0;                      // kv_lora_rank

@@ -75,7 +75,8 @@ latte_status latte_session_create(latte_model* model, const latte_session_option
 void latte_session_free(latte_session* session); /* NULL is fine */
 
 /* Feeds tokens at the next positions; afterwards latte_session_logits() holds
- * the last token's logits. On error nothing is consumed. */
+ * the last token's logits. On error nothing is consumed. A logit that comes
+ * out NaN or inf (the model's numbers overflow float32) is LATTE_ERR_BAD_FILE. */
 latte_status latte_session_prefill(latte_session* session, const int32_t* tokens, size_t n_tokens);
 /* Feeds one token. */
 latte_status latte_session_decode(latte_session* session, int32_t token);

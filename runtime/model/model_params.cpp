@@ -5,6 +5,7 @@
 
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
+#include "runtime/latent_cache.h"
 
 namespace latte {
 
@@ -26,6 +27,14 @@ int as_dim(std::uint64_t v, const std::string& key, std::uint64_t max = 1u << 20
   return static_cast<int>(v);
 }
 
+// A float hyperparameter must be finite (and > 0 where asked): NaN or inf
+// in one of them turns every logit into NaN without an error.
+float as_real(float v, const std::string& key, bool positive) {
+  if (!std::isfinite(v) || (positive && !(v > 0.f)))
+    bad("metadata " + key + " = " + std::to_string(v) + (positive ? " must be finite and > 0" : " must be finite"));
+  return v;
+}
+
 }  // namespace
 
 ModelParams ModelParams::from_gguf(const GgufFile& f) {
@@ -45,17 +54,21 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
   auto opt = [&](const char* key, std::uint64_t def, std::uint64_t max = 1u << 20) {
     return as_dim(f.get_u64(k + key, def), k + key, max);
   };
+  auto real = [&](const char* key, float def, bool positive) {
+    return as_real(f.get_f32(k + key, def), k + key, positive);
+  };
 
   MlaConfig& m = p.mla;
   p.n_layers = req("block_count", 4096);
-  p.context_length = static_cast<std::int64_t>(f.get_u64(k + "context_length", 0));
+  p.context_length = opt("context_length", 0, kMaxContextTokens);
   m.d_model = req("embedding_length");
   m.n_heads = req("attention.head_count", 4096);
   const int n_head_kv = opt("attention.head_count_kv", m.n_heads, 4096);
   m.q_lora_rank = opt("attention.q_lora_rank", 0);
   m.kv_lora_rank = req("attention.kv_lora_rank");
   m.d_rope = req("rope.dimension_count", 4096);
-  m.rms_eps = f.require_f32(k + "attention.layer_norm_rms_epsilon");
+  m.rms_eps = as_real(f.require_f32(k + "attention.layer_norm_rms_epsilon"), k + "attention.layer_norm_rms_epsilon",
+                      true);
   const int key_length = req("attention.key_length");
   const int value_length = req("attention.value_length");
   const int key_mla = opt("attention.key_length_mla", 0);
@@ -78,17 +91,17 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
   RopeParams& r = m.rope;
   r.dim = m.d_rope;
   r.style = p.arch == ModelArch::minicpm3 ? RopeStyle::half_split : RopeStyle::consecutive_pairs;
-  r.freq_base = f.get_f32(k + "rope.freq_base", 10000.f);
-  r.attn_factor = f.get_f32(k + "rope.scaling.attn_factor", 1.f);
-  p.rope_orig_ctx = static_cast<std::int64_t>(f.get_u64(k + "rope.scaling.original_context_length", 0));
+  r.freq_base = real("rope.freq_base", 10000.f, true);
+  r.attn_factor = real("rope.scaling.attn_factor", 1.f, true);
+  p.rope_orig_ctx = opt("rope.scaling.original_context_length", 0, kMaxContextTokens);
   const std::string scaling(f.get_string(k + "rope.scaling.type", "none"));
   if (scaling == "yarn") {
     r.yarn = true;
-    r.yarn_factor = f.require_f32(k + "rope.scaling.factor");
-    r.yarn_orig_ctx = static_cast<double>(f.require_u64(k + "rope.scaling.original_context_length"));
-    r.yarn_log_multiplier = f.get_f32(k + "rope.scaling.yarn_log_multiplier", 0.f);
-    r.yarn_beta_fast = f.get_f32(k + "rope.scaling.yarn_beta_fast", 32.f);
-    r.yarn_beta_slow = f.get_f32(k + "rope.scaling.yarn_beta_slow", 1.f);
+    r.yarn_factor = as_real(f.require_f32(k + "rope.scaling.factor"), k + "rope.scaling.factor", true);
+    r.yarn_orig_ctx = static_cast<double>(req("rope.scaling.original_context_length", kMaxContextTokens));
+    r.yarn_log_multiplier = real("rope.scaling.yarn_log_multiplier", 0.f, false);
+    r.yarn_beta_fast = real("rope.scaling.yarn_beta_fast", 32.f, true);
+    r.yarn_beta_slow = real("rope.scaling.yarn_beta_slow", 1.f, true);
     if (!(r.yarn_factor > 0) || !(r.yarn_orig_ctx > 0))
       bad(k + "rope.scaling.factor and original_context_length must be > 0 for yarn");
   } else if (scaling != "none" && scaling != "") {
@@ -111,7 +124,7 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
     p.n_experts_shared = opt("expert_shared_count", 0, 1u << 16);
     p.ff_expert = req("expert_feed_forward_length");
     p.n_leading_dense = opt("leading_dense_block_count", 0, 4096);
-    p.expert_weights_scale = f.get_f32(k + "expert_weights_scale", 0.f);
+    p.expert_weights_scale = real("expert_weights_scale", 0.f, false);
     p.expert_weights_norm = f.get_bool(k + "expert_weights_norm", false);
     const int g = opt("expert_gating_func", 1, 16);
     if (g != 1 && g != 2) bad(k + "expert_gating_func = " + std::to_string(g) + " (1 softmax, 2 sigmoid)");
@@ -143,6 +156,10 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
   } catch (const Error& e) {
     bad(std::string("inconsistent attention shapes: ") + e.what());
   }
+  // Finite inputs can still overflow here (a huge YaRN log multiplier squared).
+  const float kq = static_cast<float>(m.kq_scale());
+  if (!std::isfinite(kq) || !(kq > 0.f))
+    bad("attention score scale " + std::to_string(kq) + " (from " + k + "rope.scaling.* and key_length) is not finite and > 0");
   return p;
 }
 

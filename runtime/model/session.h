@@ -36,7 +36,9 @@ class Session {
   // Feeds tokens at the next positions. If all_logits is non-null it receives
   // the logits of every token (n_tokens, n_vocab); logits() always holds the
   // last token's. Error(context_overflow) if they do not fit (nothing is
-  // changed then), Error(invalid_argument) for an id outside the vocabulary.
+  // changed then), Error(invalid_argument) for an id outside the vocabulary,
+  // Error(bad_file) if a logit comes out NaN or inf (the model's numbers
+  // overflow; the call's tokens are forgotten and logits() is cleared).
   void prefill(std::span<const std::int32_t> tokens, std::vector<float>* all_logits = nullptr);
   // One token (the absorbed kernel).
   void decode(std::int32_t token);
