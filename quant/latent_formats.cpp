@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -57,7 +58,16 @@ LatentTileLayout make_latent_tile_layout(LatentStorage s, int d_c, int d_R, int 
 
 float latent_quantize_int8(const float* x, int n, std::int8_t* q) {
   float amax = 0.f;
-  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  bool finite = true;
+  for (int i = 0; i < n; ++i) {
+    amax = std::max(amax, std::fabs(x[i]));
+    finite = finite && std::isfinite(x[i]);
+  }
+  if (!finite) {  // a NaN scale keeps the NaN visible downstream, not -127 * s
+    std::fill(q, q + n, std::int8_t{0});
+    return std::numeric_limits<float>::quiet_NaN();
+  }
+  if (!(127.f / amax <= 3.4e38f)) amax = 0.f;  // zero, or so tiny 1 / s overflows: zeros
   const float s = amax / 127.f;
   const float inv = amax > 0.f ? 127.f / amax : 0.f;
   for (int i = 0; i < n; ++i) {

@@ -63,7 +63,8 @@ struct LatentLayerView {
 };
 
 // The int8 row quantizer alone: q (n) = round(x / s), s = max|x| / 127
-// (s = 0 for an all-zero row). Returns s.
+// (s = 0 for an all-zero row; NaN, with q all 0, for a row holding a NaN or
+// inf). Returns s.
 float latent_quantize_int8(const float* x, int n, std::int8_t* q);
 
 }  // namespace latte

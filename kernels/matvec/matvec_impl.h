@@ -568,11 +568,20 @@ inline bool is_float_type(GgmlType t) { return t == GgmlType::F32 || t == GgmlTy
 }  // namespace
 
 // ------------------------------------------------------------ Arch-templated
+// Activations scaled to [-127, 127] (2 * 127: room for rounding) unless one
+// is NaN or inf (a model whose numbers overflow). Such a block gets zero
+// quants and a NaN scale, so the product is NaN and the session's logits
+// check reports it, instead of an int overflow in the sums or finite garbage
+// (the conversion's result for NaN differs by ISA).
+template <class Arch>
+typename xsimd::batch<float, Arch>::batch_bool_type act_lanes_finite(xsimd::batch<float, Arch> y) {
+  return xsimd::abs(y) <= xsimd::batch<float, Arch>(254.f);
+}
+
 // x [cols] -> xq [cols/32]
 template <class Arch>
 void matvec_quantize_act(const float* x, std::size_t cols, ActQ8* xq) {
   using V = xsimd::batch<float, Arch>;
-  using VI = xsimd::batch<std::int32_t, Arch>;
   constexpr std::size_t W = V::size;  // 4, 8 or 16: divides 32
   for (std::size_t b = 0; b < cols / 32; ++b) {
     const float* p = x + 32 * b;
@@ -582,12 +591,21 @@ void matvec_quantize_act(const float* x, std::size_t cols, ActQ8* xq) {
     m.store_aligned(lanes);
     float amax = 0.f;
     for (std::size_t k = 0; k < W; ++k) amax = mv_fmax(amax, lanes[k]);
-    const float d = amax / 127.f;
-    const V id(d != 0.f ? 127.f / amax : 0.f);
+    // amax below ~4e-37 (127 / amax overflowing): quantized as zeros.
+    const bool tiny = !(127.f / amax <= 3.4e38f);
+    const float d = tiny ? 0.f : amax / 127.f;
+    const V id(tiny ? 0.f : 127.f / amax);
     alignas(64) std::int32_t qi[32];
+    typename V::batch_bool_type finite(true);
     for (std::size_t k = 0; k < 32; k += W) {
-      const VI q = xsimd::nearbyint_as_int(V::load_unaligned(p + k) * id);
-      q.store_aligned(qi + k);
+      const V y = V::load_unaligned(p + k) * id;
+      finite = finite & act_lanes_finite(y);
+      xsimd::nearbyint_as_int(y).store_aligned(qi + k);
+    }
+    if (!xsimd::all(finite)) {  // see act_lanes_finite
+      std::memset(xq[b].qs, 0, 32);
+      xq[b].d = xq[b].s = __builtin_nanf("");
+      continue;
     }
     int sum = 0;
     for (int j = 0; j < 32; ++j) {
@@ -612,7 +630,17 @@ void matvec_quantize_act_k(const float* x, std::size_t cols, ActQ8K* xq) {
     m.store_aligned(lanes);
     float amax = 0.f;
     for (std::size_t k = 0; k < W; ++k) amax = mv_fmax(amax, lanes[k]);
-    const V id(amax != 0.f ? 127.f / amax : 0.f);
+    const bool tiny = !(127.f / amax <= 3.4e38f);  // as in matvec_quantize_act
+    if (tiny) amax = 0.f;
+    const V id(tiny ? 0.f : 127.f / amax);
+    typename V::batch_bool_type finite(true);
+    for (std::size_t k = 0; k < 256; k += W) finite = finite & act_lanes_finite(V::load_unaligned(p + k) * id);
+    if (!xsimd::all(finite)) {  // see act_lanes_finite
+      std::memset(xq[b].qs, 0, 256);
+      for (int g = 0; g < 8; ++g) xq[b].sums[g] = 0;
+      xq[b].d = __builtin_nanf("");
+      continue;
+    }
     alignas(64) std::int32_t qi[32];
     for (int g = 0; g < 8; ++g) {
       for (std::size_t k = 0; k < 32; k += W)

@@ -580,6 +580,9 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
       std::memcpy(scl + static_cast<std::size_t>(i) * T, sc, sizeof(float) * T);
       std::memcpy(scr + static_cast<std::size_t>(i) * T, sc + T, sizeof(float) * T);
     }
+    // Rows past the context may hold stale rows (a truncated session's),
+    // even NaN scales; their weights must come out exactly 0.
+    for (int k = nvalid; k < ntok; ++k) scl[k] = scr[k] = 0.f;
     for (int h = h0; h < h1; ++h) {
       float* s = S + static_cast<std::size_t>(h) * BT;
       const std::int32_t* sl = Sl + static_cast<std::size_t>(h) * BT;
@@ -900,24 +903,36 @@ void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const 
     for (; i + W <= n; i += W) amv = xsimd::max(amv, xsimd::abs(F::load_unaligned(x + i)));
     float amax = hmax<Arch>(amv, 0.f);
     for (; i < n; ++i) amax = fmx(amax, std::fabs(x[i]));
-    const float inv = amax > 0.f ? QMAX / amax : 0.f;
+    // amax below ~4e-37 (127 / inv overflowing): quantized as zeros.
+    const float inv = amax > 0.f && QMAX / amax <= 3.4e38f ? QMAX / amax : 0.f;
     const F vinv(inv);
     Fi sv(0);
+    // A NaN or inf in the query (a model whose numbers overflow) makes a
+    // scaled lane NaN; the others stay within [-QMAX, QMAX] (2 * QMAX: room
+    // for rounding). Such a query gets a NaN scale, so the output is NaN and
+    // the session's logits check reports it, instead of finite garbage (the
+    // conversion's result for NaN differs by ISA) or an int overflow.
+    typename F::batch_bool_type finite(true);
     i = 0;
     for (; i + W <= n; i += W) {
-      const Fi v = xsimd::nearbyint_as_int(F::load_unaligned(x + i) * vinv);
-      sv += v;
+      const F y = F::load_unaligned(x + i) * vinv;
+      finite = finite & (xsimd::abs(y) <= F(2.f * QMAX));
+      const Fi v = xsimd::nearbyint_as_int(y);
+      sv += v;  // vector adds: lanes wrap, exact unless not finite
       v.store_aligned(ti);
       for (int k = 0; k < W; ++k) q[i + k] = static_cast<std::int8_t>(ti[k]);
     }
-    int sum = I8<Arch>::hsum(sv);
+    bool bad = !xsimd::all(finite);
+    int sum = bad ? 0 : I8<Arch>::hsum(sv);
     for (; i < n; ++i) {
-      const int v = static_cast<int>(std::nearbyint(x[i] * inv));
+      const float r = std::nearbyint(x[i] * inv);
+      bad |= !(std::fabs(r) <= 2.f * QMAX);
+      const int v = bad ? 0 : static_cast<int>(r);
       q[i] = static_cast<std::int8_t>(v);
       sum += v;
     }
-    qs = amax / QMAX * scale;
-    corr = I8<Arch>::kOffset ? 128.f * static_cast<float>(sum) : 0.f;
+    qs = bad ? __builtin_nanf("") : inv > 0.f ? amax / QMAX * scale : 0.f;
+    corr = I8<Arch>::kOffset && !bad ? 128.f * static_cast<float>(sum) : 0.f;
   };
   for (int h = 0; h < nh; ++h) {
     quant(q_lat + static_cast<std::size_t>(h) * d_c, d_c, q8 + static_cast<std::size_t>(h) * C, qv[h], qv[2 * nh + h]);

@@ -57,6 +57,9 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
   auto real = [&](const char* key, float def, bool positive) {
     return as_real(f.get_f32(k + key, def), k + key, positive);
   };
+  auto req_real = [&](const char* key, bool positive) {
+    return as_real(f.require_f32(k + key), k + key, positive);
+  };
 
   MlaConfig& m = p.mla;
   p.n_layers = req("block_count", 4096);
@@ -67,8 +70,7 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
   m.q_lora_rank = opt("attention.q_lora_rank", 0);
   m.kv_lora_rank = req("attention.kv_lora_rank");
   m.d_rope = req("rope.dimension_count", 4096);
-  m.rms_eps = as_real(f.require_f32(k + "attention.layer_norm_rms_epsilon"), k + "attention.layer_norm_rms_epsilon",
-                      true);
+  m.rms_eps = req_real("attention.layer_norm_rms_epsilon", true);
   const int key_length = req("attention.key_length");
   const int value_length = req("attention.value_length");
   const int key_mla = opt("attention.key_length_mla", 0);
@@ -97,7 +99,7 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
   const std::string scaling(f.get_string(k + "rope.scaling.type", "none"));
   if (scaling == "yarn") {
     r.yarn = true;
-    r.yarn_factor = as_real(f.require_f32(k + "rope.scaling.factor"), k + "rope.scaling.factor", true);
+    r.yarn_factor = req_real("rope.scaling.factor", true);
     r.yarn_orig_ctx = static_cast<double>(req("rope.scaling.original_context_length", kMaxContextTokens));
     r.yarn_log_multiplier = real("rope.scaling.yarn_log_multiplier", 0.f, false);
     r.yarn_beta_fast = real("rope.scaling.yarn_beta_fast", 32.f, true);
@@ -159,7 +161,8 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
   // Finite inputs can still overflow here (a huge YaRN log multiplier squared).
   const float kq = static_cast<float>(m.kq_scale());
   if (!std::isfinite(kq) || !(kq > 0.f))
-    bad("attention score scale " + std::to_string(kq) + " (from " + k + "rope.scaling.* and key_length) is not finite and > 0");
+    bad("attention score scale " + std::to_string(kq) + " (from " + k +
+        "rope.scaling.* and key_length) is not finite and > 0");
   return p;
 }
 

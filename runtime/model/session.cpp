@@ -497,7 +497,12 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
         } else {
           for (int e = 0; e < ne; ++e) prob[e] = 1.f / (1.f + std::exp(-lg[e]));
         }
-        for (int e = 0; e < ne; ++e) sel[e] = prob[e] + (L.exp_bias ? L.exp_bias[e] : 0.f);
+        // NaN scores (numbers that overflowed) sort as -inf: the sorts need a
+        // strict weak order; the NaN still reaches the logits through prob.
+        for (int e = 0; e < ne; ++e) {
+          sel[e] = prob[e] + (L.exp_bias ? L.exp_bias[e] : 0.f);
+          if (std::isnan(sel[e])) sel[e] = -INFINITY;
+        }
         if (p.n_expert_groups > 1) {
           const int ng = p.n_expert_groups, per = ne / ng;
           std::vector<float> gs(ng);

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <limits>
 #include <vector>
 
 #include "quant/fp16.h"
@@ -49,6 +51,14 @@ TEST(LatentFormats, Int8QuantizerRoundsToNearestWithRowScale) {
   std::int8_t qz[9];
   EXPECT_EQ(latent_quantize_int8(z.data(), 9, qz), 0.f);
   for (auto v : qz) EXPECT_EQ(v, 0);
+  // A NaN or inf stays visible: NaN scale (not a finite row of garbage).
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    float xb[7];
+    std::copy(x, x + 7, xb);
+    xb[3] = bad;
+    EXPECT_TRUE(std::isnan(latent_quantize_int8(xb, 7, q))) << bad;
+    for (auto v : q) EXPECT_EQ(v, 0);
+  }
 }
 
 TEST(LatentFormats, RowsRoundTripEveryStorage) {

@@ -178,6 +178,52 @@ TEST(Matvec, DequantizeMatchesReference) {
   }
 }
 
+// Activations holding a NaN or inf (a model whose numbers overflowed): every
+// output whose row reads that block is NaN on every ISA, as the reference's,
+// rather than finite garbage from the int8 conversion (whose result for NaN
+// differs by ISA). Activations so small that 127 / amax overflows (~1e-38)
+// quantize to zeros: finite outputs within the usual bound of the reference.
+TEST(Matvec, NonFiniteAndTinyActivations) {
+  const std::size_t rows = 7, cols = 512;
+  for (GgmlType t : kTypes) {
+    Weights w = make_weights(t, rows, cols, 31);
+    for (float bad : {NAN, INFINITY, -INFINITY}) {
+      auto x = test::random_vector(cols, 32, -2.f, 2.f);
+      x[300] = bad;
+      std::vector<float> ref(rows);
+      matmul_ref(t, w.bytes.data(), rows, cols, x.data(), cols, 1, ref.data(), rows, nullptr, 1);
+      for (Isa isa : supported_isas()) {
+        std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, cols, 2));
+        std::vector<float> y(rows, 0.f), y2(2 * rows, 0.f);
+        matvec_kernels(isa).matvec(t, w.bytes.data(), rows, cols, x.data(), y.data(), scratch.data(), 1);
+        std::vector<float> x2 = x;
+        x2.insert(x2.end(), x.begin(), x.end());
+        matvec_kernels(isa).matmul(t, w.bytes.data(), rows, cols, x2.data(), cols, 2, y2.data(), rows,
+                                   scratch.data(), 1);
+        for (std::size_t r = 0; r < rows; ++r) {
+          // The reference: NaN, or +-inf when the weight is finite and nonzero.
+          ASSERT_FALSE(std::isfinite(ref[r])) << ggml_type_name(t);
+          EXPECT_FALSE(std::isfinite(y[r])) << isa_name(isa) << " " << ggml_type_name(t) << " " << bad << " row " << r;
+          EXPECT_FALSE(std::isfinite(y2[r])) << isa_name(isa) << " " << ggml_type_name(t) << " matmul row " << r;
+          EXPECT_FALSE(std::isfinite(y2[rows + r])) << isa_name(isa) << " " << ggml_type_name(t) << " matmul row " << r;
+        }
+      }
+    }
+    auto tiny = test::random_vector(cols, 33, -1.f, 1.f);
+    for (float& v : tiny) v *= 1e-38f;
+    std::vector<float> ref(rows);
+    matmul_ref(t, w.bytes.data(), rows, cols, tiny.data(), cols, 1, ref.data(), rows, nullptr, 1);
+    for (Isa isa : supported_isas()) {
+      std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, cols, 1));
+      std::vector<float> y(rows, -1.f);
+      matvec_kernels(isa).matvec(t, w.bytes.data(), rows, cols, tiny.data(), y.data(), scratch.data(), 1);
+      for (std::size_t r = 0; r < rows; ++r)
+        EXPECT_LE(std::fabs(double(y[r]) - ref[r]), act_bound(t, w.deq.data() + r * cols, tiny.data(), cols) + 1e-30)
+            << isa_name(isa) << " " << ggml_type_name(t) << " tiny row " << r;
+    }
+  }
+}
+
 TEST(Matvec, RejectsBadArguments) {
   for (Isa isa : supported_isas()) {
     const auto& k = matvec_kernels(isa);

@@ -294,6 +294,64 @@ TEST(MlaDecode, EmptyContextGivesZeros) {
   }
 }
 
+// Rows past n_ctx may hold anything (a truncated session's rows, even NaN
+// from a model that overflowed): the output is the one over a cache that
+// never had them, bit for bit, on every ISA and storage.
+TEST(MlaDecode, RowsPastTheContextAreIgnored) {
+  const std::int64_t n = 70;  // mid-tile, mid-vector
+  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+    TestCache clean(st, kOdd, n, 12), stale(st, kOdd, n + 20, 12);
+    // Same first n rows (same seed, rows written in order); then NaN rows.
+    std::vector<float> nan_c(kOdd.d_c, NAN), nan_r(kOdd.d_R, NAN);
+    for (std::int64_t j = n; j < n + 20; ++j)
+      latent_store_row(stale.L, stale.tiles[j / stale.L.tokens].get(), static_cast<int>(j % stale.L.tokens),
+                       nan_c.data(), nan_r.data());
+    Query q(kOdd, 1, 5);
+    for (Isa isa : supported_isas()) {
+      const auto& k = kernels::mla_attn_kernels(isa);
+      for (int threads : {1, 2}) {
+        auto want = run_decode(k, kOdd, q, clean, n, threads);
+        auto got = run_decode(k, kOdd, q, stale, n, threads);
+        for (std::size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << isa_name(isa) << " " << latent_storage_name(st) << " t=" << threads
+                                     << " at " << i;
+      }
+    }
+  }
+}
+
+// A NaN or inf in one head's query (a model that overflowed) makes that
+// head's output NaN on every ISA and storage, as in the reference, and
+// leaves the other heads as they were: never finite garbage.
+TEST(MlaDecode, NonFiniteQueryGivesNaN) {
+  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+    TestCache cache(st, kV2, 300, 21);
+    const Query clean(kV2, 1, 6);
+    for (Isa isa : supported_isas()) {
+      const auto& k = kernels::mla_attn_kernels(isa);
+      const auto base = run_decode(k, kV2, clean, cache, 300, 2);
+      for (float bad : {NAN, INFINITY}) {
+        for (bool in_rope : {false, true}) {
+          Query q = clean;
+          const int h = 5;
+          if (in_rope) q.pe[static_cast<std::size_t>(h) * kV2.d_R + 3] = bad;
+          else q.lat[static_cast<std::size_t>(h) * kV2.d_c + 100] = bad;
+          const auto got = run_decode(k, kV2, q, cache, 300, 2);
+          for (int hh = 0; hh < kV2.n_heads; ++hh)
+            for (int c = 0; c < kV2.d_c; ++c) {
+              const std::size_t i = static_cast<std::size_t>(hh) * kV2.d_c + c;
+              if (hh == h)
+                ASSERT_TRUE(std::isnan(got[i])) << isa_name(isa) << " " << latent_storage_name(st) << " " << bad
+                                                << (in_rope ? " rope" : " latent") << " channel " << c;
+              else
+                ASSERT_EQ(got[i], base[i]) << isa_name(isa) << " " << latent_storage_name(st) << " head " << hh;
+            }
+        }
+      }
+    }
+  }
+}
+
 TEST(MlaAttn, ScratchDoesNotGrowWithContext) {
   auto L = make_latent_tile_layout(LatentStorage::int8, 512, 64, 64);
   for (Isa isa : supported_isas()) {

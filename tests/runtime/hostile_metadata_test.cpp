@@ -16,6 +16,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/error.h"
@@ -234,51 +235,81 @@ TEST(HostileMetadata, LlamaCppFiles) {
 
 // A NaN in the weights (one token's embedding row) is refused when it
 // reaches the logits, and the call's tokens are forgotten: the session goes
-// on as if the call had not happened.
+// on as if the call had not happened. Dense and MoE (sigmoid, groups) layers,
+// F32 and Q8_0 weights (int8 activations), f32 and int8 caches, decode and
+// prefill in both forms: no sanitizer report, no finite garbage.
 TEST(HostileWeights, NanLogitsAreRefusedAndForgotten) {
-  RandomModelSpec s = small();
-  std::vector<std::uint8_t> bytes = random_model_bytes(s);
   const int bad_token = 42;
+  std::vector<std::pair<const char*, RandomModelSpec>> specs;
+  specs.push_back({"dense f32", small()});
   {
-    const GgufFile f = GgufFile::from_memory(bytes.data(), bytes.size());
-    const GgufTensor* t = nullptr;
-    for (const GgufTensor& x : f.tensors())
-      if (x.name == "token_embd.weight") t = &x;
-    ASSERT_NE(t, nullptr);
-    ASSERT_EQ(t->type, GgmlType::F32);
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    std::memcpy(bytes.data() + (t->data - bytes.data()) + bad_token * t->row_bytes + 4 * 3, &nan, sizeof(nan));
+    RandomModelSpec s = small();
+    s.n_experts = 8, s.n_experts_used = 2, s.n_experts_shared = 1, s.ff_expert = 32, s.n_leading_dense = 1;
+    s.gating = GatingFunc::sigmoid;
+    s.expert_bias = true;
+    s.n_expert_groups = 4, s.n_expert_groups_used = 2;
+    specs.push_back({"moe f32", s});
   }
-  auto model = Model::from_file(GgufFile::from_bytes(bytes));
-  for (LatentStorage cache : {LatentStorage::f32, LatentStorage::int8}) {
-    SessionOptions o;
-    o.threads = 1;
-    o.n_ctx = 32;
-    o.cache = cache;
-    Session a(model, o), b(model, o);
-    const std::vector<std::int32_t> good = {5, 7, 11};
-    a.prefill(good);
-    b.prefill(good);
-    // Decode: refused, named, and forgotten.
-    try {
-      a.decode(bad_token);
-      ADD_FAILURE() << "a NaN embedding gave finite logits";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.status(), Status::bad_file);
-      EXPECT_NE(std::string(e.what()).find("at position 3 is nan"), std::string::npos) << e.what();
+  {
+    RandomModelSpec s = small();
+    s.weight_type = GgmlType::Q8_0;
+    s.d_nope = 32, s.d_v = 32, s.d_rope = 16;
+    specs.push_back({"dense q8_0", s});
+  }
+  for (const auto& [name, spec] : specs) {
+    std::vector<std::uint8_t> bytes = random_model_bytes(spec);
+    {
+      const GgufFile f = GgufFile::from_memory(bytes.data(), bytes.size());
+      const GgufTensor* t = nullptr;
+      for (const GgufTensor& x : f.tensors())
+        if (x.name == "token_embd.weight") t = &x;
+      ASSERT_NE(t, nullptr);
+      std::uint8_t* row = bytes.data() + (t->data - bytes.data()) + bad_token * t->row_bytes;
+      if (t->type == GgmlType::F32) {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        std::memcpy(row + 4 * 3, &nan, sizeof(nan));
+      } else {
+        ASSERT_EQ(t->type, GgmlType::Q8_0);
+        const std::uint16_t nan16 = 0x7e00;  // the first block's f16 scale
+        std::memcpy(row, &nan16, sizeof(nan16));
+      }
     }
-    EXPECT_EQ(a.n_past(), 3);
-    for (float x : a.logits()) ASSERT_EQ(x, 0.f);
-    // Prefill with the bad token in the middle, every position's logits asked.
-    std::vector<float> all;
-    const std::vector<std::int32_t> mixed = {13, bad_token, 17};
-    EXPECT_THROW(a.prefill(mixed, &all), Error);
-    EXPECT_EQ(a.n_past(), 3);
-    // Afterwards the session matches one that never saw the bad token.
-    a.decode(19);
-    b.decode(19);
-    ASSERT_EQ(a.logits().size(), b.logits().size());
-    for (std::size_t i = 0; i < a.logits().size(); ++i) ASSERT_EQ(a.logits()[i], b.logits()[i]) << i;
+    auto model = Model::from_file(GgufFile::from_bytes(bytes));
+    for (LatentStorage cache : {LatentStorage::f32, LatentStorage::int8}) {
+      for (FormChoice form : {FormChoice::naive, FormChoice::absorbed}) {
+        SCOPED_TRACE(std::string(name) + (cache == LatentStorage::int8 ? ", int8" : ", f32") +
+                     (form == FormChoice::naive ? ", naive" : ", absorbed"));
+        SessionOptions o;
+        o.threads = 1;
+        o.n_ctx = 32;
+        o.cache = cache;
+        o.prefill_form = form;
+        Session a(model, o), b(model, o);
+        const std::vector<std::int32_t> good = {5, 7, 11};
+        a.prefill(good);
+        b.prefill(good);
+        // Decode: refused, named, and forgotten.
+        try {
+          a.decode(bad_token);
+          ADD_FAILURE() << "a NaN embedding gave finite logits";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.status(), Status::bad_file);
+          EXPECT_NE(std::string(e.what()).find("at position 3 is nan"), std::string::npos) << e.what();
+        }
+        EXPECT_EQ(a.n_past(), 3);
+        for (float x : a.logits()) ASSERT_EQ(x, 0.f);
+        // Prefill with the bad token in the middle, every position's logits asked.
+        std::vector<float> all;
+        const std::vector<std::int32_t> mixed = {13, bad_token, 17};
+        EXPECT_THROW(a.prefill(mixed, &all), Error);
+        EXPECT_EQ(a.n_past(), 3);
+        // Afterwards the session matches one that never saw the bad token.
+        a.decode(19);
+        b.decode(19);
+        ASSERT_EQ(a.logits().size(), b.logits().size());
+        for (std::size_t i = 0; i < a.logits().size(); ++i) ASSERT_EQ(a.logits()[i], b.logits()[i]) << i;
+      }
+    }
   }
 }
 
