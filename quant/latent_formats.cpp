@@ -67,7 +67,7 @@ float latent_quantize_int8(const float* x, int n, std::int8_t* q) {
     std::fill(q, q + n, std::int8_t{0});
     return std::numeric_limits<float>::quiet_NaN();
   }
-  if (!(127.f / amax <= 3.4e38f)) amax = 0.f;  // zero, or so tiny 1 / s overflows: zeros
+  if (!std::isfinite(127.f / amax)) amax = 0.f;  // zero, or so tiny 1 / s overflows: zeros
   const float s = amax / 127.f;
   const float inv = amax > 0.f ? 127.f / amax : 0.f;
   for (int i = 0; i < n; ++i) {

@@ -568,87 +568,66 @@ inline bool is_float_type(GgmlType t) { return t == GgmlType::F32 || t == GgmlTy
 }  // namespace
 
 // ------------------------------------------------------------ Arch-templated
-// Activations scaled to [-127, 127] (2 * 127: room for rounding) unless one
-// is NaN or inf (a model whose numbers overflow). Such a block gets zero
-// quants and a NaN scale, so the product is NaN and the session's logits
-// check reports it, instead of an int overflow in the sums or finite garbage
-// (the conversion's result for NaN differs by ISA).
+// x [n] (n a multiple of the vector size) -> qi [n] = round(x * 127 / amax),
+// amax = max |x|; returns amax. 0 (quants 0) when x is all zero or so small
+// that 127 / amax overflows. NaN when x holds a NaN or inf (a model whose
+// numbers overflow): the caller then stores zero quants and a NaN scale, so
+// the product is NaN and the session's logits check reports it, instead of
+// an int overflow in the sums or finite garbage (the conversion's result for
+// NaN differs by ISA).
 template <class Arch>
-typename xsimd::batch<float, Arch>::batch_bool_type act_lanes_finite(xsimd::batch<float, Arch> y) {
-  return xsimd::abs(y) <= xsimd::batch<float, Arch>(254.f);
+float act_quantize_block(const float* x, std::size_t n, std::int32_t* qi) {
+  using V = xsimd::batch<float, Arch>;
+  constexpr std::size_t W = V::size;
+  V m(0.f);
+  for (std::size_t k = 0; k < n; k += W) m = xsimd::max(m, xsimd::abs(V::load_unaligned(x + k)));
+  alignas(64) float lanes[W];
+  m.store_aligned(lanes);
+  float amax = 0.f;
+  for (std::size_t k = 0; k < W; ++k) amax = mv_fmax(amax, lanes[k]);
+  if (!__builtin_isfinite(127.f / amax)) amax = 0.f;  // zero, tiny, or NaN (caught below)
+  const V id(amax > 0.f ? 127.f / amax : 0.f);
+  typename V::batch_bool_type finite(true);
+  for (std::size_t k = 0; k < n; k += W) {
+    const V y = V::load_unaligned(x + k) * id;
+    finite = finite & (xsimd::abs(y) <= V(254.f));  // 127, with room for rounding
+    xsimd::nearbyint_as_int(y).store_aligned(qi + k);
+  }
+  return xsimd::all(finite) ? amax : __builtin_nanf("");
 }
 
 // x [cols] -> xq [cols/32]
 template <class Arch>
 void matvec_quantize_act(const float* x, std::size_t cols, ActQ8* xq) {
-  using V = xsimd::batch<float, Arch>;
-  constexpr std::size_t W = V::size;  // 4, 8 or 16: divides 32
+  static_assert(32 % xsimd::batch<float, Arch>::size == 0);
   for (std::size_t b = 0; b < cols / 32; ++b) {
-    const float* p = x + 32 * b;
-    V m(0.f);
-    for (std::size_t k = 0; k < 32; k += W) m = xsimd::max(m, xsimd::abs(V::load_unaligned(p + k)));
-    alignas(64) float lanes[W];
-    m.store_aligned(lanes);
-    float amax = 0.f;
-    for (std::size_t k = 0; k < W; ++k) amax = mv_fmax(amax, lanes[k]);
-    // amax below ~4e-37 (127 / amax overflowing): quantized as zeros.
-    const bool tiny = !(127.f / amax <= 3.4e38f);
-    const float d = tiny ? 0.f : amax / 127.f;
-    const V id(tiny ? 0.f : 127.f / amax);
     alignas(64) std::int32_t qi[32];
-    typename V::batch_bool_type finite(true);
-    for (std::size_t k = 0; k < 32; k += W) {
-      const V y = V::load_unaligned(p + k) * id;
-      finite = finite & act_lanes_finite(y);
-      xsimd::nearbyint_as_int(y).store_aligned(qi + k);
-    }
-    if (!xsimd::all(finite)) {  // see act_lanes_finite
-      std::memset(xq[b].qs, 0, 32);
-      xq[b].d = xq[b].s = __builtin_nanf("");
-      continue;
-    }
+    const float amax = act_quantize_block<Arch>(x + 32 * b, 32, qi);
+    const bool bad = __builtin_isnan(amax);  // see act_quantize_block
     int sum = 0;
     for (int j = 0; j < 32; ++j) {
-      xq[b].qs[j] = static_cast<std::int8_t>(qi[j]);
-      sum += qi[j];
+      const int v = bad ? 0 : qi[j];
+      xq[b].qs[j] = static_cast<std::int8_t>(v);
+      sum += v;
     }
-    xq[b].d = d;
-    xq[b].s = d * static_cast<float>(sum);
+    xq[b].d = amax / 127.f;
+    xq[b].s = xq[b].d * static_cast<float>(sum);
   }
 }
 
 // x [cols] -> xq [cols/256] (one scale per 256, sums per 32)
 template <class Arch>
 void matvec_quantize_act_k(const float* x, std::size_t cols, ActQ8K* xq) {
-  using V = xsimd::batch<float, Arch>;
-  constexpr std::size_t W = V::size;
   for (std::size_t b = 0; b < cols / 256; ++b) {
-    const float* p = x + 256 * b;
-    V m(0.f);
-    for (std::size_t k = 0; k < 256; k += W) m = xsimd::max(m, xsimd::abs(V::load_unaligned(p + k)));
-    alignas(64) float lanes[W];
-    m.store_aligned(lanes);
-    float amax = 0.f;
-    for (std::size_t k = 0; k < W; ++k) amax = mv_fmax(amax, lanes[k]);
-    const bool tiny = !(127.f / amax <= 3.4e38f);  // as in matvec_quantize_act
-    if (tiny) amax = 0.f;
-    const V id(tiny ? 0.f : 127.f / amax);
-    typename V::batch_bool_type finite(true);
-    for (std::size_t k = 0; k < 256; k += W) finite = finite & act_lanes_finite(V::load_unaligned(p + k) * id);
-    if (!xsimd::all(finite)) {  // see act_lanes_finite
-      std::memset(xq[b].qs, 0, 256);
-      for (int g = 0; g < 8; ++g) xq[b].sums[g] = 0;
-      xq[b].d = __builtin_nanf("");
-      continue;
-    }
-    alignas(64) std::int32_t qi[32];
+    alignas(64) std::int32_t qi[256];
+    const float amax = act_quantize_block<Arch>(x + 256 * b, 256, qi);
+    const bool bad = __builtin_isnan(amax);  // see act_quantize_block
     for (int g = 0; g < 8; ++g) {
-      for (std::size_t k = 0; k < 32; k += W)
-        xsimd::nearbyint_as_int(V::load_unaligned(p + 32 * g + k) * id).store_aligned(qi + k);
       int sum = 0;
-      for (int j = 0; j < 32; ++j) {
-        xq[b].qs[32 * g + j] = static_cast<std::int8_t>(qi[j]);
-        sum += qi[j];
+      for (int j = 32 * g; j < 32 * (g + 1); ++j) {
+        const int v = bad ? 0 : qi[j];
+        xq[b].qs[j] = static_cast<std::int8_t>(v);
+        sum += v;
       }
       xq[b].sums[g] = sum;
     }

@@ -903,8 +903,8 @@ void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const 
     for (; i + W <= n; i += W) amv = xsimd::max(amv, xsimd::abs(F::load_unaligned(x + i)));
     float amax = hmax<Arch>(amv, 0.f);
     for (; i < n; ++i) amax = fmx(amax, std::fabs(x[i]));
-    // amax below ~4e-37 (127 / inv overflowing): quantized as zeros.
-    const float inv = amax > 0.f && QMAX / amax <= 3.4e38f ? QMAX / amax : 0.f;
+    // amax so small that QMAX / amax overflows: quantized as zeros.
+    const float inv = amax > 0.f && __builtin_isfinite(QMAX / amax) ? QMAX / amax : 0.f;
     const F vinv(inv);
     Fi sv(0);
     // A NaN or inf in the query (a model whose numbers overflow) makes a
