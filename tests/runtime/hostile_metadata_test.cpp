@@ -26,6 +26,7 @@
 #include "runtime/model/session.h"
 #include "runtime/model/vocab.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "tests/runtime/architecture_cases.h"
 
 namespace latte {
 namespace {
@@ -181,47 +182,15 @@ void check_file(const std::vector<std::uint8_t>& good, const std::string& name) 
   EXPECT_TRUE(failures.empty()) << name << ":" << all;
 }
 
-RandomModelSpec small() {
-  RandomModelSpec s;
-  s.n_layers = 2;
-  return s;
+// Every architecture and layout's random-weight file.
+class HostileMetadataArch : public ::testing::TestWithParam<test::ArchCase> {};
+
+TEST_P(HostileMetadataArch, RefusedOrFinite) {
+  check_file(random_model_bytes(GetParam().spec), GetParam().name);
 }
 
-TEST(HostileMetadata, DeepseekSplitMoeYarn) {
-  RandomModelSpec s = small();
-  s.q_lora_rank = 24;
-  s.n_experts = 8, s.n_experts_used = 2, s.n_experts_shared = 1, s.ff_expert = 32, s.n_leading_dense = 1;
-  s.gating = GatingFunc::sigmoid;
-  s.expert_bias = true;
-  s.n_expert_groups = 4, s.n_expert_groups_used = 2;
-  s.expert_weights_norm = true;
-  s.expert_weights_scale = 2.5f;
-  check_file(random_model_bytes(s), "deepseek2 split, MoE, YaRN");
-}
-
-TEST(HostileMetadata, DeepseekLegacyDense) {
-  RandomModelSpec s = small();
-  s.layout = KvLayout::legacy;
-  check_file(random_model_bytes(s), "deepseek2 legacy");
-}
-
-TEST(HostileMetadata, MiniCpm3) {
-  RandomModelSpec s = small();
-  s.arch = ModelArch::minicpm3;
-  s.layout = KvLayout::legacy;
-  s.q_lora_rank = 24;
-  s.yarn = false;
-  check_file(random_model_bytes(s), "minicpm3");
-}
-
-TEST(HostileMetadata, Plm) {
-  RandomModelSpec s = small();
-  s.arch = ModelArch::plm;
-  s.layout = KvLayout::legacy;
-  s.yarn = false;
-  s.tied_output = true;
-  check_file(random_model_bytes(s), "plm");
-}
+INSTANTIATE_TEST_SUITE_P(RandomModels, HostileMetadataArch, ::testing::ValuesIn(test::architecture_cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // llama.cpp's own files: a real tokenizer's keys too.
 TEST(HostileMetadata, LlamaCppFiles) {
@@ -235,29 +204,15 @@ TEST(HostileMetadata, LlamaCppFiles) {
 
 // A NaN in the weights (one token's embedding row) is refused when it
 // reaches the logits, and the call's tokens are forgotten: the session goes
-// on as if the call had not happened. Dense and MoE (sigmoid, groups) layers,
-// F32 and Q8_0 weights (int8 activations), f32 and int8 caches, decode and
-// prefill in both forms: no sanitizer report, no finite garbage.
+// on as if the call had not happened. Every architecture and layout (F32 and
+// Q8_0 weights), f32 and int8 caches, decode and prefill in both forms: no
+// sanitizer report, no finite garbage.
 TEST(HostileWeights, NanLogitsAreRefusedAndForgotten) {
   const int bad_token = 42;
-  std::vector<std::pair<const char*, RandomModelSpec>> specs;
-  specs.push_back({"dense f32", small()});
-  {
-    RandomModelSpec s = small();
-    s.n_experts = 8, s.n_experts_used = 2, s.n_experts_shared = 1, s.ff_expert = 32, s.n_leading_dense = 1;
-    s.gating = GatingFunc::sigmoid;
-    s.expert_bias = true;
-    s.n_expert_groups = 4, s.n_expert_groups_used = 2;
-    specs.push_back({"moe f32", s});
-  }
-  {
-    RandomModelSpec s = small();
-    s.weight_type = GgmlType::Q8_0;
-    s.d_nope = 32, s.d_v = 32, s.d_rope = 16;
-    specs.push_back({"dense q8_0", s});
-  }
-  for (const auto& [name, spec] : specs) {
-    std::vector<std::uint8_t> bytes = random_model_bytes(spec);
+  for (const test::ArchCase& c : test::architecture_cases()) {
+    // A tied output reads every embedding row at every position.
+    if (c.spec.tied_output) continue;
+    std::vector<std::uint8_t> bytes = random_model_bytes(c.spec);
     {
       const GgufFile f = GgufFile::from_memory(bytes.data(), bytes.size());
       const GgufTensor* t = nullptr;
@@ -277,7 +232,7 @@ TEST(HostileWeights, NanLogitsAreRefusedAndForgotten) {
     auto model = Model::from_file(GgufFile::from_bytes(bytes));
     for (LatentStorage cache : {LatentStorage::f32, LatentStorage::int8}) {
       for (FormChoice form : {FormChoice::naive, FormChoice::absorbed}) {
-        SCOPED_TRACE(std::string(name) + (cache == LatentStorage::int8 ? ", int8" : ", f32") +
+        SCOPED_TRACE(std::string(c.name) + (cache == LatentStorage::int8 ? ", int8" : ", f32") +
                      (form == FormChoice::naive ? ", naive" : ", absorbed"));
         SessionOptions o;
         o.threads = 1;
@@ -315,8 +270,7 @@ TEST(HostileWeights, NanLogitsAreRefusedAndForgotten) {
 
 // The refusals name the key and say what is wrong with the value.
 TEST(HostileMetadata, RefusalNamesTheKey) {
-  RandomModelSpec s = small();
-  const std::vector<std::uint8_t> good = random_model_bytes(s);
+  const std::vector<std::uint8_t> good = random_model_bytes(RandomModelSpec{});  // deepseek2 with YaRN
   const GgufFile f = GgufFile::from_memory(good.data(), good.size());
   auto refusal = [&](const std::string& key, auto value) {
     const GgufKv* kv = f.find(key);

@@ -15,79 +15,13 @@
 #include "runtime/model/model.h"
 #include "runtime/model/random_model.h"
 #include "runtime/model/session.h"
+#include "tests/runtime/architecture_cases.h"
 
 namespace latte {
 namespace {
 
-struct ArchCase {
-  const char* name;
-  RandomModelSpec spec;
-  double nmse_bound;
-};
-
-RandomModelSpec base() {
-  RandomModelSpec s;
-  s.n_layers = 3;
-  return s;
-}
-
-std::vector<ArchCase> cases() {
-  std::vector<ArchCase> v;
-  {  // DeepSeek-V2 style: split layout, q_lora, dense then MoE (softmax), YaRN.
-    RandomModelSpec s = base();
-    s.q_lora_rank = 24;
-    s.n_experts = 8, s.n_experts_used = 2, s.n_experts_shared = 1, s.ff_expert = 32, s.n_leading_dense = 1;
-    v.push_back({"deepseek2_split_qlora_moe", s, 1e-9});
-  }
-  {  // Older deepseek2 files: legacy attn_kv_b, attn_q, all dense.
-    RandomModelSpec s = base();
-    s.layout = KvLayout::legacy;
-    v.push_back({"deepseek2_legacy_dense", s, 1e-9});
-  }
-  {  // DeepSeek-V3 style routing: sigmoid, selection bias, groups, norm, scale.
-    RandomModelSpec s = base();
-    s.q_lora_rank = 24;
-    s.n_experts = 16, s.n_experts_used = 4, s.n_experts_shared = 1, s.ff_expert = 16, s.n_leading_dense = 1;
-    s.gating = GatingFunc::sigmoid;
-    s.expert_bias = true;
-    s.n_expert_groups = 4, s.n_expert_groups_used = 2;
-    s.expert_weights_norm = true;
-    s.expert_weights_scale = 2.5f;
-    s.yarn_log_multiplier = 0.1f;
-    v.push_back({"deepseek2_v3_routing", s, 1e-9});
-  }
-  {  // MiniCPM3: legacy layout, q_lora, half-split RoPE, muP scales.
-    RandomModelSpec s = base();
-    s.arch = ModelArch::minicpm3;
-    s.layout = KvLayout::legacy;
-    s.q_lora_rank = 24;
-    s.yarn = false;
-    v.push_back({"minicpm3", s, 1e-9});
-  }
-  {  // PLM: legacy layout, attn_q, relu^2 FFN, tied output.
-    RandomModelSpec s = base();
-    s.arch = ModelArch::plm;
-    s.layout = KvLayout::legacy;
-    s.yarn = false;
-    s.tied_output = true;
-    v.push_back({"plm", s, 1e-9});
-  }
-  {  // Quantized weights (every ne[0] a multiple of 32).
-    RandomModelSpec s = base();
-    s.weight_type = GgmlType::Q8_0;
-    s.d_nope = 32, s.d_v = 32, s.d_rope = 16, s.q_lora_rank = 32;
-    s.n_experts = 4, s.n_experts_used = 2, s.n_experts_shared = 1, s.ff_expert = 32;
-    v.push_back({"deepseek2_q8_0", s, 1e-4});
-  }
-  {  // Legacy layout with quantized weights: W_UK^T is packed to F16 at load.
-    RandomModelSpec s = base();
-    s.layout = KvLayout::legacy;
-    s.weight_type = GgmlType::Q8_0;
-    s.d_nope = 32, s.d_v = 32, s.d_rope = 16;
-    v.push_back({"deepseek2_legacy_q8_0", s, 1e-4});
-  }
-  return v;
-}
+using test::ArchCase;
+using test::base;
 
 class Architectures : public ::testing::TestWithParam<ArchCase> {};
 
@@ -134,7 +68,7 @@ TEST_P(Architectures, SessionMatchesReference) {
   else EXPECT_GE(same, 12) << c.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(RandomModels, Architectures, ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(RandomModels, Architectures, ::testing::ValuesIn(test::architecture_cases()),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(RandomModel, ParamsRoundTrip) {
