@@ -30,7 +30,9 @@ constexpr int kGemmMinTokens = 16;
 constexpr std::int64_t kGemmPanelRows = 256;
 
 // Index of the first NaN or inf in x[0, n), or n. Exponent bits, OR-reduced
-// over blocks so the loop vectorizes (~2 us for a 102400-token vocabulary).
+// over blocks so the loop vectorizes: ~14 us for a 102400-token vocabulary
+// (measured standalone at -O3), small beside the output product that made
+// those logits (210 M weights for V2-Lite).
 std::size_t first_non_finite(const float* x, std::size_t n) {
   constexpr std::uint32_t kExp = 0x7f800000u;
   constexpr std::size_t kBlock = 1024;
