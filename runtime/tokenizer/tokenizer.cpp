@@ -129,7 +129,7 @@ std::string printable(std::string_view s) {
 bool is_eog_text(const std::string& t) {
   static const char* const texts[] = {
       "<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>",
-      "<|end_of_text|>", "<EOT>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+      "<|end_of_text|>", "<EOT>", ("<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"),
   };
   for (const char* x : texts)
     if (t == x) return true;
@@ -538,6 +538,17 @@ void Tokenizer::push_byte_token(unsigned char byte, std::vector<std::int32_t>& o
   }
 }
 
+// SentencePiece builds text only from normal, user-defined and unused pieces:
+// control, unknown and byte pieces are reserved, so a prompt that spells
+// "<s>" or "<0x41>" gets those characters, not BOS or 'A' (llama.cpp looks up
+// every type here).
+std::int32_t Tokenizer::spm_text_piece(std::string_view text) const {
+  const auto it = token_ids_.find(std::string(text));
+  if (it == token_ids_.end()) return -1;
+  const TokenType ty = types_[it->second];
+  return ty == TokenType::control || ty == TokenType::unknown || ty == TokenType::byte ? -1 : it->second;
+}
+
 void Tokenizer::encode_spm_fragment(std::string_view text, std::vector<std::int32_t>& out) const {
   if (text.empty()) return;
   // Symbols: UTF-8 characters; a byte that starts no valid character is a
@@ -561,23 +572,21 @@ void Tokenizer::encode_spm_fragment(std::string_view text, std::vector<std::int3
     return a.score < b.score || (a.score == b.score && a.left > b.left);
   };
   std::priority_queue<Pair, std::vector<Pair>, decltype(worse)> queue(worse);
-  std::string key;
   auto try_pair = [&](std::int32_t l) {
     if (l < 0) return;
     const std::int32_t r = sym[l].next;
     if (r < 0) return;
-    key.assign(text.substr(sym[l].start, sym[l].len + sym[r].len));
-    const auto it = token_ids_.find(key);
-    if (it == token_ids_.end()) return;
-    queue.push({scores_[it->second], l, sym[l].len, sym[r].len});
+    const std::int32_t id = spm_text_piece(text.substr(sym[l].start, sym[l].len + sym[r].len));
+    if (id < 0) return;
+    queue.push({scores_[id], l, sym[l].len, sym[r].len});
   };
   merge_symbols(sym, queue, try_pair);
 
   for (std::int32_t i = 0; i >= 0; i = sym[i].next) {
-    const std::string piece(text.substr(sym[i].start, sym[i].len));
-    const auto it = token_ids_.find(piece);
-    if (it != token_ids_.end()) {
-      out.push_back(it->second);
+    const std::string_view piece = text.substr(sym[i].start, sym[i].len);
+    const std::int32_t id = spm_text_piece(piece);
+    if (id >= 0) {
+      out.push_back(id);
     } else {
       for (unsigned char c : piece) push_byte_token(c, out);  // byte fallback
     }

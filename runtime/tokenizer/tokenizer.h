@@ -6,7 +6,10 @@
 //    merge rank (lowest rank first, leftmost on ties);
 //  - SentencePiece-style BPE ("llama", MiniCPM3): spaces become U+2581, a
 //    leading space is added, adjacent pieces are merged by highest score,
-//    characters with no piece fall back to <0xXX> byte tokens.
+//    characters with no piece fall back to <0xXX> byte tokens. As in
+//    SentencePiece, merges make only normal, user-defined and unused pieces:
+//    text that spells a control, unknown or byte token ("<s>", "<0x41>")
+//    stays text (llama.cpp would merge it into that token).
 //
 // Control (type 3) and unknown (type 2) tokens are found verbatim in the text
 // only when parse_special is true; user-defined tokens (type 4) always are, as
@@ -142,6 +145,7 @@ class Tokenizer {
   void encode_bpe_word(const std::string& encoded_word, std::vector<std::int32_t>& out) const;
   void encode_spm_fragment(std::string_view text, std::vector<std::int32_t>& out) const;
   void push_byte_token(unsigned char byte, std::vector<std::int32_t>& out) const;
+  std::int32_t spm_text_piece(std::string_view text) const;
   void check_id(std::int32_t id) const;
 
   Kind kind_ = Kind::bpe;

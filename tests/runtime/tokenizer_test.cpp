@@ -365,6 +365,27 @@ TEST(TokenizerSpm, RoundTrips) {
   EXPECT_EQ(t.encode("<s>Hello</s>", false, true), (Ids{1, 271, 2}));
 }
 
+TEST(TokenizerSpm, ReservedPiecesAreNeverBuiltFromText) {
+  // Merges that could spell "<s>" and "<0x41>" out of characters. SentencePiece
+  // builds text from normal pieces only: the control token <s> (1) and the
+  // byte token <0x41> (3 + 0x41) are reachable only by parse_special or as a
+  // byte fallback, and the text comes back as it was.
+  VocabSpec v = spm_vocab();
+  for (const char* p : {"<", "s", ">", "<s", "0", "x", "4", "1", "<0", "<0x", "<0x4", "<0x41"}) {
+    v.tokens.push_back(p);
+    v.token_types.push_back(1);
+    v.scores.push_back(10.0f);  // preferred over everything else
+  }
+  const Tokenizer t = Tokenizer::create(v);
+  const std::int32_t gt = t.find_token(">");
+  EXPECT_EQ(t.encode("<s>", false, false), (Ids{259, t.find_token("<s"), gt}));
+  EXPECT_EQ(t.encode("<0x41>", false, false), (Ids{259, t.find_token("<0x41"), gt}));
+  for (const std::string s : {"<s>", "<0x41>", "a<s>b", "</s>"})
+    EXPECT_EQ(t.decode(t.encode(s, false, false)), s) << s;
+  // With parse_special the control token is matched verbatim.
+  EXPECT_EQ(t.encode("<s>", false, true), (Ids{1}));
+}
+
 // ---------------------------------------------------------------- chat
 
 TEST(TokenizerChat, DeepseekV2Format) {
