@@ -587,6 +587,11 @@ void Tokenizer::encode_spm_fragment(std::string_view text, std::vector<std::int3
     const std::int32_t id = spm_text_piece(piece);
     if (id >= 0) {
       out.push_back(id);
+    } else if (piece == kSpmSpace) {
+      // A space with no "▁" piece: the space's own byte, so that decoding
+      // (which turns "▁" in pieces, not in bytes, back into spaces) gives the
+      // space back; llama.cpp emits the bytes of "▁" and decodes "▁".
+      push_byte_token(' ', out);
     } else {
       for (unsigned char c : piece) push_byte_token(c, out);  // byte fallback
     }

@@ -9,7 +9,9 @@
 //    characters with no piece fall back to <0xXX> byte tokens. As in
 //    SentencePiece, merges make only normal, user-defined and unused pieces:
 //    text that spells a control, unknown or byte token ("<s>", "<0x41>")
-//    stays text (llama.cpp would merge it into that token).
+//    stays text (llama.cpp would merge it into that token). A space in a
+//    vocabulary without a "▁" piece falls back to the byte <0x20>, so it
+//    decodes as a space (llama.cpp: the bytes of "▁", decoded as "▁").
 //
 // Control (type 3) and unknown (type 2) tokens are found verbatim in the text
 // only when parse_special is true; user-defined tokens (type 4) always are, as

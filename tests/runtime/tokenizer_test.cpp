@@ -386,6 +386,27 @@ TEST(TokenizerSpm, ReservedPiecesAreNeverBuiltFromText) {
   EXPECT_EQ(t.encode("<s>", false, true), (Ids{1}));
 }
 
+TEST(TokenizerSpm, SpaceWithoutItsPieceFallsBackToTheSpaceByte) {
+  // No "▁" piece: a space becomes <0x20> (not the three bytes of "▁", which
+  // would decode as "▁"), and the round trip holds.
+  VocabSpec v = spm_vocab();
+  v.tokens.resize(259);
+  v.token_types.resize(259);
+  v.scores.resize(259);
+  for (const char* p : {"H", "i"}) {  // 259, 260
+    v.tokens.push_back(p);
+    v.token_types.push_back(1);
+    v.scores.push_back(-1.0f);
+  }
+  const Tokenizer t = Tokenizer::create(v);
+  const std::int32_t sp = 3 + ' ';
+  EXPECT_EQ(t.encode("Hi Hi", false, false), (Ids{sp, 259, 260, sp, 259, 260}));
+  for (const std::string s : {"Hi Hi", " Hi  ", "H\xE4i i"}) {
+    EXPECT_EQ(t.decode(t.encode(s, false, false)), s) << s;
+    EXPECT_EQ(t.decode(t.encode(s, true, false), {.hide_control = true}), s) << s;
+  }
+}
+
 // ---------------------------------------------------------------- chat
 
 TEST(TokenizerChat, DeepseekV2Format) {
