@@ -1,14 +1,18 @@
 // libFuzzer target for the GGUF reader: parses the input as a GGUF file from
 // memory, then touches every metadata value (recursively through arrays),
-// every typed accessor and every tensor's first and last data byte. Only
+// every typed accessor and every tensor's first and last data byte; a file
+// that carries a tokenizer has it built, encode a text and decode it. Only
 // latte::Error may come out of a malformed file; anything else (a crash, a
 // sanitizer report, another exception, a huge allocation) is a bug.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
+#include "runtime/model/vocab.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 namespace {
 
@@ -53,6 +57,22 @@ void guarded(F&& f) {
   }
 }
 
+// The file's tokenizer, as a model load builds it, over a text with plain
+// words, digits, a special token and a byte no vocabulary maps directly.
+std::uint64_t use_vocab(const GgufFile& f) {
+  if (!latte::gguf_has_vocab(f)) return 0;
+  const latte::Tokenizer tok = latte::Tokenizer::create(latte::vocab_from_gguf(f));
+  std::uint64_t h = 0;
+  for (bool special : {false, true}) {
+    std::vector<std::int32_t> ids;
+    guarded([&] { ids = tok.encode("Hello world, 12345 <|endoftext|> abc\xff\n", false, special); });
+    for (std::int32_t id : ids)
+      if (id < 0 || id >= tok.n_vocab()) __builtin_trap();
+    h += tok.decode(ids).size() + ids.size();
+  }
+  return h;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -94,6 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       h += f.require_tensor(t.name, t.dims()).n_dims;
       h += t.shape_string().size();
     }
+    guarded([&] { h += use_vocab(f); });
   } catch (const Error&) {
   }
   g_sink = h;

@@ -1,7 +1,7 @@
 // Writes the GGUF fuzzer's seed corpus into a folder: small valid files made
 // with GgufWriter (every value type, nested arrays, every tensor type Latte
-// reads, a tiny deepseek2-shaped model, another alignment, version 2) plus
-// truncated copies of each.
+// reads, a tiny deepseek2-shaped model, another alignment, version 2, a valid
+// vocabulary of each tokenizer kind) plus truncated copies of each.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +11,7 @@
 
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_writer.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 namespace {
 
@@ -120,6 +121,64 @@ GgufWriter tiny_deepseek2() {
   return w;
 }
 
+// A valid byte-level BPE vocabulary: the 256 byte tokens of GPT-2's
+// alphabet, a few merges, a control token.
+GgufWriter vocab_gpt2() {
+  GgufWriter w;
+  w.add_string("tokenizer.ggml.model", "gpt2");
+  w.add_string("tokenizer.ggml.pre", "deepseek-llm");
+  std::vector<std::string> tokens;
+  for (int b = 0; b < 256; ++b) {
+    const std::uint32_t cp = latte::gpt2_byte_to_codepoint(static_cast<unsigned char>(b));
+    std::string s;
+    if (cp < 0x80) {
+      s += static_cast<char>(cp);
+    } else {
+      s += static_cast<char>(0xC0 | (cp >> 6));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+    tokens.push_back(s);
+  }
+  const std::string merges[] = {"H e", "l l", "He ll", "o \xC4\xA0", "1 2"};
+  for (const std::string& m : merges) tokens.push_back(m.substr(0, m.find(' ')) + m.substr(m.find(' ') + 1));
+  tokens.push_back("<|endoftext|>");
+  std::vector<std::int32_t> types(tokens.size(), 1);
+  types.back() = 3;
+  w.add_string_array("tokenizer.ggml.tokens", tokens);
+  w.add_i32_array("tokenizer.ggml.token_type", types);
+  w.add_string_array("tokenizer.ggml.merges", merges);
+  w.add_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(tokens.size() - 1));
+  return w;
+}
+
+// A valid SentencePiece vocabulary: <unk>, <s>, </s>, the 256 <0xXX> byte
+// tokens, a few scored pieces.
+GgufWriter vocab_llama() {
+  GgufWriter w;
+  w.add_string("tokenizer.ggml.model", "llama");
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<std::int32_t> types = {2, 3, 3};
+  for (int b = 0; b < 256; ++b) {
+    char buf[8];
+    std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
+    tokens.push_back(buf);
+    types.push_back(6);
+  }
+  for (const char* p : {"\xE2\x96\x81", "H", "e", "l", "o", "He", "ll", "\xE2\x96\x81Hell"}) {
+    tokens.push_back(p);
+    types.push_back(1);
+  }
+  std::vector<float> scores(tokens.size());
+  for (std::size_t i = 0; i < scores.size(); ++i) scores[i] = -static_cast<float>(i);
+  w.add_string_array("tokenizer.ggml.tokens", tokens);
+  w.add_i32_array("tokenizer.ggml.token_type", types);
+  w.add("tokenizer.ggml.scores", V::array_f32(scores));
+  w.add_u32("tokenizer.ggml.unknown_token_id", 0);
+  w.add_u32("tokenizer.ggml.bos_token_id", 1);
+  w.add_u32("tokenizer.ggml.eos_token_id", 2);
+  return w;
+}
+
 void write(const std::string& dir, const std::string& name, const std::vector<std::uint8_t>& b) {
   const std::string path = dir + "/" + name;
   std::FILE* f = std::fopen(path.c_str(), "wb");
@@ -147,6 +206,8 @@ int main(int argc, char** argv) {
     GgufWriter aligned = tiny_deepseek2();
     aligned.set_alignment(64);
     seeds.emplace_back("aligned64", std::move(aligned));
+    seeds.emplace_back("vocab_gpt2", vocab_gpt2());
+    seeds.emplace_back("vocab_llama", vocab_llama());
     GgufWriter v2 = every_tensor_type();
     v2.faults().version = 2;
     seeds.emplace_back("v2", std::move(v2));

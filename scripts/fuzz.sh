@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Fuzzes the GGUF reader with libFuzzer for N seconds (default 60):
-#   scripts/fuzz.sh [SECONDS]
-# Builds fuzz/gguf_fuzz.cpp with clang (-fsanitize=fuzzer,address,undefined)
-# from the reader's sources only (no xsimd/OpenMP/oneDNN) in build-fuzz/,
-# writes a seed corpus of small valid GGUF files and truncated copies with
-# fuzz/make_seeds.cpp, then runs the fuzzer. Any crash, sanitizer report,
-# timeout or oversized allocation fails the script; the input that caused it
-# is left in build-fuzz/ (crash-*, oom-*, timeout-*).
+# Fuzzes what reads a model file with libFuzzer:
+#   scripts/fuzz.sh [GGUF_SECONDS [TOKENIZER_SECONDS]]   (defaults 60 and 30)
+#  - gguf_fuzz (fuzz/gguf_fuzz.cpp): the GGUF reader, and the tokenizer of any
+#    file that parses and carries one, on a seed corpus of small valid GGUF
+#    files and truncated copies written by fuzz/make_seeds.cpp;
+#  - tokenizer_fuzz (fuzz/tokenizer_fuzz.cpp): Tokenizer::create and
+#    encode/decode over vocabularies and texts the input describes.
+# Both are built with clang (-fsanitize=fuzzer,address,undefined) from the
+# sources they need only (no xsimd/OpenMP/oneDNN; PCRE2 for the
+# pre-tokenizer) in build-fuzz/. Any crash, sanitizer report, timeout or
+# oversized allocation fails the script; the input that caused it is left in
+# build-fuzz/ (crash-*, oom-*, timeout-*).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SECS=${1:-60}
+GGUF_SECS=${1:-60}
+TOK_SECS=${2:-30}
 OUT=build-fuzz
 CXX=${LATTE_FUZZ_CXX:-}
 if [ -z "$CXX" ]; then
@@ -26,39 +31,49 @@ if [ ! -f "$fuzzer_lib" ]; then
   exit 1
 fi
 
-SRCS=(runtime/gguf/gguf_file.cpp runtime/gguf/gguf_writer.cpp runtime/error.cpp runtime/huge_pages.cpp quant/ggml_types.cpp)
+READER=(runtime/gguf/gguf_file.cpp runtime/gguf/gguf_writer.cpp runtime/error.cpp runtime/huge_pages.cpp quant/ggml_types.cpp)
+TOKENIZER=(runtime/tokenizer/tokenizer.cpp runtime/tokenizer/pretokenizer.cpp)
+PCRE2=(-DPCRE2_CODE_UNIT_WIDTH=8 -lpcre2-8)
 FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -I. -Wall -Wextra -Wno-unused-parameter)
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all)
 
 mkdir -p "$OUT"
 echo "== fuzz: building with $CXX"
-"$CXX" "${FLAGS[@]}" "${SAN[@]}" -fsanitize=fuzzer fuzz/gguf_fuzz.cpp "${SRCS[@]}" -o "$OUT/gguf_fuzz" &
-build_fuzz=$!
-"$CXX" "${FLAGS[@]}" "${SAN[@]}" fuzz/make_seeds.cpp "${SRCS[@]}" -o "$OUT/make_seeds" &
-build_seeds=$!
-wait "$build_fuzz"
-wait "$build_seeds"
+pids=()
+"$CXX" "${FLAGS[@]}" "${SAN[@]}" -fsanitize=fuzzer fuzz/gguf_fuzz.cpp "${READER[@]}" runtime/model/vocab.cpp "${TOKENIZER[@]}" \
+  "${PCRE2[@]}" -o "$OUT/gguf_fuzz" & pids+=($!)
+"$CXX" "${FLAGS[@]}" "${SAN[@]}" -fsanitize=fuzzer fuzz/tokenizer_fuzz.cpp runtime/error.cpp "${TOKENIZER[@]}" \
+  "${PCRE2[@]}" -o "$OUT/tokenizer_fuzz" & pids+=($!)
+"$CXX" "${FLAGS[@]}" "${SAN[@]}" fuzz/make_seeds.cpp "${READER[@]}" "${TOKENIZER[@]}" "${PCRE2[@]}" -o "$OUT/make_seeds" & pids+=($!)
+for p in "${pids[@]}"; do wait "$p"; done
 
 rm -rf "$OUT/seeds"
-mkdir -p "$OUT/seeds" "$OUT/corpus"
+mkdir -p "$OUT/seeds" "$OUT/corpus" "$OUT/corpus-tokenizer"
 "$OUT/make_seeds" "$OUT/seeds"
 
-echo "== fuzz: running gguf_fuzz for ${SECS}s"
-# New inputs go to corpus/ (kept between runs); seeds/ is read only.
-# -malloc_limit_mb: the reader must never allocate more than its input can justify.
-set +e
-ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
-UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-"$OUT/gguf_fuzz" "$OUT/corpus" "$OUT/seeds" \
-  -dict=fuzz/gguf.dict -max_total_time="$SECS" -max_len=8192 -timeout=10 \
-  -rss_limit_mb=2048 -malloc_limit_mb=256 -print_final_stats=1 \
-  -artifact_prefix="$OUT/" >"$OUT/fuzz.log" 2>&1
-rc=$?
-set -e
-grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)" "$OUT/fuzz.log" || true
-if [ "$rc" -ne 0 ]; then
-  echo "fuzz.sh: gguf_fuzz failed (exit $rc); the last lines of $OUT/fuzz.log:" >&2
-  tail -60 "$OUT/fuzz.log" >&2
-  exit 1
-fi
-echo "== fuzz: no crash in ${SECS}s"
+# run_fuzzer NAME SECONDS DICT CORPUS... : new inputs go to the first corpus
+# folder (kept between runs); the others are read only.
+# -malloc_limit_mb: nothing may allocate more than its input can justify.
+run_fuzzer() {
+  local name=$1 secs=$2 dict=$3; shift 3
+  echo "== fuzz: running $name for ${secs}s"
+  set +e
+  ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  "$OUT/$name" "$@" \
+    -dict="$dict" -max_total_time="$secs" -max_len=8192 -timeout=10 \
+    -rss_limit_mb=2048 -malloc_limit_mb=256 -print_final_stats=1 \
+    -artifact_prefix="$OUT/" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  set -e
+  grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)" "$OUT/$name.log" || true
+  if [ "$rc" -ne 0 ]; then
+    echo "fuzz.sh: $name failed (exit $rc); the last lines of $OUT/$name.log:" >&2
+    tail -60 "$OUT/$name.log" >&2
+    exit 1
+  fi
+  echo "== fuzz: $name: no crash in ${secs}s"
+}
+
+run_fuzzer gguf_fuzz "$GGUF_SECS" fuzz/gguf.dict "$OUT/corpus" "$OUT/seeds"
+run_fuzzer tokenizer_fuzz "$TOK_SECS" fuzz/tokenizer.dict "$OUT/corpus-tokenizer"

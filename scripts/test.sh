@@ -69,9 +69,10 @@ cmake -S . -B build "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$JOBS"
 run_ctest build "release"
 
-# 4. Fuzz the GGUF reader (libFuzzer + ASan/UBSan, clang) on its seed corpus.
-echo "== fuzz: gguf reader"
-if scripts/fuzz.sh "${LATTE_FUZZ_SECONDS:-60}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+# 4. Fuzz the GGUF reader on its seed corpus, then the tokenizer (libFuzzer +
+#    ASan/UBSan, clang).
+echo "== fuzz: gguf reader, tokenizer"
+if scripts/fuzz.sh "${LATTE_FUZZ_SECONDS:-60}" "${LATTE_FUZZ_TOKENIZER_SECONDS:-30}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 # 5. The Python GGUF writer (used by scripts/train_tiny_mla.py) rewrites
 #    llama.cpp's files and the shipped model byte for byte.
