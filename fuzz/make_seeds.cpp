@@ -11,6 +11,7 @@
 
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_writer.h"
+#include "runtime/tokenizer/pretokenizer.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace {
@@ -129,14 +130,8 @@ GgufWriter vocab_gpt2() {
   w.add_string("tokenizer.ggml.pre", "deepseek-llm");
   std::vector<std::string> tokens;
   for (int b = 0; b < 256; ++b) {
-    const std::uint32_t cp = latte::gpt2_byte_to_codepoint(static_cast<unsigned char>(b));
     std::string s;
-    if (cp < 0x80) {
-      s += static_cast<char>(cp);
-    } else {
-      s += static_cast<char>(0xC0 | (cp >> 6));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    }
+    latte::detail::append_utf8(s, latte::gpt2_byte_to_codepoint(static_cast<unsigned char>(b)));
     tokens.push_back(s);
   }
   const std::string merges[] = {"H e", "l l", "He ll", "o \xC4\xA0", "1 2"};

@@ -33,19 +33,6 @@ using latte::VocabSpec;
   std::abort();
 }
 
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 bool valid_utf8(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
     const std::size_t n = latte::detail::utf8_valid_prefix_len(s.substr(i));
@@ -60,7 +47,7 @@ bool valid_utf8(std::string_view s) {
 std::string byte_token(bool gpt2, unsigned char b) {
   std::string s;
   if (gpt2) {
-    append_utf8(s, latte::gpt2_byte_to_codepoint(b));
+    latte::detail::append_utf8(s, latte::gpt2_byte_to_codepoint(b));
   } else {
     char buf[8];
     std::snprintf(buf, sizeof(buf), "<0x%02X>", b);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -33,5 +34,8 @@ std::string sanitize_utf8(std::string_view text);
 
 // Length of the well-formed UTF-8 sequence at the start of `s`, or 0.
 std::size_t utf8_valid_prefix_len(std::string_view s);
+
+// Appends code point `cp` (<= U+10FFFF) as UTF-8.
+void append_utf8(std::string& out, std::uint32_t cp);
 
 }  // namespace latte::detail

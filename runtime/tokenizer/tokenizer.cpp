@@ -15,24 +15,6 @@ namespace {
 
 constexpr const char* kSpmSpace = "\xE2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
 
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 // Decodes one code point of (assumed mostly valid) UTF-8; invalid -> the byte's
 // value with length 1.
 std::uint32_t next_codepoint(std::string_view s, std::size_t& i) {
@@ -66,7 +48,7 @@ struct Gpt2ByteMap {
     std::uint32_t n = 0;
     for (int b = 0; b < 256; ++b) {
       byte_to_cp[b] = direct[b] ? static_cast<std::uint32_t>(b) : 256 + n++;
-      append_utf8(byte_to_utf8[b], byte_to_cp[b]);
+      detail::append_utf8(byte_to_utf8[b], byte_to_cp[b]);
       cp_to_byte[byte_to_cp[b]] = static_cast<unsigned char>(b);
     }
   }
