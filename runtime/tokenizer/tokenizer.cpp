@@ -324,7 +324,7 @@ TokenType Tokenizer::token_type(std::int32_t id) const {
 }
 
 std::int32_t Tokenizer::find_token(std::string_view text) const {
-  const auto it = token_ids_.find(std::string(text));
+  const auto it = token_ids_.find(text);
   return it == token_ids_.end() ? -1 : it->second;
 }
 
@@ -489,7 +489,7 @@ void Tokenizer::encode_bpe_word(const std::string& word, std::vector<std::int32_
   merge_symbols(sym, queue, try_pair);
 
   for (std::int32_t i = 0; i >= 0; i = sym[i].next) {
-    const std::string piece = word.substr(sym[i].start, sym[i].len);
+    const std::string_view piece = std::string_view(word).substr(sym[i].start, sym[i].len);
     const auto it = token_ids_.find(piece);
     if (it != token_ids_.end()) {
       out.push_back(it->second);
@@ -525,10 +525,10 @@ void Tokenizer::push_byte_token(unsigned char byte, std::vector<std::int32_t>& o
 // "<s>" or "<0x41>" gets those characters, not BOS or 'A' (llama.cpp looks up
 // every type here).
 std::int32_t Tokenizer::spm_text_piece(std::string_view text) const {
-  const auto it = token_ids_.find(std::string(text));
-  if (it == token_ids_.end()) return -1;
-  const TokenType ty = types_[it->second];
-  return ty == TokenType::control || ty == TokenType::unknown || ty == TokenType::byte ? -1 : it->second;
+  const std::int32_t id = find_token(text);
+  if (id < 0) return -1;
+  const TokenType ty = types_[id];
+  return ty == TokenType::control || ty == TokenType::unknown || ty == TokenType::byte ? -1 : id;
 }
 
 void Tokenizer::encode_spm_fragment(std::string_view text, std::vector<std::int32_t>& out) const {

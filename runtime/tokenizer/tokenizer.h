@@ -38,6 +38,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -156,8 +157,15 @@ class Tokenizer {
   std::vector<TokenType> types_;
   std::vector<float> scores_;
   std::vector<std::string> pieces_;  // decoded bytes per token (control: its text)
-  std::unordered_map<std::string, std::int32_t> token_ids_;
-  std::unordered_map<std::string, std::int32_t> merge_ranks_;  // "left right" -> rank
+  // Looked up by string_view without building a std::string (the encoders
+  // look up every candidate merge).
+  struct TextHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using TextMap = std::unordered_map<std::string, std::int32_t, TextHash, std::equal_to<>>;
+  TextMap token_ids_;
+  TextMap merge_ranks_;  // "left right" -> rank
   std::vector<std::int32_t> special_ids_;  // control/user-defined/unknown, longest text first
   std::vector<std::int32_t> eog_ids_;      // sorted
   std::int32_t byte_tokens_[256];          // token of each byte (gpt2: mapped char; llama: <0xXX>), -1 none
