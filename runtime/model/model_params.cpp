@@ -104,8 +104,8 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
     r.yarn_log_multiplier = real("rope.scaling.yarn_log_multiplier", 0.f, false);
     r.yarn_beta_fast = real("rope.scaling.yarn_beta_fast", 32.f, true);
     r.yarn_beta_slow = real("rope.scaling.yarn_beta_slow", 1.f, true);
-    if (!(r.yarn_factor > 0) || !(r.yarn_orig_ctx > 0))
-      bad(k + "rope.scaling.factor and original_context_length must be > 0 for yarn");
+    if (!(r.yarn_orig_ctx > 0))  // (the factor is checked above)
+      bad(k + "rope.scaling.original_context_length must be > 0 for yarn");
   } else if (scaling != "none" && scaling != "") {
     throw Error(Status::unsupported, "rope scaling type '" + scaling + "' (" + k +
                                          "rope.scaling.type) is not supported: Latte runs none and yarn");
