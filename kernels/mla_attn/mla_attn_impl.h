@@ -1017,7 +1017,7 @@ void decode_core(const Plan& P, std::uint8_t* base, const float* q_lat, const fl
   };
   auto work = [&](int it, int thread, auto&& next_item) {
     const int cs = it / n_hs, hs = it % n_hs;
-    const auto [t0, t1] = tiles_of(it);
+    const std::int64_t t0 = bounds[cs], t1 = bounds[cs + 1];
     const int h0 = P.nh * hs / n_hs, h1 = P.nh * (hs + 1) / n_hs;
     float* part = reinterpret_cast<float*>(base + P.off_part) + cs * P.part_floats;
     float* pm = part + static_cast<std::size_t>(P.nh) * P.d_c;
