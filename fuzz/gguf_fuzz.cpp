@@ -58,7 +58,7 @@ void guarded(F&& f) {
 }
 
 // The file's tokenizer, as a model load builds it, over a text with plain
-// words, digits, a special token and a byte no vocabulary maps directly.
+// words, digits, a special token and a byte of invalid UTF-8.
 std::uint64_t use_vocab(const GgufFile& f) {
   if (!latte::gguf_has_vocab(f)) return 0;
   const latte::Tokenizer tok = latte::Tokenizer::create(latte::vocab_from_gguf(f));
