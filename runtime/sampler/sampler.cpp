@@ -27,14 +27,16 @@ void check_logits(std::span<const float> logits) {
   }
 }
 
-// Softmax of the candidates' logits into p (in place), in double.
-void softmax(std::vector<TokenProb>& c) {
+// Softmax of the candidates' logits / temperature into p, in double, from
+// the differences to the largest logit: logit / temperature itself can
+// overflow float (and a tiny temperature would then give NaN, not greedy).
+void softmax(std::vector<TokenProb>& c, double temperature = 1.0) {
   float m = -std::numeric_limits<float>::infinity();
   for (const auto& t : c) m = std::max(m, t.logit);
   double sum = 0.0;
   std::vector<double> e(c.size());
   for (std::size_t i = 0; i < c.size(); ++i) {
-    e[i] = std::exp(static_cast<double>(c[i].logit) - m);
+    e[i] = std::exp((static_cast<double>(c[i].logit) - m) / temperature);
     sum += e[i];
   }
   for (std::size_t i = 0; i < c.size(); ++i) c[i].p = static_cast<float>(e[i] / sum);
@@ -147,8 +149,8 @@ std::vector<TokenProb> Sampler::candidates(std::span<const float> logits) const 
   }
 
   std::sort(c.begin(), c.end(), more_likely);
-  for (auto& t : c) t.logit /= config_.temperature;
-  softmax(c);
+  softmax(c, config_.temperature);
+  for (auto& t : c) t.logit /= config_.temperature;  // may be +-inf for a tiny temperature; p is not
   return c;
 }
 

@@ -45,7 +45,7 @@ struct SamplerConfig {
 
 struct TokenProb {
   std::int32_t id;
-  float logit;  // after penalty and temperature
+  float logit;  // after penalty and temperature (+-inf where logit / temperature overflows float)
   float p;      // normalized over the candidates
 };
 

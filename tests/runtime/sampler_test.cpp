@@ -202,6 +202,22 @@ TEST(Sampler, TemperatureFrequenciesMatchSoftmax) {
   }
 }
 
+TEST(Sampler, TinyTemperatureIsGreedy) {
+  // logit / temperature overflows float here; the draw must still be the
+  // argmax (it was the least likely candidate when the softmax made NaN).
+  const std::vector<float> l = {0.5f, 3.0f, -2.0f, 2.9f, 1.0f};
+  for (float temp : {1e-45f, 1e-38f, 1e-30f}) {
+    SamplerConfig cfg = plain(temp);
+    Sampler s(cfg);
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(s.sample(l), 1) << temp;
+    const auto c = s.candidates(l);
+    ASSERT_EQ(c.size(), l.size());
+    EXPECT_EQ(c[0].id, 1);
+    EXPECT_EQ(c[0].p, 1.0f) << temp;
+    for (std::size_t i = 1; i < c.size(); ++i) EXPECT_EQ(c[i].p, 0.0f) << temp;
+  }
+}
+
 TEST(Sampler, PipelineOrderTopPBeforeTemperature) {
   // top-p is judged on temperature-1 probabilities (llama.cpp's default
   // chain), so a high temperature does not widen the nucleus.
