@@ -39,6 +39,9 @@ int run_make_model(const MakeModelOptions& o) {
   write_random_model(s, o.out);
   std::fprintf(stderr, "wrote %s: %s preset, %d layers, vocab %d, %s weights\n", o.out.c_str(), o.preset.c_str(),
                o.layers, o.vocab, o.type.c_str());
+  if (ggml_type_info(static_cast<std::uint32_t>(s.weight_type))->block_elems > 32)
+    std::fprintf(stderr, "(matrices whose rows a %s block does not divide are written as llama.cpp's quantizer "
+                         "writes them: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, else F16)\n", o.type.c_str());
   return 0;
 }
 

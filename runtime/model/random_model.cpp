@@ -25,7 +25,20 @@ std::string utf8(std::uint32_t cp) {  // code points below U+0800 only (GPT-2's 
   return s;
 }
 
+std::uint32_t block_elems(GgmlType t) { return ggml_type_info(static_cast<std::uint32_t>(t))->block_elems; }
+
 }  // namespace
+
+GgmlType row_type_for(GgmlType want, std::uint64_t cols) {
+  if (cols % block_elems(want) == 0) return want;
+  // As llama.cpp's quantizer does for rows a 256-element K-quant block does
+  // not divide, then F16 where the 32-element fallback does not divide either.
+  GgmlType fallback = GgmlType::F16;
+  if (want == GgmlType::Q4_K) fallback = GgmlType::Q5_0;
+  if (want == GgmlType::Q5_K) fallback = GgmlType::Q5_1;
+  if (want == GgmlType::Q6_K) fallback = GgmlType::Q8_0;
+  return cols % block_elems(fallback) == 0 ? fallback : GgmlType::F16;
+}
 
 std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
   if (s.n_vocab < 258) throw Error(Status::invalid_argument, "random model: n_vocab must be >= 258");
@@ -109,7 +122,7 @@ std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
   auto matrix = [&](const std::string& name, std::initializer_list<std::uint64_t> ne, float gain = 1.f) {
     std::uint64_t cols = *ne.begin(), rows = 1;
     for (auto it = ne.begin() + 1; it != ne.end(); ++it) rows *= *it;
-    const GgmlType t = s.weight_type;
+    const GgmlType t = row_type_for(s.weight_type, cols);
     std::vector<float> row(cols);
     const std::size_t rb = ggml_row_bytes(t, cols);
     std::vector<std::uint8_t> data(rb * rows);

@@ -38,10 +38,15 @@ struct RandomModelSpec {
   int yarn_orig_ctx = 128;
   float yarn_log_multiplier = 0.0707f;
   float rms_eps = 1e-6f;
-  GgmlType weight_type = GgmlType::F32;  // matrices; norms stay F32
+  GgmlType weight_type = GgmlType::F32;  // matrices (see row_type_for); norms stay F32
   bool tied_output = false;              // no `output` tensor
   std::uint64_t seed = 1;
 };
+
+// The type a matrix with rows of `cols` elements is written in: `want`, or
+// where its block does not divide the row, llama.cpp's quantizer fallback
+// (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0), or F16.
+GgmlType row_type_for(GgmlType want, std::uint64_t cols);
 
 std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& spec);
 void write_random_model(const RandomModelSpec& spec, const std::string& path);
