@@ -27,12 +27,15 @@
 #include "kernels/isa.h"
 #include "runtime/cli/commands.h"
 #include "runtime/error.h"
+#include "runtime/model/model.h"
 #include "runtime/model/session.h"
 #include "runtime/read_bandwidth.h"
 
 namespace latte::cli {
 
 namespace {
+
+constexpr std::int64_t kMaxDepth = std::int64_t{1} << 24;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -41,6 +44,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 int run_bench(const BenchOptions& o) {
+  if (o.n_prompt == 0 && o.n_gen == 0)
+    throw Error(Status::invalid_argument, "bench: -p and -n are both 0, so there is nothing to measure");
+  std::vector<std::int64_t> depths = parse_int_list(o.depths, "--depths", kMaxDepth);
   auto model = load_model(o.model, o.no_mmap);
   const ModelParams& p = model->params();
   struct Row {
@@ -53,14 +59,16 @@ int run_bench(const BenchOptions& o) {
   std::uniform_int_distribution<std::int32_t> tok(0, p.n_vocab - 1);
   // One session, depths in ascending order: the cache is filled up to each
   // depth in turn, so the total fill is the largest depth, not the sum.
-  std::vector<std::int64_t> depths = o.depths;
   std::sort(depths.begin(), depths.end());
   depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
   SessionOptions so;
   so.threads = o.threads;
   so.cache = *parse_latent_storage(o.cache);
   so.prefill_form = o.form == "naive" ? FormChoice::naive : o.form == "absorbed" ? FormChoice::absorbed : FormChoice::cost_model;
-  so.n_ctx = depths.back() + std::max(o.n_prompt, o.n_gen) + 1;
+  // Room for the largest depth plus the longer measurement, and at least
+  // the warm-up's 3 tokens.
+  so.n_ctx = depths.back() + std::max({o.n_prompt, o.n_gen, 3});
+  warn_beyond_trained_context(*model, depths.back() + std::max(o.n_prompt, o.n_gen), "the deepest measurement");
   Session s(model, so);
   // Depth-0 decodes next to the deeper ones (see the top of the file).
   SessionOptions so0 = so;
@@ -119,9 +127,9 @@ int run_bench(const BenchOptions& o) {
   auto pct_of_depth0 = [](const Row& r) { return r.decode0_tps > 0 ? 100 * r.decode_tps / r.decode0_tps : 0.0; };
 
   if (o.json) {
-    std::printf("{\n  \"model\": \"%s\",\n  \"architecture\": \"%s\",\n  \"cache_type\": \"%s\",\n  \"threads\": %d,\n"
+    std::printf("{\n  \"model\": %s,\n  \"architecture\": \"%s\",\n  \"cache_type\": \"%s\",\n  \"threads\": %d,\n"
                 "  \"isa\": \"%s\",\n  \"weights\": \"%s\",\n  \"n_prompt\": %d,\n  \"n_gen\": %d,\n",
-                o.model.c_str(), model_arch_name(p.arch), o.cache.c_str(), threads, isa_name(active_isa()),
+                json_string(o.model).c_str(), model_arch_name(p.arch), o.cache.c_str(), threads, isa_name(active_isa()),
                 o.no_mmap ? "read" : "mmap", o.n_prompt, o.n_gen);
     std::printf("  \"decode_weight_bytes\": %zu,\n  \"read_GBps_before\": %.2f,\n  \"read_GBps_after\": %.2f,\n",
                 weight_bytes, read_before / 1e9, read_after / 1e9);

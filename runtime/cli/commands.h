@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace latte {
@@ -39,7 +40,7 @@ int run_eval(const EvalOptions& opts);
 
 struct BenchOptions {
   std::string model;
-  std::vector<std::int64_t> depths{0};
+  std::string depths = "0";  // "0,4096,16384": context depths, tokens already in the cache
   std::string cache = "int8";
   int threads = 0;
   int n_prompt = 512;
@@ -81,7 +82,7 @@ struct RunOptions {
   std::uint64_t seed = 0x1a77e5eedULL;
   std::string cache = "int8";
   int threads = 0;
-  std::int64_t n_ctx = 4096;
+  std::int64_t n_ctx = -1;  // -1: 4096, or the model's trained context if smaller; 0: the model's
   bool no_mmap = false;     // read the file into huge pages instead of mapping it
 };
 // `latte run`: generate text from a prompt, streaming it.
@@ -105,8 +106,19 @@ struct PerplexityOptions {
 // `latte perplexity`: mean NLL of the next token over windows of a text.
 int run_perplexity(const PerplexityOptions& opts);
 
-// "1,2,3" -> ids; Error(invalid_argument) naming a bad item (`what` names the option).
+// "1,2,3" -> integers in [0, max]: digits only, no empty items; otherwise
+// Error(invalid_argument) naming the item (`what` names the option or line).
+std::vector<std::int64_t> parse_int_list(const std::string& s, const char* what, std::int64_t max);
+// The same for token ids (max INT32_MAX).
 std::vector<std::int32_t> parse_token_list(const std::string& s, const char* what);
+// Error(invalid_argument) naming the first id >= n_vocab, counted from 1 as
+// parse_token_list counts items.
+void check_token_ids(const std::vector<std::int32_t>& ids, std::int32_t n_vocab, const std::string& what);
+// s as a JSON string literal, quotes included.
+std::string json_string(std::string_view s);
+// A stderr warning when n_tokens of context exceed what the model was
+// trained for (its context_length); `what` names the setting.
+void warn_beyond_trained_context(const Model& model, std::int64_t n_tokens, const char* what);
 
 // Loads a model, showing progress on stderr ("loading FILE: 42/120 tensors");
 // no_mmap: GgufLoad::read.

@@ -1,5 +1,4 @@
-// `latte demo`: until Latte ships a model, show the MLA layer itself: one
-// layer at DeepSeek-V2-Lite shapes with random weights, run in the naive and
+// `latte demo`: the MLA layer itself, without a model file: one layer at DeepSeek-V2-Lite shapes with random weights, run in the naive and
 // absorbed forms from the same weights, their agreement, the form the cost
 // model picks, and what the latent cache saves.
 #include <algorithm>
@@ -29,7 +28,7 @@ int run_demo(const DemoOptions& opts) {
   cfg.rope.yarn_orig_ctx = 4096;
   cfg.rope.yarn_log_multiplier = 0.0707;
 
-  std::printf("latte demo: no model is shipped yet, so this runs ONE MLA layer with RANDOM weights\n"
+  std::printf("latte demo: ONE MLA layer with RANDOM weights (for text, `latte run` uses the shipped model)\n"
               "at DeepSeek-V2-Lite shapes (d 2048, 16 heads, d_c 512, d_R 64, nope 128, v 128),\n"
               "scalar reference, %d prefill tokens then %d decode steps.\n\n",
               opts.n_prefill, opts.n_decode);

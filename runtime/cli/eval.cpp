@@ -6,33 +6,16 @@
 
 #include "runtime/cli/commands.h"
 #include "runtime/error.h"
+#include "runtime/model/model.h"
 #include "runtime/model/session.h"
 
 namespace latte::cli {
 
-std::vector<std::int32_t> parse_token_list(const std::string& s, const char* what) {
-  std::vector<std::int32_t> out;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    std::size_t j = s.find(',', i);
-    if (j == std::string::npos) j = s.size();
-    const std::string item = s.substr(i, j - i);
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || errno != 0 || v < 0 || v > INT32_MAX)
-      throw Error(Status::invalid_argument, std::string(what) + ": '" + item + "' (item " + std::to_string(out.size() + 1) +
-                                                ") is not a token id");
-    out.push_back(static_cast<std::int32_t>(v));
-    i = j + 1;
-  }
-  if (out.empty()) throw Error(Status::invalid_argument, std::string(what) + ": no token ids given");
-  return out;
-}
-
 int run_eval(const EvalOptions& o) {
   const auto tokens = parse_token_list(o.tokens, "--tokens");
   auto model = load_model(o.model, o.no_mmap);
+  check_token_ids(tokens, model->params().n_vocab, "--tokens");
+  warn_beyond_trained_context(*model, static_cast<std::int64_t>(tokens.size()), "--tokens");
   SessionOptions so;
   so.threads = o.threads;
   so.cache = *parse_latent_storage(o.cache);

@@ -1,7 +1,11 @@
 // The `latte` command line.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <string>
 
@@ -9,9 +13,71 @@
 #include "runtime/cli/commands.h"
 #include "runtime/error.h"
 
+namespace {
+
+// Whole-string numeric checks with messages that say what is wrong (CLI11's
+// Range calls "abc" out of range, and its integer parse accepts "-1" for an
+// unsigned seed).
+CLI::Validator integer_in(long long lo, long long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        const char* b = s.c_str();
+        const char* digits = b + (*b == '-');
+        if (*digits == '\0' || std::strspn(digits, "0123456789") != std::strlen(digits)) return "'" + s + "' is not an integer";
+        errno = 0;
+        const long long v = std::strtoll(b, nullptr, 10);
+        if (errno != 0 || v < lo || v > hi)
+          return s + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+        return "";
+      },
+      "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+// lo_open: lo itself is refused, "(lo, hi]".
+CLI::Validator real_in(double lo, double hi, bool lo_open) {
+  char range[48];
+  std::snprintf(range, sizeof range, "%c%g, %g]", lo_open ? '(' : '[', lo, hi);
+  return CLI::Validator(
+      [lo, hi, lo_open, range = std::string(range)](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || *end != '\0' || !std::isfinite(v)) return "'" + s + "' is not a finite number";
+        if (v < lo || v > hi || (lo_open && v == lo)) return s + " is outside " + range;
+        return "";
+      },
+      range);
+}
+
+const CLI::Validator kSeed(
+    [](std::string& s) -> std::string {
+      if (s.empty() || std::strspn(s.c_str(), "0123456789") != s.size()) return "'" + s + "' is not a non-negative integer";
+      errno = 0;
+      std::strtoull(s.c_str(), nullptr, 10);
+      if (errno != 0) return s + " is larger than 2^64 - 1";
+      return "";
+    },
+    "");
+
+const char* const kCommands[] = {"info", "demo", "eval", "bench", "run", "perplexity", "make-model"};
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  // An unknown command: CLI11 would only say that one is required.
+  if (argc >= 2 && argv[1][0] != '-') {
+    bool known = false;
+    for (const char* c : kCommands) known = known || std::strcmp(argv[1], c) == 0;
+    if (!known) {
+      std::fprintf(stderr, "latte: unknown command '%s' (commands:", argv[1]);
+      for (const char* c : kCommands) std::fprintf(stderr, " %s", c);
+      std::fprintf(stderr, "; latte --help)\n");
+      return 2;
+    }
+  }
+
   CLI::App app{"Latte: Multi-Head Latent Attention inference on the CPU"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "latte " LATTE_VERSION);
 
   bool info_models = false;
   std::string info_file;
@@ -21,8 +87,8 @@ int main(int argc, char** argv) {
 
   latte::cli::DemoOptions demo_opts;
   auto* demo = app.add_subcommand("demo", "Run one MLA layer (DeepSeek-V2-Lite shapes, random weights) in both forms");
-  demo->add_option("--tokens", demo_opts.n_prefill, "Prefill tokens")->check(CLI::Range(1, 4096));
-  demo->add_option("--steps", demo_opts.n_decode, "Decode steps")->check(CLI::Range(0, 4096));
+  demo->add_option("--tokens", demo_opts.n_prefill, "Prefill tokens")->check(integer_in(1, 4096));
+  demo->add_option("--steps", demo_opts.n_decode, "Decode steps")->check(integer_in(0, 4096));
 
   latte::cli::EvalOptions eval_opts;
   auto* eval = app.add_subcommand("eval", "Write the logits of every position of a token sequence");
@@ -30,46 +96,46 @@ int main(int argc, char** argv) {
   eval->add_option("--tokens", eval_opts.tokens, "Token ids, comma-separated")->required();
   eval->add_option("--logits-out", eval_opts.logits_out, "Output: float32 [n_tokens, n_vocab], row-major")->required();
   eval->add_option("--cache-type", eval_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
-  eval->add_option("--threads", eval_opts.threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  eval->add_option("--threads", eval_opts.threads, "Threads (0: all cores)")->check(integer_in(0, 1024));
   eval->add_flag("--no-mmap", eval_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
-  eval->add_option("--prefill-chunk", eval_opts.prefill_chunk, "Tokens per prefill chunk")->check(CLI::Range(1, 1 << 20));
+  eval->add_option("--prefill-chunk", eval_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
 
   latte::cli::BenchOptions bench_opts;
   auto* bench = app.add_subcommand("bench", "Prefill and decode speed at several context depths");
   bench->add_option("-m,--model", bench_opts.model, "GGUF model file")->required();
-  bench->add_option("--depths", bench_opts.depths, "Context depths (tokens already in the cache)")
-      ->delimiter(',')->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24));
+  bench->add_option("--depths", bench_opts.depths, "Context depths, tokens already in the cache (0,4096,16384)");
   bench->add_option("--cache-type", bench_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
-  bench->add_option("--threads", bench_opts.threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  bench->add_option("--threads", bench_opts.threads, "Threads (0: all cores)")->check(integer_in(0, 1024));
   bench->add_flag("--no-mmap", bench_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
-  bench->add_option("-p,--n-prompt", bench_opts.n_prompt, "Prompt tokens for the prefill measurement")->check(CLI::Range(0, 1 << 20));
-  bench->add_option("-n,--n-gen", bench_opts.n_gen, "Tokens for the decode measurement")->check(CLI::Range(0, 1 << 20));
-  bench->add_option("-r,--repetitions", bench_opts.repetitions, "Repetitions (the best is reported)")->check(CLI::Range(1, 100));
+  bench->add_option("-p,--n-prompt", bench_opts.n_prompt, "Prompt tokens for the prefill measurement")->check(integer_in(0, 1LL << 20));
+  bench->add_option("-n,--n-gen", bench_opts.n_gen, "Tokens for the decode measurement")->check(integer_in(0, 1LL << 20));
+  bench->add_option("-r,--repetitions", bench_opts.repetitions, "Repetitions (the best is reported)")->check(integer_in(1, 100));
   bench->add_option("--form", bench_opts.form, "Prefill form: auto (the cost model), naive or absorbed")
       ->check(CLI::IsMember({"auto", "naive", "absorbed"}));
   bench->add_flag("--json", bench_opts.json, "JSON output");
 
   latte::cli::RunOptions run_opts;
   auto* run = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
-  run->add_option("-m,--model", run_opts.model, "GGUF model file (default: the shipped model in models/)");
-  run->add_option("-p,--prompt", run_opts.prompt, "Prompt text");
-  run->add_option("--prompt-ids", run_opts.prompt_ids, "Prompt as token ids (1,2,3) instead of text");
+  auto* run_model = run->add_option("-m,--model", run_opts.model, "GGUF model file (default: the shipped model in models/)");
+  auto* run_prompt = run->add_option("-p,--prompt", run_opts.prompt, "Prompt text");
+  auto* run_ids = run->add_option("--prompt-ids", run_opts.prompt_ids, "Prompt as token ids (1,2,3) instead of text");
+  run_ids->excludes(run_prompt);
   run->add_flag("--print-ids", run_opts.print_ids, "Print the generated token ids instead of text");
   run->add_flag("--ignore-eos", run_opts.ignore_eos, "Keep generating past end-of-sequence tokens");
-  run->add_option("-n,--n-predict", run_opts.n_predict, "Tokens to generate at most")->check(CLI::Range(0, 1 << 24));
-  run->add_flag("--chat", run_opts.chat, "Wrap the prompt as a user turn in DeepSeek's chat format");
+  run->add_option("-n,--n-predict", run_opts.n_predict, "Tokens to generate at most")->check(integer_in(0, 1LL << 24));
+  run->add_flag("--chat", run_opts.chat, "Wrap the prompt as a user turn in DeepSeek's chat format")->excludes(run_ids);
   run->add_flag("-i,--interactive", run_opts.interactive, "Read prompts (turns with --chat) from stdin, one per line");
-  run->add_option("--temp", run_opts.temperature, "Temperature (0: greedy)")->check(CLI::Range(0.0f, 100.0f));
-  run->add_option("--top-k", run_opts.top_k, "Top-k (0: off)")->check(CLI::Range(0, 1 << 24));
-  run->add_option("--top-p", run_opts.top_p, "Top-p (1: off)")->check(CLI::Range(0.0f, 1.0f));
-  run->add_option("--min-p", run_opts.min_p, "Min-p (0: off)")->check(CLI::Range(0.0f, 1.0f));
-  run->add_option("--repeat-penalty", run_opts.repeat_penalty, "Repetition penalty (1: off)")->check(CLI::Range(0.0f, 100.0f));
-  run->add_option("--repeat-last-n", run_opts.repeat_last_n, "Tokens the penalty looks back over")->check(CLI::Range(0, 1 << 24));
-  run->add_option("--seed", run_opts.seed, "Sampling seed (same seed, same text)");
+  run->add_option("--temp", run_opts.temperature, "Temperature (0: greedy)")->check(real_in(0, 100, false));
+  run->add_option("--top-k", run_opts.top_k, "Top-k (0: off)")->check(integer_in(0, 1LL << 24));
+  run->add_option("--top-p", run_opts.top_p, "Top-p (1: off)")->check(real_in(0, 1, true));
+  run->add_option("--min-p", run_opts.min_p, "Min-p (0: off)")->check(real_in(0, 1, false));
+  run->add_option("--repeat-penalty", run_opts.repeat_penalty, "Repetition penalty (1: off)")->check(real_in(0, 100, true));
+  run->add_option("--repeat-last-n", run_opts.repeat_last_n, "Tokens the penalty looks back over")->check(integer_in(0, 1LL << 24));
+  run->add_option("--seed", run_opts.seed, "Sampling seed (same seed, same text)")->check(kSeed);
   run->add_option("--cache-type", run_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
-  run->add_option("--threads", run_opts.threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  run->add_option("--threads", run_opts.threads, "Threads (0: all cores)")->check(integer_in(0, 1024));
   run->add_flag("--no-mmap", run_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
-  run->add_option("-c,--ctx", run_opts.n_ctx, "Context size in tokens (0: the model's maximum)")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24));
+  run->add_option("-c,--ctx", run_opts.n_ctx, "Context size in tokens (default: 4096, or the model's trained context if smaller; 0: the model's)")->check(integer_in(0, 1LL << 24));
 
   latte::cli::PerplexityOptions ppl_opts;
   auto* ppl = app.add_subcommand("perplexity", "Perplexity over token windows or a text file");
@@ -78,13 +144,13 @@ int main(int argc, char** argv) {
   ppl_src->add_option("--windows", ppl_opts.windows_file, "Token-id windows, one per line (1,2,3)");
   ppl_src->add_option("-f,--file", ppl_opts.text_file, "A text file (tokenized with BOS, cut into --ctx windows)");
   ppl_src->require_option(1);
-  ppl->add_option("-c,--ctx", ppl_opts.n_ctx, "Window length for -f")->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
+  ppl->add_option("-c,--ctx", ppl_opts.n_ctx, "Window length for -f")->check(integer_in(2, 1LL << 20));
   ppl->add_option("--cache-type", ppl_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
   ppl->add_option("--form", ppl_opts.form, "Prefill form")->check(CLI::IsMember({"auto", "naive", "absorbed"}));
   ppl->add_flag("--decode", ppl_opts.decode, "Feed the tokens one by one (the decode kernel for every position)");
-  ppl->add_option("--threads", ppl_opts.threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  ppl->add_option("--threads", ppl_opts.threads, "Threads (0: all cores)")->check(integer_in(0, 1024));
   ppl->add_flag("--no-mmap", ppl_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
-  ppl->add_option("--prefill-chunk", ppl_opts.prefill_chunk, "Tokens per prefill chunk")->check(CLI::Range(1, 1 << 20));
+  ppl->add_option("--prefill-chunk", ppl_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
   ppl->add_flag("--json", ppl_opts.json, "JSON output");
 
   latte::cli::MakeModelOptions mm_opts;
@@ -92,9 +158,9 @@ int main(int argc, char** argv) {
   mm->add_option("--preset", mm_opts.preset, "Shapes: v2-lite (DeepSeek-V2-Lite attention) or tiny")
       ->check(CLI::IsMember({"v2-lite", "tiny"}));
   mm->add_option("--type", mm_opts.type, "Weight type: F32, F16, BF16, Q8_0, Q4_0, ...");
-  mm->add_option("--layers", mm_opts.layers, "Layers")->check(CLI::Range(1, 256));
-  mm->add_option("--vocab", mm_opts.vocab, "Vocabulary size")->check(CLI::Range(258, 1 << 20));
-  mm->add_option("--seed", mm_opts.seed, "Random seed");
+  mm->add_option("--layers", mm_opts.layers, "Layers")->check(integer_in(1, 256));
+  mm->add_option("--vocab", mm_opts.vocab, "Vocabulary size")->check(integer_in(258, 1LL << 20));
+  mm->add_option("--seed", mm_opts.seed, "Random seed")->check(kSeed);
   mm->add_option("-o,--out", mm_opts.out, "Output GGUF file")->required();
 
   CLI11_PARSE(app, argc, argv);
@@ -102,6 +168,10 @@ int main(int argc, char** argv) {
     latte::active_isa();  // a bad LATTE_ISA fails here, with its message
     if (*info) {
       if (info_models) {
+        if (!info_file.empty()) {
+          std::fprintf(stderr, "latte info: give a FILE or --models, not both\n");
+          return 2;
+        }
         latte::cli::print_model_cache_table(stdout);
         return 0;
       }
@@ -115,6 +185,10 @@ int main(int argc, char** argv) {
     if (*eval) return latte::cli::run_eval(eval_opts);
     if (*bench) return latte::cli::run_bench(bench_opts);
     if (*run) {
+      if (run_model->count() > 0 && run_opts.model.empty()) {
+        std::fprintf(stderr, "latte run: -m was given an empty path (leave -m out for the shipped model)\n");
+        return 2;
+      }
       if (run_opts.prompt.empty() && run_opts.prompt_ids.empty() && !run_opts.interactive) {
         std::fprintf(stderr, "latte run: give a prompt (-p TEXT or --prompt-ids) or -i\n");
         return 2;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -16,24 +17,37 @@
 
 #include "runtime/cli/commands.h"
 #include "runtime/error.h"
+#include "runtime/model/model.h"
 #include "runtime/model/session.h"
 
 namespace latte::cli {
 
 namespace {
 
-std::vector<std::vector<std::int32_t>> read_windows(const std::string& path) {
-  std::ifstream in(path);
+// Opens a file for reading, or Error(io_error) naming it and why not.
+std::ifstream open_input(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(Status::io_error, "'" + path + "' is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(Status::io_error, "cannot open '" + path + "': " + std::strerror(errno));
+  return in;
+}
+
+std::vector<std::vector<std::int32_t>> read_windows(const std::string& path, std::int32_t n_vocab) {
+  std::ifstream in = open_input(path);
   std::vector<std::vector<std::int32_t>> wins;
   std::string line;
   int lineno = 0;
   while (std::getline(in, line)) {
     ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
     if (line.empty()) continue;
-    auto w = parse_token_list(line, (path + ":" + std::to_string(lineno)).c_str());
+    const std::string where = path + ":" + std::to_string(lineno);
+    auto w = parse_token_list(line, where.c_str());
+    check_token_ids(w, n_vocab, where);
     if (w.size() >= 2) wins.push_back(std::move(w));
   }
+  if (in.bad()) throw Error(Status::io_error, "reading '" + path + "' failed: " + std::strerror(errno));
   if (wins.empty()) throw Error(Status::invalid_argument, "'" + path + "' holds no window of 2 or more tokens");
   return wins;
 }
@@ -45,21 +59,25 @@ int run_perplexity(const PerplexityOptions& o) {
   const int V = model->params().n_vocab;
   std::vector<std::vector<std::int32_t>> wins;
   if (!o.windows_file.empty()) {
-    wins = read_windows(o.windows_file);
+    wins = read_windows(o.windows_file, V);
   } else {
     const Tokenizer* tok = model->tokenizer();
     if (!tok) throw Error(Status::unsupported, "'" + o.model + "' has no tokenizer: use --windows with token ids");
-    std::ifstream in(o.text_file, std::ios::binary);
-    if (!in) throw Error(Status::io_error, "cannot open '" + o.text_file + "': " + std::strerror(errno));
+    std::ifstream in = open_input(o.text_file);
     std::stringstream ss;
     ss << in.rdbuf();
+    if (in.bad()) throw Error(Status::io_error, "reading '" + o.text_file + "' failed: " + std::strerror(errno));
     const auto ids = tok->encode(ss.str(), tok->bos_id() >= 0, false);
     for (std::size_t i = 0; i + 1 < ids.size(); i += static_cast<std::size_t>(o.n_ctx))
       wins.emplace_back(ids.begin() + static_cast<std::ptrdiff_t>(i),
                         ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), i + o.n_ctx)));
+    if (wins.empty())
+      throw Error(Status::invalid_argument, "'" + o.text_file + "' gives " + std::to_string(ids.size()) +
+                                                " token(s): nothing to predict (a window needs 2 or more)");
   }
   std::size_t longest = 0;
   for (const auto& w : wins) longest = std::max(longest, w.size());
+  warn_beyond_trained_context(*model, static_cast<std::int64_t>(longest), "the longest window");
 
   SessionOptions so;
   so.threads = o.threads;

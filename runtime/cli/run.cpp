@@ -2,6 +2,7 @@
 // generated; prompt and decode speed go to stderr at the end. With --chat the
 // prompt is one user turn in DeepSeek's chat format; with -i each line read
 // from stdin is a turn (the conversation stays in the cache).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -10,6 +11,7 @@
 
 #include "runtime/cli/commands.h"
 #include "runtime/error.h"
+#include "runtime/model/model.h"
 #include "runtime/model/session.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -33,7 +35,7 @@ struct Stats {
 std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sampler,
                                    const std::vector<std::int32_t>& prompt, int n, const RunOptions& o, Stats& st) {
   auto t0 = std::chrono::steady_clock::now();
-  if (s.n_past() + static_cast<std::int64_t>(prompt.size()) >= s.n_ctx())
+  if (s.n_past() + static_cast<std::int64_t>(prompt.size()) > s.n_ctx())
     throw Error(Status::context_overflow, "the prompt (" + std::to_string(prompt.size()) + " tokens) does not fit the context of " +
                                               std::to_string(s.n_ctx()) + " with " + std::to_string(s.n_past()) +
                                               " tokens already used (raise --ctx)");
@@ -77,15 +79,6 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
 }  // namespace
 
 int run_generate(const RunOptions& o) {
-  const std::string path = o.model.empty() ? default_model_path() : o.model;
-  auto model = load_model(path, o.no_mmap);
-  const Tokenizer* tok = model->tokenizer();
-  if (!tok) throw Error(Status::unsupported, "'" + path + "' has no tokenizer (tokenizer.ggml.*): use `latte eval` with token ids");
-  SessionOptions so;
-  so.threads = o.threads;
-  so.n_ctx = o.n_ctx;
-  so.cache = *parse_latent_storage(o.cache);
-  Session s(model, so);
   SamplerConfig sc;
   sc.temperature = o.temperature;
   sc.top_k = o.top_k;
@@ -94,7 +87,21 @@ int run_generate(const RunOptions& o) {
   sc.repeat_penalty = o.repeat_penalty;
   sc.repeat_last_n = o.repeat_last_n;
   sc.seed = o.seed;
-  Sampler sampler(sc);
+  Sampler sampler(sc);  // checks its settings before the model loads
+  const auto prompt_ids = o.prompt_ids.empty() ? std::vector<std::int32_t>{} : parse_token_list(o.prompt_ids, "--prompt-ids");
+
+  const std::string path = o.model.empty() ? default_model_path() : o.model;
+  auto model = load_model(path, o.no_mmap);
+  const Tokenizer* tok = model->tokenizer();
+  if (!tok) throw Error(Status::unsupported, "'" + path + "' has no tokenizer (tokenizer.ggml.*): use `latte eval` with token ids");
+  check_token_ids(prompt_ids, model->params().n_vocab, "--prompt-ids");
+  const std::int64_t trained = model->params().context_length;
+  SessionOptions so;
+  so.threads = o.threads;
+  so.n_ctx = o.n_ctx >= 0 ? o.n_ctx : (trained > 0 ? std::min<std::int64_t>(4096, trained) : 4096);
+  so.cache = *parse_latent_storage(o.cache);
+  Session s(model, so);
+  warn_beyond_trained_context(*model, s.n_ctx(), "--ctx");
   const std::string eos_text = tok->eos_id() >= 0 ? tok->token_text(tok->eos_id()) : "";
   Stats st;
 
@@ -105,16 +112,17 @@ int run_generate(const RunOptions& o) {
     return tok->encode(formatted, first && tok->bos_id() >= 0, /*parse_special=*/true);
   };
 
+  const bool have_prompt = !o.prompt.empty() || !prompt_ids.empty();
+  const auto first_prompt = [&] { return prompt_ids.empty() ? encode_turn(o.prompt, true) : prompt_ids; };
   if (!o.interactive) {
-    const auto prompt = o.prompt_ids.empty() ? encode_turn(o.prompt, true) : parse_token_list(o.prompt_ids, "--prompt-ids");
-    generate(s, *tok, sampler, prompt, o.n_predict, o, st);
+    generate(s, *tok, sampler, first_prompt(), o.n_predict, o, st);
     std::printf("\n");
   } else {
     std::fprintf(stderr, "interactive: one %s per line, end with Ctrl-D\n", o.chat ? "user turn" : "prompt");
     std::string line;
     bool first = true;
-    if (!o.prompt.empty()) {
-      generate(s, *tok, sampler, encode_turn(o.prompt, true), o.n_predict, o, st);
+    if (have_prompt) {  // -p or --prompt-ids: the first turn
+      generate(s, *tok, sampler, first_prompt(), o.n_predict, o, st);
       std::printf("\n");
       first = false;
     }

@@ -238,12 +238,12 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
   if (tokens.empty()) throw Error(Status::invalid_argument, "no tokens to evaluate");
   for (std::size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || tokens[i] >= p.n_vocab)
-      throw Error(Status::invalid_argument, "token " + std::to_string(i) + " has id " + std::to_string(tokens[i]) +
-                                                ", outside the vocabulary [0, " + std::to_string(p.n_vocab) + ")");
+      throw Error(Status::invalid_argument, "tokens[" + std::to_string(i) + "] = " + std::to_string(tokens[i]) +
+                                                " is outside the vocabulary [0, " + std::to_string(p.n_vocab) + ")");
   if (n_past_ + static_cast<std::int64_t>(tokens.size()) > opts_.n_ctx)
     throw Error(Status::context_overflow,
-                "context overflow: " + std::to_string(n_past_) + " tokens in the cache + " +
-                    std::to_string(tokens.size()) + " new > context " + std::to_string(opts_.n_ctx));
+                std::to_string(n_past_) + " tokens in the cache + " + std::to_string(tokens.size()) +
+                    " new would exceed the context of " + std::to_string(opts_.n_ctx));
   if (all_logits) all_logits->resize(tokens.size() * static_cast<std::size_t>(p.n_vocab));
   const std::int64_t p0 = n_past_;
   for (std::size_t at = 0; at < tokens.size(); at += opts_.prefill_chunk) {

@@ -4,7 +4,9 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -23,8 +25,9 @@ struct Result {
   std::string output;  // stdout + stderr
 };
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(LATTE_CLI) + " " + args + " 2>&1";
+// stdout + stderr, or with stdout_only the text a command generates alone.
+Result run(const std::string& args, bool stdout_only = false) {
+  const std::string cmd = std::string(LATTE_CLI) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
   Result r{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -115,9 +118,62 @@ TEST(Cli, BadInputGivesClearErrors) {
   EXPECT_NE(r.output.find("99999"), std::string::npos) << r.output;
   r = run("bench -m " + kTestdata + "/tiny-dense.gguf --cache-type q4");
   EXPECT_NE(r.code, 0);
-  r = run("run -m " + kTestdata + "/tiny-dense.gguf -p hi -c 2");
+  r = run("run -m " + kTestdata + "/tiny-dense.gguf -p hello -c 1");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.output.find("context"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("does not fit the context of 1"), std::string::npos) << r.output;
+}
+
+TEST(Cli, ArgumentsAreCheckedBeforeTheyAreUsed) {
+  const std::string dir = ::testing::TempDir(), m = kTestdata + "/tiny-dense.gguf";
+  auto fails_with = [](const Result& r, const std::string& needle) {
+    EXPECT_NE(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find(needle), std::string::npos) << r.output;
+  };
+  fails_with(run("frobnicate"), "unknown command 'frobnicate'");
+  // Lists: digits only, no empty items, ids inside the vocabulary (counted from 1).
+  fails_with(run("eval -m " + m + " --tokens 1,2, --logits-out " + dir + "/o.f32"), "item 3, ''");
+  fails_with(run("eval -m " + m + " --tokens +5 --logits-out " + dir + "/o.f32"), "item 1, '+5'");
+  fails_with(run("eval -m " + m + " --tokens 5,600 --logits-out " + dir + "/o.f32"), "item 2, id 600");
+  fails_with(run("bench -m " + m + " --depths 0,,4"), "--depths: item 2");
+  fails_with(run("bench -m " + m + " -p 0 -n 0"), "nothing to measure");
+  // Sampler and seed values the sampler would refuse are refused before loading.
+  fails_with(run("run -m " + m + " -p hi --top-p 0"), "--top-p: 0 is outside (0, 1]");
+  fails_with(run("run -m " + m + " -p hi --repeat-penalty 0"), "--repeat-penalty");
+  fails_with(run("run -m " + m + " -p hi --seed -1"), "--seed: '-1'");
+  fails_with(run("run -m " + m + " -p hi --seed 18446744073709551616"), "--seed");
+  fails_with(run("run -m " + m + " -p hi --threads abc"), "'abc' is not an integer");
+  fails_with(run("run -m " + m + " -p hi --prompt-ids 1,2"), "excludes");
+  fails_with(run("run -m \"\" -p hi"), "empty path");
+  fails_with(run("info --models " + m), "not both");
+  // Perplexity over a text too short to predict anything, or a directory.
+  std::ofstream(dir + "/empty.txt").close();
+  fails_with(run("perplexity -m " + std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf -f " + dir + "/empty.txt"),
+             "nothing to predict");
+  fails_with(run("perplexity -m " + m + " --windows " + dir), "is a directory");
+  // A windows file with CRLF line ends reads like one with LF.
+  std::ofstream(dir + "/crlf.txt") << "1,2,3\r\n4,5,6\r\n";
+  const Result crlf = run("perplexity -m " + m + " --windows " + dir + "/crlf.txt --json");
+  ASSERT_EQ(crlf.code, 0) << crlf.output;
+  EXPECT_NE(crlf.output.find("\"predicted\": 4"), std::string::npos) << crlf.output;
+}
+
+TEST(Cli, BenchJsonEscapesThePath) {
+  const std::string dir = ::testing::TempDir() + "/we\"ird\\dir";
+  ASSERT_EQ(std::system(("mkdir -p '" + dir + "' && cp " + kTestdata + "/tiny-dense.gguf '" + dir + "/m.gguf'").c_str()), 0);
+  const Result r = run("bench -m '" + dir + "/m.gguf' -p 1 -n 1 --threads 1 --json");
+  ASSERT_EQ(r.code, 0) << r.output;  // -p 1 -n 1: the context still holds the warm-up
+  EXPECT_NE(r.output.find("\"model\": \"" + ::testing::TempDir() + "/we\\\"ird\\\\dir/m.gguf\","), std::string::npos)
+      << r.output;
+}
+
+TEST(Cli, TinyTemperatureSamplesLikeGreedy) {
+  const std::string m = std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf";
+  const Result greedy = run("run -m " + m + " -p \"Once upon a time\" -n 10 --print-ids --temp 0", true);
+  const Result tiny = run("run -m " + m + " -p \"Once upon a time\" -n 10 --print-ids --temp 1e-45", true);
+  ASSERT_EQ(greedy.code, 0) << greedy.output;
+  ASSERT_EQ(tiny.code, 0) << tiny.output;
+  EXPECT_EQ(std::count(greedy.output.begin(), greedy.output.end(), ','), 9) << greedy.output;  // 10 ids
+  EXPECT_EQ(tiny.output, greedy.output);
 }
 
 TEST(Cli, BadIsaNameIsRefused) {
@@ -205,12 +261,16 @@ TEST(Cli, RunWithoutAModelUsesTheShippedOne) {
 
 TEST(Cli, RunGeneratesWithASeed) {
   const std::string m = kTestdata + "/tiny-dense.gguf";
-  const Result a = run("run -m " + m + " -p hello -n 12 --seed 7 --temp 0.9");
-  const Result b = run("run -m " + m + " -p hello -n 12 --seed 7 --temp 0.9");
+  const Result a = run("run -m " + m + " -p hello -n 12 --seed 7 --temp 0.9 --ignore-eos --print-ids", true);
+  const Result b = run("run -m " + m + " -p hello -n 12 --seed 7 --temp 0.9 --ignore-eos --print-ids", true);
+  const Result c = run("run -m " + m + " -p hello -n 12 --seed 8 --temp 0.9 --ignore-eos --print-ids", true);
   ASSERT_EQ(a.code, 0) << a.output;
-  EXPECT_NE(a.output.find("generated: 12 tokens"), std::string::npos) << a.output;
-  // Same seed, same text (the first line of output is the generated text).
-  EXPECT_EQ(a.output.substr(0, a.output.find('\n')), b.output.substr(0, b.output.find('\n')));
+  EXPECT_EQ(std::count(a.output.begin(), a.output.end(), ','), 11) << a.output;  // 12 ids
+  // Same seed, same tokens; another seed, others (12 draws at temperature 0.9).
+  EXPECT_EQ(a.output, b.output);
+  EXPECT_NE(a.output, c.output);
+  const Result stats = run("run -m " + m + " -p hello -n 12 --seed 7 --temp 0.9 --ignore-eos");
+  EXPECT_NE(stats.output.find("generated: 12 tokens"), std::string::npos) << stats.output;
 }
 
 }  // namespace

@@ -1,0 +1,84 @@
+// Parsing and output helpers the commands share.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "runtime/cli/commands.h"
+#include "runtime/error.h"
+#include "runtime/model/model.h"
+
+namespace latte::cli {
+
+std::vector<std::int64_t> parse_int_list(const std::string& s, const char* what, std::int64_t max) {
+  if (s.empty()) throw Error(Status::invalid_argument, std::string(what) + ": nothing given");
+  std::vector<std::int64_t> out;
+  std::size_t i = 0;
+  while (true) {
+    std::size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    const std::string item = s.substr(i, j - i);
+    // Digits only: no sign, no spaces, no empty items (a trailing comma
+    // is more likely a lost number than a style).
+    std::int64_t v = 0;
+    bool ok = !item.empty();
+    for (char c : item) {
+      if (c < '0' || c > '9' || v > (max - (c - '0')) / 10) {
+        ok = false;
+        break;
+      }
+      v = v * 10 + (c - '0');
+    }
+    if (!ok)
+      throw Error(Status::invalid_argument, std::string(what) + ": item " + std::to_string(out.size() + 1) + ", '" +
+                                                item + "', is not an integer in [0, " + std::to_string(max) + "]");
+    out.push_back(v);
+    if (j == s.size()) break;
+    i = j + 1;
+  }
+  return out;
+}
+
+std::vector<std::int32_t> parse_token_list(const std::string& s, const char* what) {
+  const auto wide = parse_int_list(s, what, INT32_MAX);
+  return std::vector<std::int32_t>(wide.begin(), wide.end());
+}
+
+void check_token_ids(const std::vector<std::int32_t>& ids, std::int32_t n_vocab, const std::string& what) {
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= n_vocab)
+      throw Error(Status::invalid_argument, what + ": item " + std::to_string(i + 1) + ", id " + std::to_string(ids[i]) +
+                                                ", is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+}
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);  // UTF-8 passes through; JSON allows it
+        }
+    }
+  }
+  return out + "\"";
+}
+
+void warn_beyond_trained_context(const Model& model, std::int64_t n_tokens, const char* what) {
+  const std::int64_t trained = model.params().context_length;
+  if (trained > 0 && n_tokens > trained)
+    std::fprintf(stderr,
+                 "warning: %s reaches %lld tokens, beyond the model's trained context of %lld: "
+                 "its output there is unreliable\n",
+                 what, static_cast<long long>(n_tokens), static_cast<long long>(trained));
+}
+
+}  // namespace latte::cli
