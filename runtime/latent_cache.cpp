@@ -1,5 +1,6 @@
 #include "runtime/latent_cache.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -31,7 +32,13 @@ LatentCache::LatentCache(const LatentCacheConfig& cfg) : cfg_(cfg) {
   layers_.resize(cfg.n_layers);
   const std::int64_t n_tiles = tiles_for(cfg.max_tokens, cfg.tile_tokens);
   for (auto& l : layers_) {
-    l.tiles.assign(n_tiles, nullptr);
+    l.tiles = static_cast<void**>(std::calloc(static_cast<std::size_t>(n_tiles), sizeof(void*)));
+    if (l.tiles == nullptr) {
+      free_all();
+      throw Error(Status::out_of_memory, "latent cache: cannot allocate the tile table for " +
+                                             std::to_string(cfg.max_tokens) + " tokens");
+    }
+    l.n_slots = static_cast<std::size_t>(n_tiles);
     // Address space for every tile of the context, committed as tiles are
     // written. The first 2 MiB stay on small pages so a short context costs
     // what it uses; past them huge pages: a 16K-token int8 V2-Lite layer
@@ -70,13 +77,12 @@ void LatentCache::free_all() {
       unmap_huge_region(l.region, l.region_bytes);
       l.region = nullptr;
       l.region_bytes = 0;
-      for (void*& t : l.tiles) t = nullptr;
-      continue;
+    } else if (l.tiles) {
+      for (std::size_t i = 0; i < l.used_slots; ++i) std::free(l.tiles[i]);
     }
-    for (void*& t : l.tiles) {
-      std::free(t);
-      t = nullptr;
-    }
+    std::free(l.tiles);
+    l.tiles = nullptr;
+    l.n_slots = l.used_slots = 0;
   }
   n_tiles_ = 0;
 }
@@ -93,7 +99,7 @@ std::size_t LatentCache::bytes_for(int n_layers, int d_c, int d_R, std::int64_t 
 
 std::size_t LatentCache::bytes() const {
   std::size_t b = sizeof(LatentCache) + layers_.size() * sizeof(Layer) + n_tiles_ * tile_alloc_;
-  for (const auto& l : layers_) b += l.tiles.size() * sizeof(void*);
+  for (const auto& l : layers_) b += l.n_slots * sizeof(void*);
   return b;
 }
 
@@ -130,6 +136,7 @@ void LatentCache::write(int layer, std::int64_t pos, int n, const float* c_kv, c
         std::memset(tile, 0, tile_alloc_);
       }
       ++n_tiles_;
+      l.used_slots = std::max(l.used_slots, static_cast<std::size_t>(p / T) + 1);
     }
     latent_store_row(layout_, tile, static_cast<int>(p % T), c_kv + static_cast<std::size_t>(i) * cfg_.d_c,
                      k_pe + static_cast<std::size_t>(i) * cfg_.d_R);
@@ -153,7 +160,7 @@ void LatentCache::truncate(std::int64_t n_tokens) {
 
 LatentLayerView LatentCache::view(int layer) const {
   check_layer(layer);
-  return {layout_, const_cast<const void* const*>(layers_[layer].tiles.data())};
+  return {layout_, const_cast<const void* const*>(layers_[layer].tiles)};
 }
 
 }  // namespace latte

@@ -80,7 +80,12 @@ class LatentCache {
 
  private:
   struct Layer {
-    std::vector<void*> tiles;  // (ceil(max_tokens / tile_tokens)) nullptr until written
+    // (ceil(max_tokens / tile_tokens)) nullptr until written. calloc'd, so
+    // its pages are committed as tiles are written: a 2^31-token context
+    // does not cost 256 MiB of table per layer up front.
+    void** tiles = nullptr;
+    std::size_t n_slots = 0;
+    std::size_t used_slots = 0;  // slots [0, used_slots) may hold a tile
     std::int64_t n = 0;
     // Address space reserved for all of the layer's tiles, in order (null
     // where it could not be reserved: tiles are then allocated one by one).
