@@ -150,8 +150,10 @@ latte_status latte_session_decode(latte_session* session, int32_t token) {
 
 latte_status latte_session_eval_all(latte_session* session, const int32_t* tokens, size_t n_tokens,
                                     float* logits_out) {
-  if (session == nullptr || logits_out == nullptr || (tokens == nullptr && n_tokens > 0))
-    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_eval_all: arguments must not be NULL");
+  if (session != nullptr && n_tokens == 0)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_eval_all: no tokens to evaluate");
+  if (session == nullptr || logits_out == nullptr || tokens == nullptr)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_eval_all: session, tokens and logits_out must not be NULL");
   return guarded([&] {
     std::vector<float> all;
     session->session->prefill(std::span<const int32_t>(tokens, n_tokens), &all);

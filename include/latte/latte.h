@@ -38,8 +38,8 @@ typedef struct latte_model latte_model;
 typedef struct latte_session latte_session;
 
 typedef struct latte_session_options {
-  int32_t threads;            /* 0: all cores */
-  int64_t n_ctx;              /* context capacity in tokens; 0: the model's maximum */
+  int32_t threads;            /* 1..1024; 0: OpenMP's default (all cores unless OMP_NUM_THREADS says) */
+  int64_t n_ctx;              /* context capacity in tokens, up to 2^31 - 1; 0: the model's maximum */
   int32_t cache_type;         /* a latte_cache_type (an int, so any value a caller stores is checked) */
   int32_t prefill_chunk;      /* tokens per prefill chunk (512 by default) */
 } latte_session_options;
@@ -75,7 +75,9 @@ latte_status latte_session_create(latte_model* model, const latte_session_option
 void latte_session_free(latte_session* session); /* NULL is fine */
 
 /* Feeds tokens at the next positions; afterwards latte_session_logits() holds
- * the last token's logits. On error nothing is consumed. A logit that comes
+ * the last token's logits. On error nothing is consumed: the session keeps
+ * its tokens and logits from before the call (also after
+ * LATTE_ERR_OUT_OF_MEMORY, after which it stays usable). A logit that comes
  * out NaN or inf (the model's numbers overflow float32) is LATTE_ERR_BAD_FILE. */
 latte_status latte_session_prefill(latte_session* session, const int32_t* tokens, size_t n_tokens);
 /* Feeds one token. */

@@ -108,6 +108,7 @@ void* thread_scratch(std::size_t bytes) {
   thread_local std::size_t cap = 0;
   if (bytes > cap) {
     buf.reset();
+    cap = 0;  // a failed allocation below must not leave a capacity without a buffer
     std::size_t n = (bytes + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, n);
     if (!p) throw std::bad_alloc();

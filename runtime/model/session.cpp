@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -61,10 +62,16 @@ struct AlignedBuffer {
   ~AlignedBuffer() { std::free(p); }
   float* get(std::size_t want) {
     if (want > n) {
+      // The old buffer stays until the new one exists: a failed
+      // allocation leaves a buffer that matches n, and the session usable.
+      const std::size_t m = std::max<std::size_t>(want, 16);
+      float* q = m > (SIZE_MAX - 63) / sizeof(float)
+                     ? nullptr
+                     : static_cast<float*>(std::aligned_alloc(64, (m * sizeof(float) + 63) / 64 * 64));
+      if (!q) throw Error(Status::out_of_memory, "session scratch: cannot allocate " + std::to_string(m) + " floats");
       std::free(p);
-      n = std::max<std::size_t>(want, 16);
-      p = static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64));
-      if (!p) throw Error(Status::out_of_memory, "session scratch: cannot allocate " + std::to_string(n * 4) + " bytes");
+      p = q;
+      n = m;
     }
     return p;
   }
@@ -82,11 +89,29 @@ void rms_norm_rows(const float* x, const float* w, int n, int d, double eps, flo
   }
 }
 
+Error sgemm_error(dnnl_status_t st) {
+  return st == dnnl_out_of_memory ? Error(Status::out_of_memory, "oneDNN sgemm: out of memory")
+                                  : Error(Status::internal, "oneDNN sgemm failed (status " + std::to_string(st) + ")");
+}
+
 void sgemm(char ta, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
            std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
-  if (dnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) != dnnl_success)
-    throw Error(Status::internal, "oneDNN sgemm failed");
+  if (const dnnl_status_t st = dnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); st != dnnl_success)
+    throw sgemm_error(st);
 }
+
+// Sets the calling thread's OpenMP team size (which oneDNN's GEMMs follow
+// too) for one call and gives the caller's setting back after it.
+class OmpThreadsScope {
+ public:
+  explicit OmpThreadsScope(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~OmpThreadsScope() { omp_set_num_threads(saved_); }
+  OmpThreadsScope(const OmpThreadsScope&) = delete;
+  OmpThreadsScope& operator=(const OmpThreadsScope&) = delete;
+
+ private:
+  int saved_;
+};
 
 }  // namespace
 
@@ -193,7 +218,12 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
         if (opts_.n_ctx <= 0) opts_.n_ctx = p.context_length > 0 ? p.context_length : 4096;
         if (opts_.prefill_chunk <= 0)
           throw Error(Status::invalid_argument, "prefill_chunk must be > 0");
-        if (opts_.threads < 0) throw Error(Status::invalid_argument, "threads must be >= 0");
+        if (opts_.threads < 0 || opts_.threads > kMaxThreads)
+          throw Error(Status::invalid_argument, "threads " + std::to_string(opts_.threads) + " is outside [0, " +
+                                                    std::to_string(kMaxThreads) + "]");
+        if (opts_.n_ctx > kMaxContextTokens)
+          throw Error(Status::invalid_argument, "n_ctx " + std::to_string(opts_.n_ctx) + " is above the limit of " +
+                                                    std::to_string(kMaxContextTokens) + " tokens");
         LatentCacheConfig c;
         c.n_layers = p.n_layers;
         c.d_c = p.mla.kv_lora_rank;
@@ -213,6 +243,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
   const bool long_ctx = p.rope_orig_ctx > 0 && opts_.n_ctx > p.rope_orig_ctx;
   s_->rope.freq_factors = model_->rope_factors(long_ctx);
   last_logits_.assign(p.n_vocab, 0.f);
+  prev_logits_.assign(p.n_vocab, 0.f);
 }
 
 Session::~Session() = default;
@@ -246,25 +277,33 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
                     " new would exceed the context of " + std::to_string(opts_.n_ctx));
   if (all_logits) all_logits->resize(tokens.size() * static_cast<std::size_t>(p.n_vocab));
   const std::int64_t p0 = n_past_;
-  for (std::size_t at = 0; at < tokens.size(); at += opts_.prefill_chunk) {
-    const std::size_t n = std::min<std::size_t>(opts_.prefill_chunk, tokens.size() - at);
-    float* out = all_logits ? all_logits->data() + at * p.n_vocab : nullptr;
-    forward_chunk(tokens.subspan(at, n), out, all_logits != nullptr);
-    // A NaN or inf anywhere upstream (a weight in the file, an overflow)
-    // reaches the logits: refuse them rather than hand garbage to a sampler,
-    // and forget this call's tokens (logits() is cleared, as by reset()).
-    const float* lg = all_logits ? out : last_logits_.data();
-    const std::size_t count = all_logits ? n * p.n_vocab : p.n_vocab;
-    if (const std::size_t i = first_non_finite(lg, count); i < count) {
-      const std::int64_t pos = n_past_ - static_cast<std::int64_t>(all_logits ? n - i / p.n_vocab : 1);
-      const float v = lg[i];
-      truncate(p0);
-      std::fill(last_logits_.begin(), last_logits_.end(), 0.f);
-      throw Error(Status::bad_file, "logit " + std::to_string(i % p.n_vocab) + " at position " +
-                                        std::to_string(pos) + " is " + std::to_string(v) +
-                                        ": the model's weights or hyperparameters overflow float32 "
-                                        "(the session is back at " + std::to_string(p0) + " tokens)");
+  const OmpThreadsScope team(s_->threads);
+  // The new logits go to the other buffer, so that on any error (below, or
+  // out of memory in a later chunk) the session is back where it was,
+  // logits included.
+  last_logits_.swap(prev_logits_);
+  try {
+    for (std::size_t at = 0; at < tokens.size(); at += opts_.prefill_chunk) {
+      const std::size_t n = std::min<std::size_t>(opts_.prefill_chunk, tokens.size() - at);
+      float* out = all_logits ? all_logits->data() + at * p.n_vocab : nullptr;
+      forward_chunk(tokens.subspan(at, n), out, all_logits != nullptr);
+      // A NaN or inf anywhere upstream (a weight in the file, an overflow)
+      // reaches the logits: refuse them rather than hand garbage to a sampler.
+      const float* lg = all_logits ? out : last_logits_.data();
+      const std::size_t count = all_logits ? n * p.n_vocab : p.n_vocab;
+      if (const std::size_t i = first_non_finite(lg, count); i < count) {
+        const std::int64_t pos = n_past_ - static_cast<std::int64_t>(all_logits ? n - i / p.n_vocab : 1);
+        throw Error(Status::bad_file, "logit " + std::to_string(i % p.n_vocab) + " at position " +
+                                          std::to_string(pos) + " is " + std::to_string(lg[i]) +
+                                          ": the model's weights or hyperparameters overflow float32 "
+                                          "(the session is back at " + std::to_string(p0) + " tokens)");
+      }
     }
+  } catch (...) {
+    cache_.truncate(p0);
+    n_past_ = p0;
+    last_logits_.swap(prev_logits_);
+    throw;
   }
 }
 
@@ -276,7 +315,6 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
   const int d = m.d_model, nh = m.n_heads, qh = m.q_head_dim(), dn = m.d_nope, dr = m.d_rope;
   const int dc = m.kv_lora_rank, dv = m.d_v, ql = m.q_lora_rank, V = p.n_vocab;
   const std::int64_t p0 = n_past_;
-  omp_set_num_threads(s.threads);  // this thread's team size, also for oneDNN's GEMMs
   const float scale = static_cast<float>(m.kq_scale());
 
   // Form for this chunk: decode is always absorbed (the kernel's job).
@@ -425,13 +463,24 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
         const int i0 = static_cast<int>(std::max<std::int64_t>(0, j0 - p0));
         const int nq = n - i0;
         if (nq <= 0) continue;
+        // An exception cannot leave an OpenMP region (it would terminate the
+        // process): a failed GEMM is recorded, and thrown after the region.
+        std::atomic<int> gemm_status{dnnl_success};
+        auto gemm = [&](char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                        std::int64_t lda, const float* Bm, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+          const dnnl_status_t st = dnnl_sgemm('N', tb, M, N, K, alpha, A, lda, Bm, ldb, beta, C, ldc);
+          if (st != dnnl_success) gemm_status.store(st);
+          return st == dnnl_success;
+        };
 #pragma omp parallel for num_threads(s.threads) schedule(dynamic, 1)
         for (int hd = 0; hd < nh; ++hd) {
+          if (gemm_status.load(std::memory_order_relaxed) != dnnl_success) continue;
           float* S = scores + static_cast<std::size_t>(omp_get_thread_num()) * n * B;  // (nq, nb)
           const float* qh0 = q + (static_cast<std::size_t>(i0) * nh + hd) * qh;
-          sgemm('N', 'T', nq, nb, dn, scale, qh0, static_cast<std::int64_t>(nh) * qh,
-                blk_k + static_cast<std::size_t>(hd) * dn, static_cast<std::int64_t>(nh) * dn, 0.f, S, nb);
-          sgemm('N', 'T', nq, nb, dr, scale, qh0 + dn, static_cast<std::int64_t>(nh) * qh, blk_kpe, dr, 1.f, S, nb);
+          if (!gemm('T', nq, nb, dn, scale, qh0, static_cast<std::int64_t>(nh) * qh,
+                    blk_k + static_cast<std::size_t>(hd) * dn, static_cast<std::int64_t>(nh) * dn, 0.f, S, nb) ||
+              !gemm('T', nq, nb, dr, scale, qh0 + dn, static_cast<std::int64_t>(nh) * qh, blk_kpe, dr, 1.f, S, nb))
+            continue;
           for (int i = 0; i < nq; ++i) {
             float* Si = S + static_cast<std::size_t>(i) * nb;
             const std::int64_t visible = std::min<std::int64_t>(nb, p0 + i0 + i + 1 - j0);  // causal
@@ -448,10 +497,11 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
             st[1] = st[1] * corr + sum;
           }
           // acc (nq, d_v) += P (nq, nb) V_h (nb, d_v)
-          sgemm('N', 'N', nq, dv, nb, 1.f, S, nb, blk_v + static_cast<std::size_t>(hd) * dv,
-                static_cast<std::int64_t>(nh) * dv, 1.f, acc + (static_cast<std::size_t>(i0) * nh + hd) * dv,
-                static_cast<std::int64_t>(nh) * dv);
+          gemm('N', nq, dv, nb, 1.f, S, nb, blk_v + static_cast<std::size_t>(hd) * dv,
+               static_cast<std::int64_t>(nh) * dv, 1.f, acc + (static_cast<std::size_t>(i0) * nh + hd) * dv,
+               static_cast<std::int64_t>(nh) * dv);
         }
+        if (gemm_status.load() != dnnl_success) throw sgemm_error(static_cast<dnnl_status_t>(gemm_status.load()));
       }
       for (std::size_t i = 0; i < static_cast<std::size_t>(n) * nh; ++i) {
         const float inv = 1.f / stat[2 * i + 1];

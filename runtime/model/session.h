@@ -18,8 +18,12 @@ namespace latte {
 
 enum class FormChoice { cost_model, naive, absorbed };
 
+// The most threads a session takes (past it, thread creation fails or
+// crashes inside the OpenMP runtime rather than with a status).
+inline constexpr int kMaxThreads = 1024;
+
 struct SessionOptions {
-  int threads = 0;                  // 0: all cores (OpenMP's default)
+  int threads = 0;                  // 0: all cores (OpenMP's default); at most kMaxThreads
   std::int64_t n_ctx = 4096;        // context capacity (tokens); <= 0: the model's maximum
   LatentStorage cache = LatentStorage::int8;
   int prefill_chunk = 512;          // tokens per prefill chunk
@@ -35,10 +39,11 @@ class Session {
 
   // Feeds tokens at the next positions. If all_logits is non-null it receives
   // the logits of every token (n_tokens, n_vocab); logits() always holds the
-  // last token's. Error(context_overflow) if they do not fit (nothing is
-  // changed then), Error(invalid_argument) for an id outside the vocabulary,
-  // Error(bad_file) if a logit comes out NaN or inf (the model's numbers
-  // overflow; the call's tokens are forgotten and logits() is cleared).
+  // last token's. Error(context_overflow) if they do not fit,
+  // Error(invalid_argument) for an id outside the vocabulary, Error(bad_file)
+  // if a logit comes out NaN or inf (the model's numbers overflow),
+  // Error(out_of_memory): on any error the session is as before the call
+  // (tokens, cache and logits()).
   void prefill(std::span<const std::int32_t> tokens, std::vector<float>* all_logits = nullptr);
   // One token (the absorbed kernel).
   void decode(std::int32_t token);
@@ -65,6 +70,7 @@ class Session {
   LatentCache cache_;
   std::unique_ptr<Scratch> s_;
   std::vector<float> last_logits_;
+  std::vector<float> prev_logits_;  // prefill's other buffer: the logits to restore on error
   std::int64_t n_past_ = 0;
   MlaForm last_form_ = MlaForm::absorbed;
 };
