@@ -58,13 +58,15 @@ class Session {
  public:
   explicit Session(const Model& model, const latte_session_options& opts = latte_session_default_options()) {
     check(latte_session_create(model.handle(), &opts, &s_));
+    n_vocab_ = model.n_vocab();
   }
   ~Session() { latte_session_free(s_); }
-  Session(Session&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  Session(Session&& o) noexcept : s_(std::exchange(o.s_, nullptr)), n_vocab_(std::exchange(o.n_vocab_, 0)) {}
   Session& operator=(Session&& o) noexcept {
     if (this != &o) {
       latte_session_free(s_);
       s_ = std::exchange(o.s_, nullptr);
+      n_vocab_ = std::exchange(o.n_vocab_, 0);
     }
     return *this;
   }
@@ -73,16 +75,16 @@ class Session {
 
   void prefill(std::span<const int32_t> tokens) { check(latte_session_prefill(s_, tokens.data(), tokens.size())); }
   void decode(int32_t token) { check(latte_session_decode(s_, token)); }
-  // Logits of every token (n_tokens x n_vocab).
-  std::vector<float> eval_all(std::span<const int32_t> tokens, int32_t n_vocab) {
-    std::vector<float> out(tokens.size() * static_cast<std::size_t>(n_vocab));
+  // Logits of every token (n_tokens x n_vocab, the model's vocabulary).
+  std::vector<float> eval_all(std::span<const int32_t> tokens) {
+    std::vector<float> out(tokens.size() * static_cast<std::size_t>(n_vocab_));
     check(latte_session_eval_all(s_, tokens.data(), tokens.size(), out.data()));
     return out;
   }
-  // The last token's logits; empty before the first token.
-  std::span<const float> logits(int32_t n_vocab) const {
+  // The last token's logits (n_vocab); empty before the first token.
+  std::span<const float> logits() const {
     const float* p = latte_session_logits(s_);
-    return p ? std::span<const float>(p, static_cast<std::size_t>(n_vocab)) : std::span<const float>();
+    return p ? std::span<const float>(p, static_cast<std::size_t>(n_vocab_)) : std::span<const float>();
   }
   int64_t n_past() const { return latte_session_n_past(s_); }
   int64_t n_ctx() const { return latte_session_n_ctx(s_); }
@@ -90,6 +92,7 @@ class Session {
 
  private:
   latte_session* s_ = nullptr;
+  int32_t n_vocab_ = 0;  // the model's, so the spans above are always its size
 };
 
 }  // namespace latte::api

@@ -105,7 +105,20 @@ TEST(CApi, ErrorsNameWhatIsWrong) {
   EXPECT_EQ(latte_session_create(m, &o, &s), LATTE_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(latte_last_error()).find("cache_type"), std::string::npos);
   o.cache_type = LATTE_CACHE_INT8;
+  // Settings past what a session can run are refused by name.
+  o.threads = 100000;
+  EXPECT_EQ(latte_session_create(m, &o, &s), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(latte_last_error()).find("threads 100000"), std::string::npos) << latte_last_error();
+  o.threads = 0;
+  o.n_ctx = std::int64_t{1} << 31;
+  EXPECT_EQ(latte_session_create(m, &o, &s), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(latte_last_error()).find("n_ctx 2147483648"), std::string::npos) << latte_last_error();
+  EXPECT_EQ(s, nullptr);
+  o.n_ctx = 3;
   ASSERT_EQ(latte_session_create(m, &o, &s), LATTE_OK);
+  float out[4];
+  EXPECT_EQ(latte_session_eval_all(s, nullptr, 0, out), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(latte_last_error()).find("no tokens"), std::string::npos) << latte_last_error();
   const int32_t toks[] = {1, 2, 3, 4};
   EXPECT_EQ(latte_session_prefill(s, toks, 4), LATTE_ERR_CONTEXT_OVERFLOW);
   EXPECT_NE(std::string(latte_last_error()).find("context"), std::string::npos);
@@ -129,9 +142,9 @@ TEST(CppWrapper, ThrowsWithStatus) {
   o.cache_type = LATTE_CACHE_F16;
   latte::api::Session s(model, o);
   const int32_t toks[] = {510, 327, 57};
-  auto all = s.eval_all(toks, model.n_vocab());
+  auto all = s.eval_all(toks);
   ASSERT_EQ(all.size(), 3u * 512);
-  auto last = s.logits(model.n_vocab());
+  auto last = s.logits();
   EXPECT_EQ(std::vector<float>(all.end() - 512, all.end()), std::vector<float>(last.begin(), last.end()));
 }
 
