@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <omp.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -208,6 +209,20 @@ TEST(Session, OutOfMemoryLeavesTheSessionAsItWas) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(std::exit(out_of_memory_child()), ::testing::ExitedWithCode(0), "");
 #endif
+}
+
+// A session sets the OpenMP team size for its own calls only: the caller's
+// setting (and so what threads = 0 means to the next session) stays.
+TEST(Session, LeavesTheCallersOpenMpSettingAlone) {
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  const int before = omp_get_max_threads();
+  SessionOptions o;
+  o.threads = before + 3;
+  Session s(model, o);
+  const std::int32_t toks[] = {1, 2, 3};
+  s.prefill(toks);
+  s.decode(4);
+  EXPECT_EQ(omp_get_max_threads(), before);
 }
 
 TEST(Session, BadTokenIdIsRefused) {
