@@ -30,6 +30,12 @@ struct ModelParams {
   int n_vocab = 0;
   std::int64_t context_length = 0;  // the model's trained maximum
   std::int64_t rope_orig_ctx = 0;   // rope.scaling.original_context_length (0: absent)
+  // minicpm3's rope_factors_long apply to a context longer than this (the
+  // original context length, else the trained one, as llama.cpp decides);
+  // rope_factors_short to others.
+  bool rope_long_factors(std::int64_t n_ctx) const {
+    return n_ctx > (rope_orig_ctx > 0 ? rope_orig_ctx : context_length);
+  }
   MlaConfig mla;                   // d_model, heads, ranks, dims, eps, rope, kq_scale
   KvLayout kv_layout = KvLayout::split;
 

@@ -41,11 +41,17 @@ void rms_norm(const double* x, const std::vector<float>& w, int n, double eps, d
 
 }  // namespace
 
-ModelReference::ModelReference(const GgufFile& f) : params_(ModelParams::from_gguf(f)) {
+ModelReference::ModelReference(const GgufFile& f, std::int64_t n_ctx) : params_(ModelParams::from_gguf(f)) {
   const ModelParams& p = params_;
   const MlaConfig& m = p.mla;
   const std::uint64_t d = m.d_model, nh = m.n_heads, dc = m.kv_lora_rank, dr = m.d_rope;
   const std::uint64_t dn = m.d_nope, dv = m.d_v, qh = m.q_head_dim(), V = p.n_vocab;
+
+  if (p.arch == ModelArch::minicpm3) {
+    const char* name = p.rope_long_factors(n_ctx > 0 ? n_ctx : p.context_length) ? "rope_factors_long.weight"
+                                                                                  : "rope_factors_short.weight";
+    if (f.find_tensor(name)) params_.mla.rope.freq_factors = dequantize(f.require_tensor(name, {dr / 2}));
+  }
 
   token_embd_ = dequantize(f.require_tensor("token_embd.weight", {d, V}));
   output_norm_ = dequantize(f.require_tensor("output_norm.weight", {d}));

@@ -17,7 +17,9 @@ class GgufFile;
 
 class ModelReference {
  public:
-  explicit ModelReference(const GgufFile& file);
+  // n_ctx: the context a session would have (0: the model's), which picks
+  // minicpm3's long or short rope factors.
+  explicit ModelReference(const GgufFile& file, std::int64_t n_ctx = 0);
 
   const ModelParams& params() const { return params_; }
   // Feeds tokens at the next positions (n_past, n_past+1, ...) through the

@@ -142,6 +142,18 @@ std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
 
   matrix("token_embd.weight", {d, V}, 1.f * std::sqrt(static_cast<float>(d)));
   norm("output_norm.weight", d);
+  if (s.arch == ModelArch::minicpm3 && s.rope_factors) {
+    // Frequency divisors per rotated pair, as MiniCPM3's LongRoPE lists
+    // them: near 1 (short) and up to tens for the slow pairs (long).
+    std::vector<float> shorts(dr / 2), longs(dr / 2);
+    for (std::uint64_t i = 0; i < dr / 2; ++i) {
+      const float u = static_cast<float>(i) / static_cast<float>(dr / 2);
+      shorts[i] = 1.f + 0.3f * u * (1.f + 0.5f * uni(rng));
+      longs[i] = 1.f + 30.f * u * u * (1.f + 0.5f * uni(rng));
+    }
+    w.add_tensor_f32("rope_factors_long.weight", {dr / 2}, longs);
+    w.add_tensor_f32("rope_factors_short.weight", {dr / 2}, shorts);
+  }
   if (!s.tied_output) matrix("output.weight", {d, V});
   for (int i = 0; i < s.n_layers; ++i) {
     norm(blk(i, "attn_norm"), d);

@@ -240,8 +240,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
   s_->threads = opts_.threads > 0 ? opts_.threads : omp_get_max_threads();
   s_->attn_scratch.resize(s_->attn->scratch_bytes(p.mla.n_heads, cache_.layout(), s_->threads));
   s_->rope = p.mla.rope;
-  const bool long_ctx = p.rope_orig_ctx > 0 && opts_.n_ctx > p.rope_orig_ctx;
-  s_->rope.freq_factors = model_->rope_factors(long_ctx);
+  s_->rope.freq_factors = model_->rope_factors(p.rope_long_factors(opts_.n_ctx));
   last_logits_.assign(p.n_vocab, 0.f);
   prev_logits_.assign(p.n_vocab, 0.f);
 }

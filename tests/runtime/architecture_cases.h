@@ -48,13 +48,18 @@ inline std::vector<ArchCase> architecture_cases() {
     s.yarn_log_multiplier = 0.1f;
     v.push_back({"deepseek2_v3_routing", s, 1e-9});
   }
-  {  // MiniCPM3: legacy layout, q_lora, half-split RoPE, muP scales.
+  {  // MiniCPM3: legacy layout, q_lora, half-split RoPE, muP scales, the
+     // short rope factors (the tests' contexts are below context_length).
     RandomModelSpec s = base();
     s.arch = ModelArch::minicpm3;
     s.layout = KvLayout::legacy;
     s.q_lora_rank = 24;
     s.yarn = false;
+    s.rope_factors = true;
     v.push_back({"minicpm3", s, 1e-9});
+    // ... and the long ones: a trained context below the tests' 64 tokens.
+    s.context_length = 48;
+    v.push_back({"minicpm3_long_rope_factors", s, 1e-9});
   }
   {  // PLM: legacy layout, attn_q, relu^2 FFN, tied output.
     RandomModelSpec s = base();
