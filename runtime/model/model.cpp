@@ -75,20 +75,33 @@ void Model::bind(const LoadOptions& options) {
     ++done;
     if (options.on_progress) options.on_progress(done, total);
   };
+  // A tensor is read in place through pointers of its element type: 4-byte
+  // aligned for F32, 2 for the 16-bit fields of every other type. A file
+  // with general.alignment 1 or 2 may place one off that: copied once here.
+  auto in_place = [&](const GgufTensor& t) -> const std::uint8_t* {
+    const std::uintptr_t need = t.type == GgmlType::F32 ? 4 : 2;
+    if (reinterpret_cast<std::uintptr_t>(t.data) % need == 0) {
+      mapped_bytes_ += t.n_bytes;
+      return t.data;
+    }
+    auto& buf = packed_.emplace_back(t.data, t.data + t.n_bytes);
+    return buf.data();
+  };
   auto matrix = [&](const std::string& name, std::initializer_list<std::uint64_t> ne) {
     const GgufTensor& t = file_.require_tensor(name, ne);
-    mapped_bytes_ += t.n_bytes;
     tick();
-    return ref_of(t);
+    WeightRef r = ref_of(t);
+    r.data = in_place(t);
+    return r;
   };
   // Norm weights are read as f32 vectors: used in place when stored as F32.
   auto vec = [&](const std::string& name, std::uint64_t n) -> const float* {
     const GgufTensor& t = file_.require_tensor(name, {n});
-    mapped_bytes_ += t.n_bytes;
     tick();
-    if (t.type == GgmlType::F32) return reinterpret_cast<const float*>(t.data);
+    const std::uint8_t* data = in_place(t);
+    if (t.type == GgmlType::F32) return reinterpret_cast<const float*>(data);
     auto& buf = packed_.emplace_back(n * sizeof(float));
-    dequantize_row_ref(t.type, t.data, reinterpret_cast<float*>(buf.data()), n);
+    dequantize_row_ref(t.type, data, reinterpret_cast<float*>(buf.data()), n);
     return reinterpret_cast<const float*>(buf.data());
   };
   // All heads of `src` stacked as one f32 matrix (heads*rows, cols); `transpose`

@@ -49,6 +49,7 @@ std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
   const std::uint64_t d = s.d_model, nh = s.n_heads, dc = s.kv_lora_rank, dr = s.d_rope, dn = s.d_nope,
                       dv = s.d_v, ql = s.q_lora_rank, V = s.n_vocab;
 
+  if (s.alignment != 0) w.set_alignment(s.alignment);
   w.add_string("general.architecture", arch);
   w.add_string("general.name", "latte-random-" + arch);
   w.add_u32(k + "context_length", static_cast<std::uint32_t>(s.context_length));

@@ -38,6 +38,7 @@ struct RandomModelSpec {
   int yarn_orig_ctx = 128;
   float yarn_log_multiplier = 0.0707f;
   float rms_eps = 1e-6f;
+  std::uint32_t alignment = 0;  // general.alignment written when nonzero (else GGUF's default 32, unwritten)
   bool rope_factors = false;             // minicpm3: rope_factors_long / _short tensors
   GgmlType weight_type = GgmlType::F32;  // matrices (see row_type_for); norms stay F32
   bool tied_output = false;              // no `output` tensor

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/model_reference.h"
 #include "runtime/model/model.h"
@@ -121,6 +123,75 @@ TEST(RandomModel, DecodeWeightBytesCountWhatDecodeReads) {
     }
     auto model = Model::from_file(GgufFile::from_bytes(random_model_bytes(s)));
     EXPECT_EQ(model->decode_weight_bytes(), expected) << (layout == KvLayout::split ? "split" : "legacy");
+  }
+}
+
+// general.alignment 1 or 2 is valid GGUF, and places tensors at any byte:
+// those a kernel would read through misaligned float or 16-bit pointers are
+// copied at load (UBSan in scripts/test.sh flags such a read). The logits
+// are those of the same weights at the default alignment.
+TEST(RandomModel, TensorsOffTheirTypeAlignmentAreCopiedAtLoad) {
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0}) {
+    RandomModelSpec s = base();
+    s.weight_type = type;
+    auto logits_of = [&](const RandomModelSpec& spec, bool expect_misaligned) {
+      auto file = GgufFile::from_bytes(random_model_bytes(spec));
+      bool misaligned = false;
+      for (const GgufTensor& t : file.tensors())
+        misaligned |= reinterpret_cast<std::uintptr_t>(t.data) % (t.type == GgmlType::F32 ? 4 : 2) != 0;
+      EXPECT_EQ(misaligned, expect_misaligned) << ggml_type_name(type) << ", alignment " << spec.alignment;
+      auto model = Model::from_file(std::move(file));
+      SessionOptions o;
+      o.threads = 1;
+      o.cache = LatentStorage::f32;
+      o.n_ctx = 16;
+      Session sess(model, o);
+      const std::int32_t toks[] = {3, 141, 59, 26};
+      std::vector<float> all;
+      sess.prefill(toks, &all);
+      return all;
+    };
+    const auto want = logits_of(s, false);
+    for (std::uint32_t a : {1u, 2u}) {
+      RandomModelSpec sa = s;
+      sa.alignment = a;
+      EXPECT_EQ(logits_of(sa, true), want) << ggml_type_name(type) << ", alignment " << a;
+    }
+  }
+}
+
+// What a model file lacks, or has in the wrong shape, is named by the model
+// loader too (the reader's own checks have their tests in gguf_test).
+TEST(RandomModel, MissingOrMisshapenTensorIsNamed) {
+  const std::vector<std::uint8_t> good = random_model_bytes(base());
+  auto refusal = [](const std::vector<std::uint8_t>& bytes) {
+    try {
+      Model::from_file(GgufFile::from_bytes(bytes));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(loaded)");
+  };
+  auto find = [&](const std::string& name) {
+    auto it = std::search(good.begin(), good.end(), name.begin(), name.end());
+    EXPECT_NE(it, good.end()) << name;
+    return static_cast<std::size_t>(it - good.begin());
+  };
+  {
+    std::vector<std::uint8_t> b = good;
+    b[find("blk.1.attn_k_b.weight") + 11] = 'z';  // now blk.1.attn_z_b.weight
+    EXPECT_NE(refusal(b).find("blk.1.attn_k_b.weight"), std::string::npos) << refusal(b);
+  }
+  {
+    // Tensor info: name, u32 n_dims, u64 ne[0], u64 ne[1]. Swapping the two
+    // dimensions of (ff 96, d 64) keeps the byte count, so only the shape is wrong.
+    std::vector<std::uint8_t> b = good;
+    const std::string name = "blk.0.ffn_down.weight";
+    const std::size_t ne0 = find(name) + name.size() + 4;
+    std::swap_ranges(b.begin() + ne0, b.begin() + ne0 + 8, b.begin() + ne0 + 8);
+    const std::string why = refusal(b);
+    EXPECT_NE(why.find(name), std::string::npos) << why;
+    EXPECT_NE(why.find("96"), std::string::npos) << why;
   }
 }
 
