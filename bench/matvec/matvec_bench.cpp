@@ -140,19 +140,20 @@ void BM_MatmulOneDnn(benchmark::State& state) {
 }
 
 // The cost of producing the f32 weights oneDNN's f32 path needs, per call,
-// when they are not kept resident (dequantize the whole matrix once).
+// when they are not kept resident (dequantize the whole matrix once, with the
+// kernel the session's prefill uses for its panels).
 // args: type, rows, cols
 void BM_DequantizeMatrix(benchmark::State& state) {
   const auto type = static_cast<GgmlType>(state.range(0));
   const std::size_t rows = state.range(1), cols = state.range(2);
+  const auto& k = latte::kernels::matvec_kernels(latte::active_isa());
   auto w = make_weights(type, rows, cols);
   std::vector<float> out(rows * cols);
-  const std::size_t rb = latte::ggml_row_bytes(type, cols);
   for (auto _ : state) {
-    for (std::size_t r = 0; r < rows; ++r) latte::dequantize_row_ref(type, w.data() + r * rb, out.data() + r * cols, cols);
+    k.dequantize(type, w.data(), out.data(), rows * cols);
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetLabel(std::string("dequantize_row_ref ") + latte::ggml_type_name(type));
+  state.SetLabel(std::string(latte::isa_name(latte::active_isa())) + " dequantize " + latte::ggml_type_name(type));
 }
 
 void register_all() {
@@ -176,8 +177,9 @@ void register_all() {
         ->MinTime(0.2)
         ->UseRealTime();
   const Isa best = latte::active_isa();
+  // 16 tokens: where the session's prefill switches to oneDNN.
   for (GgmlType t : kTypes)
-    for (long nt : {64L, 512L})
+    for (long nt : {16L, 32L, 64L, 128L, 256L, 512L})
       for (long threads : {1L, 2L})
         benchmark::RegisterBenchmark("Matmul", BM_Matmul)
             ->Args({static_cast<long>(best), static_cast<long>(t), 2048, 2048, nt, threads})
@@ -186,7 +188,7 @@ void register_all() {
             ->UseRealTime()
             ->Unit(benchmark::kMillisecond);
   for (long bf16 : {0L, 1L})
-    for (long nt : {64L, 512L})
+    for (long nt : {16L, 32L, 64L, 128L, 256L, 512L})
       for (long threads : {1L, 2L})
         benchmark::RegisterBenchmark("MatmulOneDnn", BM_MatmulOneDnn)
             ->Args({2048, 2048, nt, threads, bf16})
@@ -194,7 +196,7 @@ void register_all() {
             ->MinTime(0.2)
             ->UseRealTime()
             ->Unit(benchmark::kMillisecond);
-  for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K})
+  for (GgmlType t : kTypes)
     benchmark::RegisterBenchmark("DequantizeMatrix", BM_DequantizeMatrix)
         ->Args({static_cast<long>(t), 2048, 2048})
         ->ArgNames({"type", "rows", "cols"})

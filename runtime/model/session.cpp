@@ -24,10 +24,14 @@ namespace latte {
 
 namespace {
 
-// From this many tokens on, a weight product runs as f32 GEMMs (oneDNN) over
-// panels of dequantized weight rows: measured 1.3x (F32) to 2x (F16) faster
-// than the block kernels at 512 tokens, and exact in f32.
-constexpr int kGemmMinTokens = 16;
+// From this many tokens on, a weight product runs as f32 GEMMs (oneDNN):
+// directly on F32 weights, over panels of dequantized rows for the others.
+// Below, Latte's kernels, which stream the weights once from memory. The
+// crossovers, measured as prefill tok/s of a 4-layer V2-Lite-shaped model
+// with 2 threads (README, "Prefill GEMMs"): F32 between 128 (kernels 11%
+// faster) and 192 tokens (oneDNN 9%); F16 and Q8_0 between 256 (kernels
+// 28-40%) and 384 (oneDNN 4-14%).
+int default_gemm_min_tokens(GgmlType t) { return t == GgmlType::F32 ? 160 : 320; }
 constexpr std::int64_t kGemmPanelRows = 256;
 
 // Index of the first NaN or inf in x[0, n), or n. Exponent bits, OR-reduced
@@ -119,6 +123,10 @@ struct Session::Scratch {
   const kernels::MatvecKernels* mv = nullptr;
   const kernels::MlaAttnKernels* attn = nullptr;
   int threads = 1;
+  int gemm_min_tokens = 0;  // SessionOptions' override; 0: default_gemm_min_tokens
+  bool use_gemm(GgmlType t, int n) const {
+    return n >= (gemm_min_tokens > 0 ? gemm_min_tokens : default_gemm_min_tokens(t));
+  }
   RopeParams rope;  // the model's, with this context's rope factors
 
   std::vector<std::uint8_t> mv_scratch;
@@ -132,7 +140,7 @@ struct Session::Scratch {
   // than the product); from it, each head through linear()'s GEMM path.
   void linear_heads(const HeadWeights& w, int heads, const float* x, std::size_t x_step, std::size_t ldx, int n,
                     float* y, std::size_t y_step, std::size_t ldy) {
-    if (n >= kGemmMinTokens) {
+    if (use_gemm(w.head.type, n)) {
       for (int h = 0; h < heads; ++h) linear(w[h], x + h * x_step, ldx, n, y + h * y_step, ldy);
       return;
     }
@@ -159,7 +167,9 @@ struct Session::Scratch {
   // bound by weight bandwidth and runs ~30 regions per token, so each join
   // saved is measurable, with passive OpenMP waiting most of all.
   void linear_shared(std::initializer_list<LinearOut> outs, const float* x, std::size_t ldx, int n) {
-    if (n >= kGemmMinTokens || threads <= 1) {
+    bool gemm = false;  // any of them: each then takes its own path in linear()
+    for (const LinearOut& o : outs) gemm = gemm || use_gemm(o.w->type, n);
+    if (gemm || threads <= 1) {
       for (const LinearOut& o : outs) linear(*o.w, x, ldx, n, o.y, o.ldy);
       return;
     }
@@ -188,7 +198,7 @@ struct Session::Scratch {
 
   // y (n, ldy) = x (n, ldx) W^T for W (rows, cols).
   void linear(const WeightRef& w, const float* x, std::size_t ldx, int n, float* y, std::size_t ldy) {
-    if (n >= kGemmMinTokens) {
+    if (use_gemm(w.type, n)) {
       if (w.type == GgmlType::F32 && w.row_bytes == static_cast<std::size_t>(w.cols) * 4) {
         sgemm('N', 'T', n, w.rows, w.cols, 1.f, x, static_cast<std::int64_t>(ldx), reinterpret_cast<const float*>(w.data),
               w.cols, 0.f, y, static_cast<std::int64_t>(ldy));
@@ -221,6 +231,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
         if (opts_.threads < 0 || opts_.threads > kMaxThreads)
           throw Error(Status::invalid_argument, "threads " + std::to_string(opts_.threads) + " is outside [0, " +
                                                     std::to_string(kMaxThreads) + "]");
+        if (opts_.gemm_min_tokens < 0) throw Error(Status::invalid_argument, "gemm_min_tokens must be >= 0");
         if (opts_.n_ctx > kMaxContextTokens)
           throw Error(Status::invalid_argument, "n_ctx " + std::to_string(opts_.n_ctx) + " is above the limit of " +
                                                     std::to_string(kMaxContextTokens) + " tokens");
@@ -238,6 +249,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
   s_->mv = &kernels::matvec_kernels(isa);
   s_->attn = &kernels::mla_attn_kernels(isa);
   s_->threads = opts_.threads > 0 ? opts_.threads : omp_get_max_threads();
+  s_->gemm_min_tokens = opts_.gemm_min_tokens;
   s_->attn_scratch.resize(s_->attn->scratch_bytes(p.mla.n_heads, cache_.layout(), s_->threads));
   s_->rope = p.mla.rope;
   s_->rope.freq_factors = model_->rope_factors(p.rope_long_factors(opts_.n_ctx));

@@ -28,6 +28,9 @@ struct SessionOptions {
   LatentStorage cache = LatentStorage::int8;
   int prefill_chunk = 512;          // tokens per prefill chunk
   FormChoice prefill_form = FormChoice::cost_model;
+  // Chunks of at least this many tokens run their weight products as oneDNN
+  // GEMMs; 0: the crossover measured per weight type (session.cpp).
+  int gemm_min_tokens = 0;
 };
 
 class Session {

@@ -54,11 +54,12 @@ TEST_P(Architectures, SessionMatchesReference) {
   EXPECT_LT(nmse(got), c.nmse_bound) << c.name;
   RecordProperty("prefill_nmse", std::to_string(nmse(got)));
   {
-    // The prompt as one chunk of 25 tokens, past the GEMM size: the weight
-    // products as oneDNN GEMMs (over dequantized panels for quantized
-    // weights), which chunks of 7 never reach.
+    // The prompt as one chunk of 25 tokens with the GEMM size lowered to 16:
+    // the weight products as oneDNN GEMMs (over dequantized panels for
+    // quantized weights), the path of long chunks, which these never reach.
     SessionOptions og = o;
     og.prefill_chunk = 32;
+    og.gemm_min_tokens = 16;
     Session sg(model, og);
     std::vector<float> g;
     sg.prefill(prompt, &g);
