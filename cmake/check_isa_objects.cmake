@@ -3,9 +3,13 @@
 # every caller) that is not tied to its ISA: an xsimd Arch instance, or a Latte
 # Arch-templated instance. Such a copy, compiled with -mavx512f, would crash a
 # CPU without AVX-512 when another file calls the same inline function.
+# Strong global symbols must name their ISA too (the table entry points,
+# `*_kernels_<isa>()`, reached only after the run-time ISA check): a helper
+# with external linkage there would be callable from anywhere.
 string(REPLACE "|" ";" objects "${OBJECTS}")
 set(checked 0)
 set(bad "")
+set(strong "")
 foreach(obj ${objects})
   if(NOT obj MATCHES "__(avx2|avx512|neon)\\.cpp\\.o$")
     continue()
@@ -34,6 +38,11 @@ foreach(obj ${objects})
       if(NOT sym MATCHES "${tag}")
         string(APPEND bad "\n  ${obj}: ${sym}")
       endif()
+    elseif(line MATCHES "^[0-9a-f]+ [TDBR] (.*)$")
+      set(sym "${CMAKE_MATCH_1}")
+      if(NOT sym MATCHES "_${isa}\\(\\)$" AND NOT sym MATCHES "${tag}")
+        string(APPEND strong "\n  ${obj}: ${sym}")
+      endif()
     endif()
   endforeach()
 endforeach()
@@ -42,5 +51,8 @@ if(checked EQUAL 0)
 endif()
 if(bad)
   message(FATAL_ERROR "per-ISA objects export weak symbols not tied to their ISA:${bad}")
+endif()
+if(strong)
+  message(FATAL_ERROR "per-ISA objects define global symbols that do not name their ISA:${strong}")
 endif()
 message(STATUS "checked ${checked} per-ISA object files: clean")
