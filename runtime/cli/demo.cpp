@@ -1,6 +1,7 @@
-// `latte demo`: the MLA layer itself, without a model file: one layer at DeepSeek-V2-Lite shapes with random weights, run in the naive and
-// absorbed forms from the same weights, their agreement, the form the cost
-// model picks, and what the latent cache saves.
+// `latte demo`: the MLA layer itself, without a model file: one layer at
+// DeepSeek-V2-Lite shapes with random weights, run in the naive and absorbed
+// forms from the same weights, their agreement, the form the cost model
+// picks, and what the latent cache saves.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

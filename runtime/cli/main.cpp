@@ -1,6 +1,7 @@
 // The `latte` command line.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "kernels/isa.h"
 #include "runtime/cli/commands.h"
 #include "runtime/error.h"
+#include "runtime/model/session.h"
 
 namespace {
 
@@ -58,23 +60,9 @@ const CLI::Validator kSeed(
     },
     "");
 
-const char* const kCommands[] = {"info", "demo", "eval", "bench", "run", "perplexity", "make-model"};
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  // An unknown command: CLI11 would only say that one is required.
-  if (argc >= 2 && argv[1][0] != '-') {
-    bool known = false;
-    for (const char* c : kCommands) known = known || std::strcmp(argv[1], c) == 0;
-    if (!known) {
-      std::fprintf(stderr, "latte: unknown command '%s' (commands:", argv[1]);
-      for (const char* c : kCommands) std::fprintf(stderr, " %s", c);
-      std::fprintf(stderr, "; latte --help)\n");
-      return 2;
-    }
-  }
-
   CLI::App app{"Latte: Multi-Head Latent Attention inference on the CPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "latte " LATTE_VERSION);
@@ -96,7 +84,7 @@ int main(int argc, char** argv) {
   eval->add_option("--tokens", eval_opts.tokens, "Token ids, comma-separated")->required();
   eval->add_option("--logits-out", eval_opts.logits_out, "Output: float32 [n_tokens, n_vocab], row-major")->required();
   eval->add_option("--cache-type", eval_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
-  eval->add_option("--threads", eval_opts.threads, "Threads (0: all cores)")->check(integer_in(0, 1024));
+  eval->add_option("--threads", eval_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
   eval->add_flag("--no-mmap", eval_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
   eval->add_option("--prefill-chunk", eval_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
 
@@ -105,7 +93,7 @@ int main(int argc, char** argv) {
   bench->add_option("-m,--model", bench_opts.model, "GGUF model file")->required();
   bench->add_option("--depths", bench_opts.depths, "Context depths, tokens already in the cache (0,4096,16384)");
   bench->add_option("--cache-type", bench_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
-  bench->add_option("--threads", bench_opts.threads, "Threads (0: all cores)")->check(integer_in(0, 1024));
+  bench->add_option("--threads", bench_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
   bench->add_flag("--no-mmap", bench_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
   bench->add_option("-p,--n-prompt", bench_opts.n_prompt, "Prompt tokens for the prefill measurement")->check(integer_in(0, 1LL << 20));
   bench->add_option("-n,--n-gen", bench_opts.n_gen, "Tokens for the decode measurement")->check(integer_in(0, 1LL << 20));
@@ -133,7 +121,7 @@ int main(int argc, char** argv) {
   run->add_option("--repeat-last-n", run_opts.repeat_last_n, "Tokens the penalty looks back over")->check(integer_in(0, 1LL << 24));
   run->add_option("--seed", run_opts.seed, "Sampling seed (same seed, same text)")->check(kSeed);
   run->add_option("--cache-type", run_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
-  run->add_option("--threads", run_opts.threads, "Threads (0: all cores)")->check(integer_in(0, 1024));
+  run->add_option("--threads", run_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
   run->add_flag("--no-mmap", run_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
   run->add_option("-c,--ctx", run_opts.n_ctx, "Context size in tokens (default: 4096, or the model's trained context if smaller; 0: the model's)")->check(integer_in(0, 1LL << 24));
 
@@ -148,7 +136,7 @@ int main(int argc, char** argv) {
   ppl->add_option("--cache-type", ppl_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
   ppl->add_option("--form", ppl_opts.form, "Prefill form")->check(CLI::IsMember({"auto", "naive", "absorbed"}));
   ppl->add_flag("--decode", ppl_opts.decode, "Feed the tokens one by one (the decode kernel for every position)");
-  ppl->add_option("--threads", ppl_opts.threads, "Threads (0: all cores)")->check(integer_in(0, 1024));
+  ppl->add_option("--threads", ppl_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
   ppl->add_flag("--no-mmap", ppl_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
   ppl->add_option("--prefill-chunk", ppl_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
   ppl->add_flag("--json", ppl_opts.json, "JSON output");
@@ -163,6 +151,15 @@ int main(int argc, char** argv) {
   mm->add_option("--seed", mm_opts.seed, "Random seed")->check(kSeed);
   mm->add_option("-o,--out", mm_opts.out, "Output GGUF file")->required();
 
+  // An unknown command: CLI11 would only say that one is required.
+  const auto commands = app.get_subcommands([](const CLI::App*) { return true; });
+  if (argc >= 2 && argv[1][0] != '-' &&
+      std::none_of(commands.begin(), commands.end(), [&](const CLI::App* c) { return c->check_name(argv[1]); })) {
+    std::fprintf(stderr, "latte: unknown command '%s' (commands:", argv[1]);
+    for (const CLI::App* c : commands) std::fprintf(stderr, " %s", c->get_name().c_str());
+    std::fprintf(stderr, "; latte --help)\n");
+    return 2;
+  }
   CLI11_PARSE(app, argc, argv);
   try {
     latte::active_isa();  // a bad LATTE_ISA fails here, with its message

@@ -98,7 +98,8 @@ int run_generate(const RunOptions& o) {
   const std::int64_t trained = model->params().context_length;
   SessionOptions so;
   so.threads = o.threads;
-  so.n_ctx = o.n_ctx >= 0 ? o.n_ctx : (trained > 0 ? std::min<std::int64_t>(4096, trained) : 4096);
+  if (o.n_ctx >= 0) so.n_ctx = o.n_ctx;  // else SessionOptions' default, capped at the trained context
+  else if (trained > 0) so.n_ctx = std::min(so.n_ctx, trained);
   so.cache = *parse_latent_storage(o.cache);
   Session s(model, so);
   warn_beyond_trained_context(*model, s.n_ctx(), "--ctx");
