@@ -689,63 +689,104 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
 
 // ---------------------------------------------------------------- float path
 
-// S (HB, stride) = rows (T, C) . qf (HB, C)
-template <class Arch, int HB>
-void f_scores(const float* rows, int ntok, int C, const float* qf, float* S, std::size_t stride) {
+// Lane i of the result = the sum of a[i]'s lanes, for W vectors a. xsimd
+// 8.1's AVX-512 haddp returns its sums out of order, so AVX-512 has its own:
+// pairs of vectors folded within 128-bit blocks, then the blocks summed.
+template <class Arch>
+xsimd::batch<float, Arch> lane_sums(const xsimd::batch<float, Arch>* a) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<Arch, xsimd::avx512bw>) {
+    __m512 p[8], q[4], r[2];
+    for (int i = 0; i < 8; ++i)  // block: [a2i, a2i+1, a2i, a2i+1] partials
+      p[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+    for (int i = 0; i < 4; ++i)  // block: [a4i .. a4i+3] partials
+      q[i] = _mm512_add_ps(_mm512_shuffle_ps(p[2 * i], p[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_ps(p[2 * i], p[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    for (int i = 0; i < 2; ++i)  // blocks: q2i (0+1), q2i (2+3), q2i+1 (0+1), q2i+1 (2+3)
+      r[i] = _mm512_add_ps(_mm512_shuffle_f32x4(q[2 * i], q[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_f32x4(q[2 * i], q[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(r[0], r[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(r[0], r[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+#endif
+  return xsimd::haddp(a);
+}
+
+// S (HB, stride) = rows (ntok, C) . qf (HB, C), ntok a multiple of J (the
+// tile's padding rows are real memory; their scores are masked later).
+// HB heads x J tokens of accumulators, reduced W at a time by a transposing
+// add (lane_sums): one hadd per accumulator costs ~20% of the FMAs at C = 576.
+// Meanwhile lines [0, pf_lines) from pf go to L2, a few per step of the
+// dot products (in bursts they measured slower than none).
+template <class Arch, int HB, int J>
+void f_scores(const float* rows, int ntok, int C, const float* qf, float* S, std::size_t stride,
+              const std::uint8_t* pf, std::size_t pf_lines) {
   using F = xsimd::batch<float, Arch>;
   constexpr int W = F::size;
-  for (int j = 0; j < ntok; j += 2) {
+  constexpr int N = HB * J;
+  for (int j = 0; j < ntok; j += J) {
     const float* r0 = rows + static_cast<std::size_t>(j) * C;
-    const float* r1 = r0 + C;
-    F a[HB][2];
-    for (int h = 0; h < HB; ++h) a[h][0] = a[h][1] = F(0.f);
+    F a[N];
+    for (int k = 0; k < N; ++k) a[k] = F(0.f);
+    std::size_t line = pf_lines * j / ntok;
+    const std::size_t line_end = pf_lines * (j + J) / ntok;
     int c = 0;
     for (; c + W <= C; c += W) {
-      F x0 = F::load_unaligned(r0 + c), x1 = F::load_unaligned(r1 + c);
+      if (line < line_end) __builtin_prefetch(pf + 64 * line++, 0, 2);
+      F x[J];
+      for (int t = 0; t < J; ++t) x[t] = F::load_unaligned(r0 + static_cast<std::size_t>(t) * C + c);
       for (int h = 0; h < HB; ++h) {
-        F q = F::load_unaligned(qf + static_cast<std::size_t>(h) * C + c);
-        a[h][0] = xsimd::fma(q, x0, a[h][0]);
-        a[h][1] = xsimd::fma(q, x1, a[h][1]);
+        const F q = F::load_unaligned(qf + static_cast<std::size_t>(h) * C + c);
+        for (int t = 0; t < J; ++t) a[h * J + t] = xsimd::fma(q, x[t], a[h * J + t]);
       }
     }
-    for (int h = 0; h < HB; ++h) {
-      float s0 = xsimd::hadd(a[h][0]), s1 = xsimd::hadd(a[h][1]);
-      for (int k = c; k < C; ++k) {
-        s0 += qf[static_cast<std::size_t>(h) * C + k] * r0[k];
-        s1 += qf[static_cast<std::size_t>(h) * C + k] * r1[k];
-      }
-      S[h * stride + j] = s0;
-      S[h * stride + j + 1] = s1;
+    alignas(64) float sum[N];
+    if constexpr (N % W == 0) {
+      for (int g = 0; g < N; g += W) lane_sums<Arch>(a + g).store_aligned(sum + g);
+    } else {
+      for (int k = 0; k < N; ++k) sum[k] = xsimd::hadd(a[k]);
     }
+    for (int h = 0; h < HB; ++h)
+      for (int t = 0; t < J; ++t) {
+        float v = sum[h * J + t];
+        for (int k = c; k < C; ++k)
+          v += qf[static_cast<std::size_t>(h) * C + k] * r0[static_cast<std::size_t>(t) * C + k];
+        S[h * stride + j + t] = v;
+      }
   }
 }
 
-// o (HB, d_c) += P (HB, stride) . rows (ntok, C)[:, :d_c]
-template <class Arch, int HB>
-void f_values(const float* rows, int ntok, int C, int d_c, const float* Pw, std::size_t stride, float* o) {
+// o (HB, d_c)[:, c0 : c0 + NV * W] += P (HB, stride) . rows (ntok, C)[:, c0 : c0 + NV * W]
+template <class Arch, int HB, int NV>
+void f_value_columns(const float* rows, int ntok, int C, int d_c, const float* Pw, std::size_t stride, float* o,
+                     int c0) {
   using F = xsimd::batch<float, Arch>;
   constexpr int W = F::size;
-  int c = 0;
-  for (; c + 2 * W <= d_c; c += 2 * W) {
-    F a[HB][2];
+  F a[HB][NV];
+  for (int h = 0; h < HB; ++h)
+    for (int v = 0; v < NV; ++v) a[h][v] = F::load_unaligned(o + static_cast<std::size_t>(h) * d_c + c0 + v * W);
+  for (int j = 0; j < ntok; ++j) {
+    const float* r = rows + static_cast<std::size_t>(j) * C + c0;
+    F x[NV];
+    for (int v = 0; v < NV; ++v) x[v] = F::load_unaligned(r + v * W);
     for (int h = 0; h < HB; ++h) {
-      a[h][0] = F::load_unaligned(o + static_cast<std::size_t>(h) * d_c + c);
-      a[h][1] = F::load_unaligned(o + static_cast<std::size_t>(h) * d_c + c + W);
-    }
-    for (int j = 0; j < ntok; ++j) {
-      const float* r = rows + static_cast<std::size_t>(j) * C + c;
-      F x0 = F::load_unaligned(r), x1 = F::load_unaligned(r + W);
-      for (int h = 0; h < HB; ++h) {
-        F p(Pw[h * stride + j]);
-        a[h][0] = xsimd::fma(p, x0, a[h][0]);
-        a[h][1] = xsimd::fma(p, x1, a[h][1]);
-      }
-    }
-    for (int h = 0; h < HB; ++h) {
-      a[h][0].store_unaligned(o + static_cast<std::size_t>(h) * d_c + c);
-      a[h][1].store_unaligned(o + static_cast<std::size_t>(h) * d_c + c + W);
+      const F p(Pw[h * stride + j]);
+      for (int v = 0; v < NV; ++v) a[h][v] = xsimd::fma(p, x[v], a[h][v]);
     }
   }
+  for (int h = 0; h < HB; ++h)
+    for (int v = 0; v < NV; ++v) a[h][v].store_unaligned(o + static_cast<std::size_t>(h) * d_c + c0 + v * W);
+}
+
+// o (HB, d_c) += P (HB, stride) . rows (ntok, C)[:, :d_c]: HB heads x NV
+// vectors of columns in registers, one pass over the tokens per NV * W
+// columns.
+template <class Arch, int HB, int NV>
+void f_values(const float* rows, int ntok, int C, int d_c, const float* Pw, std::size_t stride, float* o) {
+  constexpr int W = xsimd::batch<float, Arch>::size;
+  int c = 0;
+  for (; c + NV * W <= d_c; c += NV * W) f_value_columns<Arch, HB, NV>(rows, ntok, C, d_c, Pw, stride, o, c);
+  for (; c + W <= d_c; c += W) f_value_columns<Arch, HB, 1>(rows, ntok, C, d_c, Pw, stride, o, c);
   for (; c < d_c; ++c)
     for (int h = 0; h < HB; ++h) {
       float acc = o[static_cast<std::size_t>(h) * d_c + c];
@@ -754,20 +795,21 @@ void f_values(const float* rows, int ntok, int C, int d_c, const float* Pw, std:
     }
 }
 
-template <class Arch, int HB>
-void f_scores_n(int n, const float* rows, int ntok, int C, const float* qf, float* S, std::size_t stride) {
+template <class Arch, int HB, int J>
+void f_scores_n(int n, const float* rows, int ntok, int C, const float* qf, float* S, std::size_t stride,
+                const std::uint8_t* pf, std::size_t pf_lines) {
   if constexpr (HB > 1) {
-    if (n < HB) return f_scores_n<Arch, HB - 1>(n, rows, ntok, C, qf, S, stride);
+    if (n < HB) return f_scores_n<Arch, HB - 1, J>(n, rows, ntok, C, qf, S, stride, pf, pf_lines);
   }
-  f_scores<Arch, HB>(rows, ntok, C, qf, S, stride);
+  f_scores<Arch, HB, J>(rows, ntok, C, qf, S, stride, pf, pf_lines);
 }
 
-template <class Arch, int HB>
+template <class Arch, int HB, int NV>
 void f_values_n(int n, const float* rows, int ntok, int C, int d_c, const float* Pw, std::size_t stride, float* o) {
   if constexpr (HB > 1) {
-    if (n < HB) return f_values_n<Arch, HB - 1>(n, rows, ntok, C, d_c, Pw, stride, o);
+    if (n < HB) return f_values_n<Arch, HB - 1, NV>(n, rows, ntok, C, d_c, Pw, stride, o);
   }
-  f_values<Arch, HB>(rows, ntok, C, d_c, Pw, stride, o);
+  f_values<Arch, HB, NV>(rows, ntok, C, d_c, Pw, stride, o);
 }
 
 template <class Arch>
@@ -814,7 +856,10 @@ void f_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t
             float* pl, std::uint8_t* thr) {
   using F = xsimd::batch<float, Arch>;
   constexpr int W = F::size;
-  constexpr int HBs = 4, HBv = 4;
+  // Scores: 4 heads x 4 tokens of accumulators (NEON and AVX-512: 16 of 32
+  // registers; AVX2: 2 x 4 of 16). Values: 4 heads x NV vectors of columns.
+  constexpr int HBs = W == 8 ? 2 : 4, Js = 4;
+  constexpr int HBv = 4, NVv = W == 8 ? 2 : 4;
   const Plan& P = X.P;
   const int T = P.T, BT = P.BT, C = P.C, d_c = P.d_c;
   const bool f16 = X.cache->layout.storage == LatentStorage::f16;
@@ -828,7 +873,10 @@ void f_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t
   }
   for (std::int64_t t = t0; t < t1; ++t) {
     const int nvalid = static_cast<int>(imin(T, X.n_ctx - t * T));
-    const int ntok = (nvalid + 1) / 2 * 2;
+    // Scores run over whole groups of Js rows (tiles hold a multiple of 32;
+    // the padding rows' scores are masked), values over the valid rows only,
+    // so a stale row past the end never meets a zero weight (0 x NaN).
+    const int ntok = (nvalid + Js - 1) / Js * Js;
     const float* rows;
     if (f16) {
       f16_to_f32_rows<Arch>(static_cast<const std::uint16_t*>(X.cache->tiles[t]), conv,
@@ -837,9 +885,17 @@ void f_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t
     } else {
       rows = static_cast<const float*>(X.cache->tiles[t]);
     }
-    for (int h = h0; h < h1; h += HBs)
-      f_scores_n<Arch, HBs>(h1 - h, rows, ntok, C, qf + static_cast<std::size_t>(h) * C,
-                            S + static_cast<std::size_t>(h) * BT, BT);
+    // The next tile's lines go to L2 a share per head group: tiles are
+    // separate allocations, where the hardware prefetchers lose the stream.
+    const std::uint8_t* next = t + 1 < t1 ? static_cast<const std::uint8_t*>(X.cache->tiles[t + 1]) : nullptr;
+    const std::size_t next_lines =
+        next ? (static_cast<std::size_t>(imin(T, X.n_ctx - (t + 1) * T)) * C * (f16 ? 2 : 4) + 63) / 64 : 0;
+    const int groups = (h1 - h0 + HBs - 1) / HBs;
+    for (int h = h0, g = 0; h < h1; h += HBs, ++g) {
+      const std::size_t l0 = next_lines * g / groups, l1 = next_lines * (g + 1) / groups;
+      f_scores_n<Arch, HBs, Js>(h1 - h, rows, ntok, C, qf + static_cast<std::size_t>(h) * C,
+                                S + static_cast<std::size_t>(h) * BT, BT, next + 64 * l0, l1 - l0);
+    }
     for (int h = h0; h < h1; ++h) {
       float* s = S + static_cast<std::size_t>(h) * BT;
       float mb = kMasked;
@@ -868,7 +924,7 @@ void f_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t
       }
     }
     for (int h = h0; h < h1; h += HBv)
-      f_values_n<Arch, HBv>(h1 - h, rows, ntok, C, d_c, S + static_cast<std::size_t>(h) * BT, BT,
+      f_values_n<Arch, HBv, NVv>(h1 - h, rows, nvalid, C, d_c, S + static_cast<std::size_t>(h) * BT, BT,
                             po + static_cast<std::size_t>(h) * d_c);
   }
 }
