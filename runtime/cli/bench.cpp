@@ -134,13 +134,25 @@ int run_bench(const BenchOptions& o) {
     std::printf("  \"decode_weight_bytes\": %zu,\n  \"read_GBps_before\": %.2f,\n  \"read_GBps_after\": %.2f,\n",
                 weight_bytes, read_before / 1e9, read_after / 1e9);
     std::printf("  \"results\": [\n");
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      std::printf("    {\"depth\": %lld, \"prefill_tok_s\": %.2f, \"decode_tok_s\": %.2f, \"decode_weights_GBps\": %.2f, "
-                  "\"decode_read_pct\": %.1f, \"decode_depth0_adjacent_tok_s\": %.2f, "
-                  "\"decode_pct_of_adjacent_depth0\": %.1f, \"fill_s\": %.2f}%s\n",
-                  static_cast<long long>(rows[i].depth), rows[i].prefill_tps, rows[i].decode_tps,
-                  weight_rate(rows[i]) / 1e9, 100 * weight_rate(rows[i]) / read_best, rows[i].decode0_tps,
-                  pct_of_depth0(rows[i]), rows[i].fill_s, i + 1 < rows.size() ? "," : "");
+    // What was not measured (-p 0 or -n 0) is null, not a speed of 0.
+    auto num = [](bool measured, double v, const char* fmt) {
+      if (!measured) return std::string("null");
+      char b[64];
+      std::snprintf(b, sizeof b, fmt, v);
+      return std::string(b);
+    };
+    const bool pre = o.n_prompt > 0, dec = o.n_gen > 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      std::printf("    {\"depth\": %lld, \"prefill_tok_s\": %s, \"decode_tok_s\": %s, \"decode_weights_GBps\": %s, "
+                  "\"decode_read_pct\": %s, \"decode_depth0_adjacent_tok_s\": %s, "
+                  "\"decode_pct_of_adjacent_depth0\": %s, \"fill_s\": %.2f}%s\n",
+                  static_cast<long long>(r.depth), num(pre, r.prefill_tps, "%.2f").c_str(),
+                  num(dec, r.decode_tps, "%.2f").c_str(), num(dec, weight_rate(r) / 1e9, "%.2f").c_str(),
+                  num(dec, 100 * weight_rate(r) / read_best, "%.1f").c_str(),
+                  num(dec, r.decode0_tps, "%.2f").c_str(), num(dec, pct_of_depth0(r), "%.1f").c_str(), r.fill_s,
+                  i + 1 < rows.size() ? "," : "");
+    }
     std::printf("  ]\n}\n");
   } else {
     std::printf("model %s (%s), cache %s, threads %s, kernels %s, weights %s\n", o.model.c_str(),
@@ -148,10 +160,15 @@ int run_bench(const BenchOptions& o) {
                 isa_name(active_isa()), o.no_mmap ? "read (--no-mmap)" : "mmap");
     std::printf("%8s | %16s | %16s | %18s | %22s\n", "depth", "prefill tok/s", "decode tok/s", "weights GB/s (%)",
                 "depth 0 next to it (%)");
-    for (const Row& r : rows)
-      std::printf("%8lld | %16.1f | %16.1f | %11.1f (%3.0f%%) | %14.1f (%3.0f%%)\n", static_cast<long long>(r.depth),
-                  r.prefill_tps, r.decode_tps, weight_rate(r) / 1e9, 100 * weight_rate(r) / read_best, r.decode0_tps,
-                  pct_of_depth0(r));
+    for (const Row& r : rows) {
+      char pre[32] = "-", dec[96];
+      std::snprintf(dec, sizeof dec, "%16s | %18s | %22s", "-", "-", "-");
+      if (o.n_prompt > 0) std::snprintf(pre, sizeof pre, "%.1f", r.prefill_tps);
+      if (o.n_gen > 0)
+        std::snprintf(dec, sizeof dec, "%16.1f | %11.1f (%3.0f%%) | %14.1f (%3.0f%%)", r.decode_tps,
+                      weight_rate(r) / 1e9, 100 * weight_rate(r) / read_best, r.decode0_tps, pct_of_depth0(r));
+      std::printf("%8lld | %16s | %s\n", static_cast<long long>(r.depth), pre, dec);
+    }
     std::printf("(prefill: %d tokens at the depth; decode: %d steps from the depth; best of %d)\n", o.n_prompt,
                 o.n_gen, o.repetitions);
     std::printf("(depth 0 next to it: decode from an empty cache right after each repetition's; %% = decode at "

@@ -224,6 +224,23 @@ TEST(Cli, BenchReportsEveryDepth) {
       << r.output;
 }
 
+TEST(Cli, BenchLeavesWhatItDidNotMeasureBlank) {
+  const std::string m = kTestdata + "/tiny-dense.gguf";
+  const Result decode_only = run("bench -m " + m + " --depths 0,32 -p 0 -n 2 --threads 1 --json");
+  ASSERT_EQ(decode_only.code, 0) << decode_only.output;
+  EXPECT_NE(decode_only.output.find("\"prefill_tok_s\": null, \"decode_tok_s\": "), std::string::npos)
+      << decode_only.output;
+  EXPECT_EQ(decode_only.output.find("\"decode_tok_s\": null"), std::string::npos) << decode_only.output;
+  const Result prefill_only = run("bench -m " + m + " --depths 0 -p 4 -n 0 --threads 1");
+  ASSERT_EQ(prefill_only.code, 0) << prefill_only.output;
+  const auto row = prefill_only.output.find("\n       0 | ");
+  ASSERT_NE(row, std::string::npos) << prefill_only.output;
+  const std::string line = prefill_only.output.substr(row + 1, prefill_only.output.find('\n', row + 1) - row - 1);
+  // A prefill speed, then a dash for each decode column.
+  EXPECT_EQ(std::count(line.begin(), line.end(), '-'), 3) << line;
+  EXPECT_EQ(line.find(" 0.0 "), std::string::npos) << line;
+}
+
 TEST(Cli, PerplexityOverTokenWindows) {
   const std::string w = ::testing::TempDir() + "/windows.txt";
   std::ofstream(w) << tokens_csv() << "\n";
