@@ -888,8 +888,9 @@ void f_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t
     // The next tile's lines go to L2 a share per head group: tiles are
     // separate allocations, where the hardware prefetchers lose the stream.
     const std::uint8_t* next = t + 1 < t1 ? static_cast<const std::uint8_t*>(X.cache->tiles[t + 1]) : nullptr;
+    const std::size_t row_bytes = X.cache->layout.bytes / T;  // plain rows, f32 or f16
     const std::size_t next_lines =
-        next ? (static_cast<std::size_t>(imin(T, X.n_ctx - (t + 1) * T)) * C * (f16 ? 2 : 4) + 63) / 64 : 0;
+        next ? (static_cast<std::size_t>(imin(T, X.n_ctx - (t + 1) * T)) * row_bytes + 63) / 64 : 0;
     const int groups = (h1 - h0 + HBs - 1) / HBs;
     for (int h = h0, g = 0; h < h1; h += HBs, ++g) {
       const std::size_t l0 = next_lines * g / groups, l1 = next_lines * (g + 1) / groups;
@@ -925,7 +926,7 @@ void f_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t
     }
     for (int h = h0; h < h1; h += HBv)
       f_values_n<Arch, HBv, NVv>(h1 - h, rows, nvalid, C, d_c, S + static_cast<std::size_t>(h) * BT, BT,
-                            po + static_cast<std::size_t>(h) * d_c);
+                                 po + static_cast<std::size_t>(h) * d_c);
   }
 }
 

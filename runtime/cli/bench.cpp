@@ -79,7 +79,10 @@ int run_bench(const BenchOptions& o) {
   // Over the decode step's bytes, from 64 MiB (so a cache does not hold it
   // all unless it holds the weights too) to 1 GiB (enough for any cache).
   const std::size_t read_bytes = std::clamp<std::size_t>(weight_bytes, std::size_t{64} << 20, std::size_t{1} << 30);
-  const double read_before = measure_read_bandwidth(read_bytes, threads, 5);
+  // What a run does not measure (-p 0 or -n 0) is reported blank, not as 0;
+  // the plain reads only serve to judge decode's weight stream.
+  const bool measured_prefill = o.n_prompt > 0, measured_decode = o.n_gen > 0;
+  const double read_before = measured_decode ? measure_read_bandwidth(read_bytes, threads, 5) : 0.0;
   std::vector<std::int32_t> prompt(static_cast<std::size_t>(o.n_prompt));
   for (auto& t : prompt) t = tok(rng);
   {  // warm-up: first-touch of weights and scratch
@@ -97,13 +100,13 @@ int run_bench(const BenchOptions& o) {
     if (!fill.empty()) s.prefill(fill);
     Row r{depth, 0, 0, seconds_since(t_fill)};
     for (int rep = 0; rep < o.repetitions; ++rep) {
-      if (o.n_prompt > 0) {
+      if (measured_prefill) {
         const auto t0 = std::chrono::steady_clock::now();
         s.prefill(prompt);
         r.prefill_tps = std::max(r.prefill_tps, o.n_prompt / seconds_since(t0));
         s.truncate(depth);
       }
-      if (o.n_gen > 0) {
+      if (measured_decode) {
         const auto t0 = std::chrono::steady_clock::now();
         for (int i = 0; i < o.n_gen; ++i) s.decode(tok(rng));
         r.decode_tps = std::max(r.decode_tps, o.n_gen / seconds_since(t0));
@@ -121,7 +124,7 @@ int run_bench(const BenchOptions& o) {
     if (!o.json)
       std::fprintf(stderr, "depth %lld done (fill %.1f s)\n", static_cast<long long>(depth), r.fill_s);
   }
-  const double read_after = measure_read_bandwidth(read_bytes, threads, 5);
+  const double read_after = measured_decode ? measure_read_bandwidth(read_bytes, threads, 5) : 0.0;
   const double read_best = std::max(read_before, read_after);
   auto weight_rate = [&](const Row& r) { return r.decode_tps * static_cast<double>(weight_bytes); };  // bytes/s
   auto pct_of_depth0 = [](const Row& r) { return r.decode0_tps > 0 ? 100 * r.decode_tps / r.decode0_tps : 0.0; };
@@ -131,27 +134,27 @@ int run_bench(const BenchOptions& o) {
                 "  \"isa\": \"%s\",\n  \"weights\": \"%s\",\n  \"n_prompt\": %d,\n  \"n_gen\": %d,\n",
                 json_string(o.model).c_str(), model_arch_name(p.arch), o.cache.c_str(), threads, isa_name(active_isa()),
                 o.no_mmap ? "read" : "mmap", o.n_prompt, o.n_gen);
-    std::printf("  \"decode_weight_bytes\": %zu,\n  \"read_GBps_before\": %.2f,\n  \"read_GBps_after\": %.2f,\n",
-                weight_bytes, read_before / 1e9, read_after / 1e9);
-    std::printf("  \"results\": [\n");
-    // What was not measured (-p 0 or -n 0) is null, not a speed of 0.
     auto num = [](bool measured, double v, const char* fmt) {
       if (!measured) return std::string("null");
       char b[64];
       std::snprintf(b, sizeof b, fmt, v);
       return std::string(b);
     };
-    const bool pre = o.n_prompt > 0, dec = o.n_gen > 0;
+    std::printf("  \"decode_weight_bytes\": %zu,\n  \"read_GBps_before\": %s,\n  \"read_GBps_after\": %s,\n",
+                weight_bytes, num(measured_decode, read_before / 1e9, "%.2f").c_str(),
+                num(measured_decode, read_after / 1e9, "%.2f").c_str());
+    std::printf("  \"results\": [\n");
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       std::printf("    {\"depth\": %lld, \"prefill_tok_s\": %s, \"decode_tok_s\": %s, \"decode_weights_GBps\": %s, "
                   "\"decode_read_pct\": %s, \"decode_depth0_adjacent_tok_s\": %s, "
                   "\"decode_pct_of_adjacent_depth0\": %s, \"fill_s\": %.2f}%s\n",
-                  static_cast<long long>(r.depth), num(pre, r.prefill_tps, "%.2f").c_str(),
-                  num(dec, r.decode_tps, "%.2f").c_str(), num(dec, weight_rate(r) / 1e9, "%.2f").c_str(),
-                  num(dec, 100 * weight_rate(r) / read_best, "%.1f").c_str(),
-                  num(dec, r.decode0_tps, "%.2f").c_str(), num(dec, pct_of_depth0(r), "%.1f").c_str(), r.fill_s,
-                  i + 1 < rows.size() ? "," : "");
+                  static_cast<long long>(r.depth), num(measured_prefill, r.prefill_tps, "%.2f").c_str(),
+                  num(measured_decode, r.decode_tps, "%.2f").c_str(),
+                  num(measured_decode, weight_rate(r) / 1e9, "%.2f").c_str(),
+                  num(measured_decode, 100 * weight_rate(r) / read_best, "%.1f").c_str(),
+                  num(measured_decode, r.decode0_tps, "%.2f").c_str(),
+                  num(measured_decode, pct_of_depth0(r), "%.1f").c_str(), r.fill_s, i + 1 < rows.size() ? "," : "");
     }
     std::printf("  ]\n}\n");
   } else {
@@ -163,8 +166,8 @@ int run_bench(const BenchOptions& o) {
     for (const Row& r : rows) {
       char pre[32] = "-", dec[96];
       std::snprintf(dec, sizeof dec, "%16s | %18s | %22s", "-", "-", "-");
-      if (o.n_prompt > 0) std::snprintf(pre, sizeof pre, "%.1f", r.prefill_tps);
-      if (o.n_gen > 0)
+      if (measured_prefill) std::snprintf(pre, sizeof pre, "%.1f", r.prefill_tps);
+      if (measured_decode)
         std::snprintf(dec, sizeof dec, "%16.1f | %11.1f (%3.0f%%) | %14.1f (%3.0f%%)", r.decode_tps,
                       weight_rate(r) / 1e9, 100 * weight_rate(r) / read_best, r.decode0_tps, pct_of_depth0(r));
       std::printf("%8lld | %16s | %s\n", static_cast<long long>(r.depth), pre, dec);
@@ -173,9 +176,10 @@ int run_bench(const BenchOptions& o) {
                 o.n_gen, o.repetitions);
     std::printf("(depth 0 next to it: decode from an empty cache right after each repetition's; %% = decode at "
                 "the depth / that)\n");
-    std::printf("(decode reads %.1f MB of weights per token; a plain read of %.0f MB with these threads: %.1f GB/s "
-                "before, %.1f after; %% is of the better)\n",
-                weight_bytes / 1e6, read_bytes / 1e6, read_before / 1e9, read_after / 1e9);
+    if (measured_decode)
+      std::printf("(decode reads %.1f MB of weights per token; a plain read of %.0f MB with these threads: %.1f GB/s "
+                  "before, %.1f after; %% is of the better)\n",
+                  weight_bytes / 1e6, read_bytes / 1e6, read_before / 1e9, read_after / 1e9);
   }
   return 0;
 }

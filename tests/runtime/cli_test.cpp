@@ -239,6 +239,8 @@ TEST(Cli, BenchLeavesWhatItDidNotMeasureBlank) {
   // A prefill speed, then a dash for each decode column.
   EXPECT_EQ(std::count(line.begin(), line.end(), '-'), 3) << line;
   EXPECT_EQ(line.find(" 0.0 "), std::string::npos) << line;
+  // Nor does it time plain reads, which only judge decode's weight stream.
+  EXPECT_EQ(prefill_only.output.find("plain read"), std::string::npos) << prefill_only.output;
 }
 
 TEST(Cli, PerplexityOverTokenWindows) {
