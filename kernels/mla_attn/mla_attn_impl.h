@@ -851,9 +851,11 @@ void f16_to_f32_rows(const std::uint16_t* src, float* dst, std::size_t n) {
   }
 }
 
-template <class Arch>
+// next_item(): as for i8_item, asked for during the item's last tile, so
+// the next item's first tile is prefetched like any other.
+template <class Arch, class NextItem>
 void f_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t t1, float* po, float* pm,
-            float* pl, std::uint8_t* thr) {
+            float* pl, std::uint8_t* thr, NextItem&& next_item) {
   using F = xsimd::batch<float, Arch>;
   constexpr int W = F::size;
   // Scores: 4 heads x 4 tokens of accumulators (NEON and AVX-512: 16 of 32
@@ -887,10 +889,15 @@ void f_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t
     }
     // The next tile's lines go to L2 a share per head group: tiles are
     // separate allocations, where the hardware prefetchers lose the stream.
-    const std::uint8_t* next = t + 1 < t1 ? static_cast<const std::uint8_t*>(X.cache->tiles[t + 1]) : nullptr;
+    std::int64_t tn = t + 1;
+    if (tn >= t1) {
+      const auto r = next_item();
+      tn = r.first < r.second ? r.first : -1;
+    }
+    const std::uint8_t* next = tn >= 0 ? static_cast<const std::uint8_t*>(X.cache->tiles[tn]) : nullptr;
     const std::size_t row_bytes = X.cache->layout.bytes / T;  // plain rows, f32 or f16
     const std::size_t next_lines =
-        next ? (static_cast<std::size_t>(imin(T, X.n_ctx - (t + 1) * T)) * row_bytes + 63) / 64 : 0;
+        next ? (static_cast<std::size_t>(imin(T, X.n_ctx - tn * T)) * row_bytes + 63) / 64 : 0;
     const int groups = (h1 - h0 + HBs - 1) / HBs;
     for (int h = h0, g = 0; h < h1; h += HBs, ++g) {
       const std::size_t l0 = next_lines * g / groups, l1 = next_lines * (g + 1) / groups;
@@ -1083,7 +1090,7 @@ void decode_core(const Plan& P, std::uint8_t* base, const float* q_lat, const fl
     if (P.i8)
       i8_item<Arch>(X, h0, h1, t0, t1, part, pm, pl, thr, next_item);
     else
-      f_item<Arch>(X, h0, h1, t0, t1, part, pm, pl, thr);
+      f_item<Arch>(X, h0, h1, t0, t1, part, pm, pl, thr, next_item);
   };
   if (items == 1) {
     work(0, 0, [] { return std::pair<std::int64_t, std::int64_t>(0, 0); });
@@ -1095,7 +1102,7 @@ void decode_core(const Plan& P, std::uint8_t* base, const float* q_lat, const fl
   {
     // Items are taken dynamically (a thread slowed by another process does
     // not hold the others back), the next one already during the current
-    // one's last block when the item asks (see i8_item).
+    // one's last block or tile when the item asks (see i8_item, f_item).
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
     int it = next.fetch_add(1, std::memory_order_relaxed);
     while (it < items) {
