@@ -154,9 +154,7 @@ GgufWriter vocab_llama() {
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<std::int32_t> types = {2, 3, 3};
   for (int b = 0; b < 256; ++b) {
-    char buf[8];
-    std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
-    tokens.push_back(buf);
+    tokens.push_back(latte::hex_byte_token(static_cast<unsigned char>(b)));
     types.push_back(6);
   }
   for (const char* p : {"\xE2\x96\x81", "H", "e", "l", "o", "He", "ll", "\xE2\x96\x81Hell"}) {

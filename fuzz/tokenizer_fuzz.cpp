@@ -49,9 +49,7 @@ std::string byte_token(bool gpt2, unsigned char b) {
   if (gpt2) {
     latte::detail::append_utf8(s, latte::gpt2_byte_to_codepoint(b));
   } else {
-    char buf[8];
-    std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
-    s = buf;
+    s = latte::hex_byte_token(b);
   }
   return s;
 }

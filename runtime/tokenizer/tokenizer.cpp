@@ -59,12 +59,6 @@ const Gpt2ByteMap& gpt2_map() {
   return m;
 }
 
-std::string hex_byte_token(unsigned char b) {
-  char buf[8];
-  std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
-  return buf;
-}
-
 // "<0xXX>" -> XX, or -1.
 int parse_hex_byte_token(const std::string& t) {
   if (t.size() != 6 || t[0] != '<' || t[1] != '0' || t[2] != 'x' || t[5] != '>') return -1;
@@ -121,6 +115,12 @@ bool is_eog_text(const std::string& t) {
 }  // namespace
 
 std::uint32_t gpt2_byte_to_codepoint(unsigned char byte) { return gpt2_map().byte_to_cp[byte]; }
+
+std::string hex_byte_token(unsigned char byte) {
+  char buf[8];
+  std::snprintf(buf, sizeof(buf), "<0x%02X>", byte);
+  return buf;
+}
 
 // ---------------------------------------------------------------- lifetime
 

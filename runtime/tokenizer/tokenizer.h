@@ -211,4 +211,7 @@ std::string format_deepseek_chat(std::span<const ChatTurn> turns, bool add_gener
 // is written as in byte-level BPE vocabs. Exposed for tests and tools.
 std::uint32_t gpt2_byte_to_codepoint(unsigned char byte);
 
+// SentencePiece's name for a byte token: "<0xXX>", upper-case hex.
+std::string hex_byte_token(unsigned char byte);
+
 }  // namespace latte
