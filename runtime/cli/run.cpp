@@ -113,26 +113,37 @@ int run_generate(const RunOptions& o) {
     return tok->encode(formatted, first && tok->bos_id() >= 0, /*parse_special=*/true);
   };
 
+  // The newline that ends a generated text is flushed at once: stdout is
+  // buffered in a pipe, so it would otherwise reach a log (2>&1) after the
+  // prompt or statistics that stderr prints next, leaving them on the
+  // text's last line.
+  const auto end_text = [] {
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+  };
   const bool have_prompt = !o.prompt.empty() || !prompt_ids.empty();
   const auto first_prompt = [&] { return prompt_ids.empty() ? encode_turn(o.prompt, true) : prompt_ids; };
   if (!o.interactive) {
     generate(s, *tok, sampler, first_prompt(), o.n_predict, o, st);
-    std::printf("\n");
+    end_text();
   } else {
     std::fprintf(stderr, "interactive: one %s per line, end with Ctrl-D\n", o.chat ? "user turn" : "prompt");
     std::string line;
     bool first = true;
     if (have_prompt) {  // -p or --prompt-ids: the first turn
       generate(s, *tok, sampler, first_prompt(), o.n_predict, o, st);
-      std::printf("\n");
+      end_text();
       first = false;
     }
     while (true) {
       std::fprintf(stderr, "> ");
-      if (!std::getline(std::cin, line)) break;
+      if (!std::getline(std::cin, line)) {  // end of input: end the "> " line
+        std::fputc('\n', stderr);
+        break;
+      }
       if (line.empty()) continue;
       generate(s, *tok, sampler, encode_turn(line, first), o.n_predict, o, st);
-      std::printf("\n");
+      end_text();
       first = false;
     }
   }
