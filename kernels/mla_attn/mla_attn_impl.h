@@ -363,9 +363,12 @@ xsimd::batch<float, Arch> exp2_i8(xsimd::batch<float, Arch> t) {
 
 // Raw integer scores of HB heads over one tile: Sl/Sr (HB, stride) int32.
 // pf: the next tile to read, or null. Its bytes at the same offsets are
-// prefetched as this tile's are read: tiles are separate allocations, so the
-// hardware prefetchers lose the stream at every tile boundary, and in a model
-// the cache comes from DRAM (the weights stream through the LLC in between).
+// prefetched as this tile's are read. Without it the scores stalled on
+// DRAM (in a model the weights stream through the LLC between layers), even
+// with a layer's tiles in one range: presumably because a tile is read in a
+// burst and then worked on far longer, while the hardware prefetchers run
+// only a short way ahead of the reads. Where the cache could not reserve one
+// range, tiles are separate allocations besides.
 template <class Arch, int HB>
 void i8_scores(const std::uint8_t* data, int T, int Gl, int G, const std::int8_t* q8, int C,
                std::int32_t* Sl, std::int32_t* Sr, std::size_t stride, const std::uint8_t* pf) {
@@ -868,6 +871,7 @@ void f_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t
   const float* qf = reinterpret_cast<const float*>(X.base + P.off_qf);
   float* S = reinterpret_cast<float*>(thr + P.t_S);
   float* conv = f16 ? reinterpret_cast<float*>(thr + P.t_conv) : nullptr;
+  const std::size_t row_bytes = X.cache->layout.bytes / T;  // plain rows, f32 or f16
   for (int h = h0; h < h1; ++h) {
     pm[h] = -INFINITY;
     pl[h] = 0.f;
@@ -887,15 +891,14 @@ void f_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t
     } else {
       rows = static_cast<const float*>(X.cache->tiles[t]);
     }
-    // The next tile's lines go to L2 a share per head group: tiles are
-    // separate allocations, where the hardware prefetchers lose the stream.
+    // The next tile's lines go to L2 a share per head group (why: see
+    // i8_scores).
     std::int64_t tn = t + 1;
     if (tn >= t1) {
       const auto r = next_item();
       tn = r.first < r.second ? r.first : -1;
     }
     const std::uint8_t* next = tn >= 0 ? static_cast<const std::uint8_t*>(X.cache->tiles[tn]) : nullptr;
-    const std::size_t row_bytes = X.cache->layout.bytes / T;  // plain rows, f32 or f16
     const std::size_t next_lines =
         next ? (static_cast<std::size_t>(imin(T, X.n_ctx - tn * T)) * row_bytes + 63) / 64 : 0;
     const int groups = (h1 - h0 + HBs - 1) / HBs;
