@@ -745,6 +745,221 @@ void rows_1(GgmlType type, const std::uint8_t* w, std::size_t rb, std::size_t r0
   });
 }
 
+// ------------------------------------------------- Q8_0 GEMM, packed panels
+// For chunks of many tokens the row kernels above spend more on scaling and
+// reducing than on multiplying (per 32-element group and token: one 32-byte
+// dot, a conversion, a broadcast scale and an FMA). Here each tile of TR
+// rows is repacked once per call, a column chunk at a time, its rows
+// interleaved 4 bytes at a time so that one int32 lane holds one row: a
+// register of V rows takes 8 full-width dot steps per 32-element group and
+// token, then one conversion and one FMA by the rows' scales times the
+// token's. Same quantized activations (ActQ8) as the row kernels, so the two
+// agree up to f32 summation order.
+//
+// Packed tile, per group g of 32 columns (36 * TR bytes):
+//   float d[TR]            the rows' Q8_0 scales (0 past the last row)
+//   byte  q[8][TR][4]      q[k][r][j] = W[r, 32g + 4k + j], XOR kFlip (the ISA's encoding)
+template <class Arch>
+struct Q8Dot;
+
+#if defined(__AVX512F__)
+// u8 weights (q + 128) against s8 activations (vpdpbusd); the offset comes
+// back out through the accumulator's start, -128 * sum(x of the group).
+template <>
+struct Q8Dot<xsimd::avx512bw> {
+  static constexpr int V = 16, MR = 2, NT = 6;  // 32 rows x 6 tokens: 12 + 12 accumulators
+  static constexpr bool kOffset = true;
+  using I = __m512i;
+  using Wv = __m512i;
+  static constexpr std::uint32_t kFlip = 0x80808080u;  // q + 128 per byte, as u8
+  static Wv load_w(const std::uint8_t* p) { return _mm512_load_si512(p); }
+  static I start(std::int32_t c) { return _mm512_set1_epi32(c); }
+  static I dot(I acc, const Wv& w, std::int32_t x4) { return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(x4)); }
+  static __m512 to_f(I a) { return _mm512_cvtepi32_ps(a); }
+};
+#endif
+
+#if defined(__AVX2__)
+// s8 weights; |w| against x with w's sign (maddubs pairs stay below 2^15:
+// x is never -128), pairs summed by madd.
+template <>
+struct Q8Dot<xsimd::fma3<xsimd::avx2>> {
+  static constexpr int V = 8, MR = 2, NT = 2;  // 16 rows x 2 tokens
+  static constexpr bool kOffset = false;
+  using I = __m256i;
+  struct Wv {
+    __m256i s, u;
+  };
+  static constexpr std::uint32_t kFlip = 0;  // bytes as they are
+  static Wv load_w(const std::uint8_t* p) {
+    const __m256i s = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+    return {s, _mm256_abs_epi8(s)};
+  }
+  static I start(std::int32_t) { return _mm256_setzero_si256(); }
+  static I dot(I acc, const Wv& w, std::int32_t x4) {
+    const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(x4), w.s);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w.u, xs), _mm256_set1_epi16(1)));
+  }
+  static __m256 to_f(I a) { return _mm256_cvtepi32_ps(a); }
+};
+#endif
+
+#if defined(__aarch64__)
+// s8 x s8 (sdot).
+template <>
+struct Q8Dot<xsimd::neon64> {
+  static constexpr int V = 4, MR = 4, NT = 2;  // 16 rows x 2 tokens
+  static constexpr bool kOffset = false;
+  using I = int32x4_t;
+  using Wv = int8x16_t;
+  static constexpr std::uint32_t kFlip = 0;  // bytes as they are
+  static Wv load_w(const std::uint8_t* p) { return vreinterpretq_s8_u8(vld1q_u8(p)); }
+  static I start(std::int32_t) { return vdupq_n_s32(0); }
+  static I dot(I acc, const Wv& w, std::int32_t x4) { return vdotq_s32(acc, w, vreinterpretq_s8_s32(vdupq_n_s32(x4))); }
+  static float32x4_t to_f(I a) { return vcvtq_f32_s32(a); }
+};
+#endif
+
+// Packs rows [0, nr) of a tile (nr <= TR; the rest zero weights, zero
+// scales) over groups [g0, g0 + ng) into dst (36 * TR * ng bytes).
+template <class Arch>
+void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::size_t g0, std::size_t ng,
+                  std::uint8_t* dst) {
+  using D = Q8Dot<Arch>;
+  constexpr int TR = D::V * D::MR;
+  for (std::size_t g = 0; g < ng; ++g) {
+    std::uint8_t* blk = dst + g * 36 * TR;
+    float* d = reinterpret_cast<float*>(blk);
+    std::uint8_t* q = blk + 4 * TR;
+    // 4 bytes at a time (a transpose of (rows, 8) words); kFlip encodes
+    std::uint32_t* qw = reinterpret_cast<std::uint32_t*>(q);
+    for (int r = 0; r < TR; ++r) {
+      if (static_cast<std::size_t>(r) < nr) {
+        const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(w + r * rb) + g0 + g;
+        d[r] = h2f(ld_u16(&b->d));
+        for (int k = 0; k < 8; ++k) {
+          std::uint32_t v;
+          std::memcpy(&v, b->qs + 4 * k, 4);
+          qw[k * TR + r] = v ^ D::kFlip;
+        }
+      } else {
+        d[r] = 0.f;
+        for (int k = 0; k < 8; ++k) qw[k * TR + r] = D::kFlip;
+      }
+    }
+  }
+}
+
+// y[t] (the tile's outputs; only the first nr written) for tokens t < N over
+// ng packed groups: = (first) or += the products. xq[t], xs[t]: token t's
+// ActQ8 groups and their integer sums, from the packed range's first.
+template <class Arch, int N>
+void q8_tile_tokens(const std::uint8_t* pk, std::size_t ng, const ActQ8* const* xq, const std::int32_t* const* xs,
+                    float* const* y, int nr, bool first) {
+  using D = Q8Dot<Arch>;
+  using F = xsimd::batch<float, Arch>;
+  constexpr int V = D::V, MR = D::MR, TR = V * MR;
+  static_assert(F::size == V);
+  F acc[MR][N];  // (rows of the tile / V, tokens)
+  alignas(64) float tmp[V];
+  for (int m = 0; m < MR; ++m) {
+    const int valid = nr - m * V;
+    for (int t = 0; t < N; ++t) {
+      if (first || valid <= 0) {
+        acc[m][t] = F(0.f);
+      } else if (valid >= V) {
+        acc[m][t] = F::load_unaligned(y[t] + m * V);
+      } else {
+        for (int l = 0; l < V; ++l) tmp[l] = l < valid ? y[t][m * V + l] : 0.f;
+        acc[m][t] = F::load_aligned(tmp);
+      }
+    }
+  }
+  for (std::size_t g = 0; g < ng; ++g) {
+    const std::uint8_t* blk = pk + g * 36 * TR;
+    const float* dw = reinterpret_cast<const float*>(blk);
+    const std::uint8_t* q = blk + 4 * TR;
+    typename D::I s[MR][N];  // int32 dots of the group
+    for (int t = 0; t < N; ++t) {
+      const typename D::I s0 = D::start(D::kOffset ? -128 * xs[t][g] : 0);
+      for (int m = 0; m < MR; ++m) s[m][t] = s0;
+    }
+    for (int k = 0; k < 8; ++k) {
+      typename D::Wv wv[MR];
+      for (int m = 0; m < MR; ++m) wv[m] = D::load_w(q + (k * TR + m * V) * 4);
+      for (int t = 0; t < N; ++t) {
+        std::int32_t x4;
+        std::memcpy(&x4, xq[t][g].qs + 4 * k, 4);
+        for (int m = 0; m < MR; ++m) s[m][t] = D::dot(s[m][t], wv[m], x4);
+      }
+    }
+    for (int m = 0; m < MR; ++m) {
+      const F d = F::load_aligned(dw + m * V);
+      for (int t = 0; t < N; ++t) acc[m][t] = xsimd::fma(F(D::to_f(s[m][t])), d * F(xq[t][g].d), acc[m][t]);
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    const int valid = nr - m * V;
+    if (valid <= 0) break;
+    for (int t = 0; t < N; ++t) {
+      if (valid >= V) {
+        acc[m][t].store_unaligned(y[t] + m * V);
+      } else {
+        acc[m][t].store_aligned(tmp);
+        for (int l = 0; l < valid; ++l) y[t][m * V + l] = tmp[l];
+      }
+    }
+  }
+}
+
+// q8_tile_tokens for n <= N tokens
+template <class Arch, int N>
+void q8_tile_upto(int n, const std::uint8_t* pk, std::size_t ng, const ActQ8* const* xq, const std::int32_t* const* xs,
+                  float* const* y, int nr, bool first) {
+  if constexpr (N > 1) {
+    if (n < N) return q8_tile_upto<Arch, N - 1>(n, pk, ng, xq, xs, y, nr, first);
+  }
+  q8_tile_tokens<Arch, N>(pk, ng, xq, xs, y, nr, first);
+}
+
+// Y (n_tokens, ldy) = X W^T for Q8_0 W, the activations already quantized
+// (xq: [n_tokens][cols/32] ActQ8; xs: their integer sums, same layout).
+// Threads take whole tiles; each packs its tile a column chunk at a time
+// (kQ8PackGroups groups: 36.9 KB for 32 rows, on the stack, in L1/L2) and
+// runs every token over it before the next chunk.
+constexpr std::size_t kQ8PackGroups = 32;
+
+template <class Arch>
+void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_t cols, const ActQ8* xq,
+             const std::int32_t* xs, std::size_t n_tokens, float* y, std::size_t ldy, int threads) {
+  using D = Q8Dot<Arch>;
+  constexpr int TR = D::V * D::MR, NT = D::NT;
+  const std::size_t groups = cols / 32;
+  const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + TR - 1) / TR);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (std::ptrdiff_t tile = 0; tile < tiles; ++tile) {
+    alignas(64) std::uint8_t pk[kQ8PackGroups * 36 * TR];  // one column chunk of the tile, packed
+    const std::size_t r0 = static_cast<std::size_t>(tile) * TR;
+    const int nr = static_cast<int>(mv_min(TR, rows - r0));
+    for (std::size_t g0 = 0; g0 < groups; g0 += kQ8PackGroups) {
+      const std::size_t ng = mv_min(kQ8PackGroups, groups - g0);
+      q8_pack_tile<Arch>(w + r0 * rb, rb, static_cast<std::size_t>(nr), g0, ng, pk);
+      for (std::size_t t0 = 0; t0 < n_tokens; t0 += NT) {
+        const int n = static_cast<int>(mv_min(NT, n_tokens - t0));
+        const ActQ8* xa[NT];
+        const std::int32_t* xi[NT];
+        float* yo[NT];
+        for (int k = 0; k < n; ++k) {
+          xa[k] = xq + (t0 + k) * groups + g0;
+          xi[k] = xs + (t0 + k) * groups + g0;
+          yo[k] = y + (t0 + k) * ldy + r0;
+        }
+        q8_tile_upto<Arch, NT>(n, pk, ng, xa, xi, yo, nr, g0 == 0);
+      }
+    }
+  }
+}
+
 template <class Arch>
 void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
                  std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch, int threads) {
@@ -766,6 +981,19 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
       if (kq) matvec_quantize_act_k<Arch>(xt, cols, static_cast<ActQ8K*>(dst));
       else matvec_quantize_act<Arch>(xt, cols, static_cast<ActQ8*>(dst));
     }
+  }
+  if (type == GgmlType::Q8_0 && n_tokens >= kQ8GemmMinTokens) {
+    // the activations' integer sums follow the ActQ8s (matvec_scratch_bytes)
+    const std::size_t groups = cols / 32;
+    const auto* xq = reinterpret_cast<const ActQ8*>(xb);
+    auto* xs = reinterpret_cast<std::int32_t*>(xb + n_tokens * act_bytes);
+    for (std::size_t i = 0; i < n_tokens * groups; ++i) {
+      std::int32_t sum = 0;
+      for (int j = 0; j < 32; ++j) sum += xq[i].qs[j];
+      xs[i] = sum;
+    }
+    q8_gemm<Arch>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
+    return;
   }
   if (n_tokens == 1) {
     // Each thread a contiguous run of 16-row tiles, each row read whole: one

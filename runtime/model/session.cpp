@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -29,9 +30,18 @@ namespace {
 // Below, Latte's kernels, which stream the weights once from memory. The
 // crossovers, measured as prefill tok/s of a 4-layer V2-Lite-shaped model
 // with 2 threads (README, "Prefill GEMMs"): F32 between 128 (kernels 11%
-// faster) and 192 tokens (oneDNN 9%); F16 and Q8_0 between 256 (kernels
-// 28-40%) and 384 (oneDNN 4-14%).
-int default_gemm_min_tokens(GgmlType t) { return t == GgmlType::F32 ? 160 : 320; }
+// faster) and 192 tokens (oneDNN 9%); F16 (and Q8_0 before its packed
+// GEMM) between 256 (kernels 28-40%) and 384 (oneDNN 4-14%).
+// Q8_0 with SIMD kernels: never. Its packed int8 GEMM (matvec.h,
+// kQ8GemmMinTokens) measured faster in the model than the f32 GEMM over
+// dequantized panels at every chunk size: with AVX-512 VNNI 2.0-2.4x from 64
+// to 512 tokens (64 products per instruction against 16 f32 FMAs); with
+// AVX2's maddubs + madd (as many products as f32 FMAs) 1.24x at 384 tokens
+// and even at 512 (README, "Prefill GEMMs").
+int default_gemm_min_tokens(GgmlType t, Isa isa) {
+  if (t == GgmlType::Q8_0 && isa != Isa::ref) return std::numeric_limits<int>::max();
+  return t == GgmlType::F32 ? 160 : 320;
+}
 constexpr std::int64_t kGemmPanelRows = 256;
 
 // Index of the first NaN or inf in x[0, n), or n. Exponent bits, OR-reduced
@@ -123,9 +133,10 @@ struct Session::Scratch {
   const kernels::MatvecKernels* mv = nullptr;
   const kernels::MlaAttnKernels* attn = nullptr;
   int threads = 1;
+  Isa isa = Isa::ref;
   int gemm_min_tokens = 0;  // SessionOptions' override; 0: default_gemm_min_tokens
   bool use_gemm(GgmlType t, int n) const {
-    return n >= (gemm_min_tokens > 0 ? gemm_min_tokens : default_gemm_min_tokens(t));
+    return n >= (gemm_min_tokens > 0 ? gemm_min_tokens : default_gemm_min_tokens(t, isa));
   }
   RopeParams rope;  // the model's, with this context's rope factors
 
@@ -246,6 +257,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
       s_(std::make_unique<Scratch>()) {
   const ModelParams& p = model_->params();
   const Isa isa = active_isa();
+  s_->isa = isa;
   s_->mv = &kernels::matvec_kernels(isa);
   s_->attn = &kernels::mla_attn_kernels(isa);
   s_->threads = opts_.threads > 0 ? opts_.threads : omp_get_max_threads();

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "quant/fp16.h"
@@ -224,6 +225,57 @@ TEST(Matvec, NonFiniteAndTinyActivations) {
   }
 }
 
+// Q8_0 from kQ8GemmMinTokens tokens on: packed row tiles (32 rows on
+// AVX-512, 16 elsewhere), column chunks of 32 groups, token groups of 4 or 2.
+// Rows and columns around those edges, every token count up to two groups
+// past the threshold, odd thread counts. Beside the reference bound (check),
+// each output must equal the single-token path's (the row kernels, the same
+// int8 activations) up to f32 summation order: 1e-5 of sum |w x|.
+TEST(Matvec, Q8PackedTilesMatchRowKernels) {
+  const GgmlType t = GgmlType::Q8_0;
+  struct Case { std::size_t rows, cols, n_tokens; int threads; };
+  std::vector<Case> cases;
+  for (std::size_t rows : {1, 15, 16, 17, 31, 32, 33, 70})
+    for (std::size_t cols : {32, 96, 1024, 1056, 2080}) cases.push_back({rows, cols, kQ8GemmMinTokens + rows % 5, 1});
+  for (std::size_t n = kQ8GemmMinTokens; n <= kQ8GemmMinTokens + 9; ++n) cases.push_back({37, 64, n, 1});
+  cases.push_back({100, 1056, 13, 2});
+  cases.push_back({65, 2080, 9, 3});
+  for (Isa isa : supported_isas()) {
+    const auto& k = matvec_kernels(isa);
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(isa_name(isa)) + " rows=" + std::to_string(c.rows) + " cols=" + std::to_string(c.cols) +
+                   " tokens=" + std::to_string(c.n_tokens) + " threads=" + std::to_string(c.threads));
+      check(isa, t, c.rows, c.cols, c.n_tokens, c.threads, c.rows * 1000 + c.cols + c.n_tokens);
+      Weights w = make_weights(t, c.rows, c.cols, c.cols + c.rows);
+      const std::size_t ldx = c.cols + 1, ldy = c.rows + 2;
+      auto x = test::random_vector(c.n_tokens * ldx, c.rows + 7, -3.f, 3.f);
+      std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, c.cols, c.n_tokens));
+      std::vector<float> y(c.n_tokens * ldy, -7.f), y1(c.rows);
+      k.matmul(t, w.bytes.data(), c.rows, c.cols, x.data(), ldx, c.n_tokens, y.data(), ldy, scratch.data(), c.threads);
+      for (std::size_t tok = 0; tok < c.n_tokens; ++tok) {
+        k.matvec(t, w.bytes.data(), c.rows, c.cols, x.data() + tok * ldx, y1.data(), scratch.data(), 1);
+        for (std::size_t r = 0; r < c.rows; ++r) {
+          double mag = 0;
+          for (std::size_t i = 0; i < c.cols; ++i) mag += std::fabs(double(w.deq[r * c.cols + i]) * x[tok * ldx + i]);
+          ASSERT_NEAR(y[tok * ldy + r], y1[r], 1e-5 * mag + 1e-6) << "token " << tok << " row " << r;
+        }
+        for (std::size_t r = c.rows; r < ldy; ++r) ASSERT_EQ(y[tok * ldy + r], -7.f) << "wrote past rows";
+      }
+    }
+    // A non-finite activation poisons only its own token's outputs.
+    const std::size_t rows = 33, cols = 1056, n = 6;
+    Weights w = make_weights(t, rows, cols, 5);
+    auto x = test::random_vector(n * cols, 6, -2.f, 2.f);
+    x[3 * cols + 1040] = NAN;
+    std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, cols, n));
+    std::vector<float> y(n * rows);
+    k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, y.data(), rows, scratch.data(), 1);
+    for (std::size_t tok = 0; tok < n; ++tok)
+      for (std::size_t r = 0; r < rows; ++r)
+        EXPECT_EQ(std::isfinite(y[tok * rows + r]), tok != 3) << isa_name(isa) << " token " << tok << " row " << r;
+  }
+}
+
 TEST(Matvec, RejectsBadArguments) {
   for (Isa isa : supported_isas()) {
     const auto& k = matvec_kernels(isa);
@@ -237,6 +289,7 @@ TEST(Matvec, RejectsBadArguments) {
   EXPECT_THROW(matvec_scratch_bytes(GgmlType::Q8_0, 33, 1), std::invalid_argument);
   EXPECT_EQ(matvec_scratch_bytes(GgmlType::F16, 64, 3), 0u);
   EXPECT_EQ(matvec_scratch_bytes(GgmlType::Q4_0, 64, 3), 3u * 2u * sizeof(ActQ8));
+  EXPECT_EQ(matvec_scratch_bytes(GgmlType::Q8_0, 64, 3), 3u * 2u * (sizeof(ActQ8) + 4u));
 }
 
 }  // namespace
