@@ -973,26 +973,33 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   auto* xb = static_cast<std::uint8_t*>(scratch);
   const std::size_t act_bytes = kq ? cols / 256 * sizeof(ActQ8K) : cols / 32 * sizeof(ActQ8);  // per token
   const int nth = threads > 1 ? threads : 1;
+  const bool q8_packed = type == GgmlType::Q8_0 && n_tokens >= kQ8GemmMinTokens;
+  // Q8_0 packed: the activations' integer sums (n_tokens, cols/32), after the
+  // ActQ8s (matvec_scratch_bytes)
+  std::int32_t* xs = q8_packed ? reinterpret_cast<std::int32_t*>(xb + n_tokens * act_bytes) : nullptr;
   if (quant) {
 #pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1 && n_tokens > 1)
     for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(n_tokens); ++t) {
       const float* xt = x + static_cast<std::size_t>(t) * ldx;
       void* dst = xb + static_cast<std::size_t>(t) * act_bytes;
-      if (kq) matvec_quantize_act_k<Arch>(xt, cols, static_cast<ActQ8K*>(dst));
-      else matvec_quantize_act<Arch>(xt, cols, static_cast<ActQ8*>(dst));
+      if (kq) {
+        matvec_quantize_act_k<Arch>(xt, cols, static_cast<ActQ8K*>(dst));
+      } else {
+        matvec_quantize_act<Arch>(xt, cols, static_cast<ActQ8*>(dst));
+        if (q8_packed) {
+          const auto* xq = static_cast<const ActQ8*>(dst);
+          std::int32_t* st = xs + static_cast<std::size_t>(t) * (cols / 32);
+          for (std::size_t g = 0; g < cols / 32; ++g) {
+            std::int32_t sum = 0;
+            for (int j = 0; j < 32; ++j) sum += xq[g].qs[j];
+            st[g] = sum;
+          }
+        }
+      }
     }
   }
-  if (type == GgmlType::Q8_0 && n_tokens >= kQ8GemmMinTokens) {
-    // the activations' integer sums follow the ActQ8s (matvec_scratch_bytes)
-    const std::size_t groups = cols / 32;
-    const auto* xq = reinterpret_cast<const ActQ8*>(xb);
-    auto* xs = reinterpret_cast<std::int32_t*>(xb + n_tokens * act_bytes);
-    for (std::size_t i = 0; i < n_tokens * groups; ++i) {
-      std::int32_t sum = 0;
-      for (int j = 0; j < 32; ++j) sum += xq[i].qs[j];
-      xs[i] = sum;
-    }
-    q8_gemm<Arch>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
+  if (q8_packed) {
+    q8_gemm<Arch>(wb, rb, rows, cols, reinterpret_cast<const ActQ8*>(xb), xs, n_tokens, y, ldy, nth);
     return;
   }
   if (n_tokens == 1) {
