@@ -596,9 +596,10 @@ float act_quantize_block(const float* x, std::size_t n, std::int32_t* qi) {
   return xsimd::all(finite) ? amax : __builtin_nanf("");
 }
 
-// x [cols] -> xq [cols/32]
+// x [cols] -> xq [cols/32]; and, where sums is not null, sums [cols/32] the
+// integer sum of each group's qs (the packed Q8_0 GEMM's offset term)
 template <class Arch>
-void matvec_quantize_act(const float* x, std::size_t cols, ActQ8* xq) {
+void matvec_quantize_act(const float* x, std::size_t cols, ActQ8* xq, std::int32_t* sums = nullptr) {
   static_assert(32 % xsimd::batch<float, Arch>::size == 0);
   for (std::size_t b = 0; b < cols / 32; ++b) {
     alignas(64) std::int32_t qi[32];
@@ -612,6 +613,7 @@ void matvec_quantize_act(const float* x, std::size_t cols, ActQ8* xq) {
     }
     xq[b].d = amax / 127.f;
     xq[b].s = xq[b].d * static_cast<float>(sum);
+    if (sums) sums[b] = sum;
   }
 }
 
@@ -982,20 +984,9 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
     for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(n_tokens); ++t) {
       const float* xt = x + static_cast<std::size_t>(t) * ldx;
       void* dst = xb + static_cast<std::size_t>(t) * act_bytes;
-      if (kq) {
-        matvec_quantize_act_k<Arch>(xt, cols, static_cast<ActQ8K*>(dst));
-      } else {
-        matvec_quantize_act<Arch>(xt, cols, static_cast<ActQ8*>(dst));
-        if (q8_packed) {
-          const auto* xq = static_cast<const ActQ8*>(dst);
-          std::int32_t* st = xs + static_cast<std::size_t>(t) * (cols / 32);
-          for (std::size_t g = 0; g < cols / 32; ++g) {
-            std::int32_t sum = 0;
-            for (int j = 0; j < 32; ++j) sum += xq[g].qs[j];
-            st[g] = sum;
-          }
-        }
-      }
+      std::int32_t* sums = q8_packed ? xs + static_cast<std::size_t>(t) * (cols / 32) : nullptr;
+      if (kq) matvec_quantize_act_k<Arch>(xt, cols, static_cast<ActQ8K*>(dst));
+      else matvec_quantize_act<Arch>(xt, cols, static_cast<ActQ8*>(dst), sums);
     }
   }
   if (q8_packed) {
