@@ -69,10 +69,12 @@ inline I8x32 bits32_x10(std::uint32_t bits) {
   v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
   return _mm256_and_si256(v, splat8(0x10));
 }
-// byte i = 0x10 where bit j of v[i] is set (Q5_K fifth bit)
-inline I8x32 bitplane_x10(I8x32 v, int j) {
-  const __m256i m = splat8(1 << j);
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, m), m), splat8(0x10));
+// byte i = 0x10 where bit j of v[i] is set (Q5_K fifth bit): bit j moved to
+// bit 4 by a 16-bit shift (less than 8, so within each byte) and masked.
+template <int j>
+inline I8x32 bitplane_x10(I8x32 v) {
+  if constexpr (j <= 4) return _mm256_and_si256(_mm256_slli_epi16(v, 4 - j), splat8(0x10));
+  else return _mm256_and_si256(_mm256_srli_epi16(v, j - 4), splat8(0x10));
 }
 // ((v >> 2k) & 3) << 4 per byte (Q6_K high bits), k = 0..3
 template <int k>
@@ -115,18 +117,42 @@ inline float hsum(Acc a) {
 // I32 lanes 0-3 cover bytes 0-15 of a group, lanes 4-7 bytes 16-31.
 using I32 = __m256i;
 inline I32 i32_zero() { return _mm256_setzero_si256(); }
-// acc + dot(u, x) * (s0 for bytes 0-15, s1 for bytes 16-31); u unsigned <= 63
-inline I32 madd_scaled_u(I32 acc, I8x32 u, I8x32 x, int s0, int s1) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-  const __m256i d = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x);
-  return _mm256_add_epi32(acc, _mm256_mullo_epi32(d, _mm256_setr_epi32(s0, s0, s0, s0, s1, s1, s1, s1)));
-#else
-  const __m256i sc = _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(s0)), _mm_set1_epi16(static_cast<short>(s1)));
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), sc));
-#endif
+// A K-quant block's 8 or 16 integer sub-block scales as int16, in both
+// 128-bit halves, so that one in-lane shuffle (not a multiply) spreads any of
+// them over a register.
+struct KScales {
+  __m256i v;
+};
+inline KScales k_scales_u8(const std::uint8_t* sc8) {
+  return {_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc8))))};
 }
-inline I32 madd_scaled_s(I32 acc, I8x32 w, I8x32 x, int s0, int s1) {
-  return madd_scaled_u(acc, _mm256_abs_epi8(w), _mm256_sign_epi8(x, w), s0, s1);
+inline KScales k_scales_s8(const std::int8_t* sc8) {
+  return {_mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc8))))};
+}
+// int16 scale j0 in the lanes of bytes 0-15, j1 in those of bytes 16-31 (j < 8)
+template <int j0, int j1>
+inline __m256i k_scale(KScales s) {
+  constexpr short lo = static_cast<short>((2 * j0 + 1) << 8 | 2 * j0), hi = static_cast<short>((2 * j1 + 1) << 8 | 2 * j1);
+  return _mm256_shuffle_epi8(s.v, _mm256_setr_m128i(_mm_set1_epi16(lo), _mm_set1_epi16(hi)));
+}
+// acc + dot(u, x) * sc per int16 lane pair; u unsigned <= 63 (Q4_K/Q5_K
+// weights, |Q6_K| <= 32), |x| <= 127: the byte-pair sums stay far from int16
+// saturation (2 * 63 * 127). Two
+// instructions on the multiply ports, as VNNI's dot plus an int32 multiply
+// would be, but the scale needs no broadcast from a scalar.
+inline I32 madd_sc_u(I32 acc, I8x32 u, I8x32 x, __m256i sc) {
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), sc));
+}
+inline I32 madd_sc_s(I32 acc, I8x32 w, I8x32 x, __m256i sc) {
+  return madd_sc_u(acc, _mm256_abs_epi8(w), _mm256_sign_epi8(x, w), sc);
+}
+// acc - s * (mn[j] * sums[j], j < 8): a K-quant block's mins against the
+// activation sums per 32, kept in the lanes (products < 2^24, exact in f32)
+// rather than reduced per block.
+inline Acc fnma_mins(Acc acc, const std::uint8_t* mn, const std::int32_t* sums, float s) {
+  const __m256i p = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn))),
+                                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums)));
+  return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc);
 }
 inline Acc fma_i32(Acc acc, I32 v, float s) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(s), acc); }
 
@@ -179,9 +205,14 @@ inline I8x32 bits32_x10(std::uint32_t bits) {
   const uint8x16_t b = vandq_u8(vtstq_u8(vqtbl1q_u8(t, vld1q_u8(kIdx + 16)), bit), x10);
   return {s8(a), s8(b)};
 }
-inline I8x32 bitplane_x10(I8x32 v, int j) {
-  const uint8x16_t m = vdupq_n_u8(static_cast<std::uint8_t>(1 << j)), x10 = vdupq_n_u8(0x10);
-  return {s8(vandq_u8(vtstq_u8(u8(v.a), m), x10)), s8(vandq_u8(vtstq_u8(u8(v.b), m), x10))};
+template <int j>
+inline I8x32 bitplane_x10(I8x32 v) {
+  const uint8x16_t x10 = vdupq_n_u8(0x10);
+  auto f = [&](int8x16_t x) {
+    if constexpr (j <= 4) return s8(vandq_u8(vshlq_n_u8(u8(x), 4 - j), x10));
+    else return s8(vandq_u8(vshrq_n_u8(u8(x), j - 4), x10));
+  };
+  return {f(v.a), f(v.b)};
 }
 template <int k>
 inline I8x32 q6_hi(I8x32 v) {
@@ -210,11 +241,39 @@ struct I32 {
   int32x4_t a, b;  // bytes 0-15, bytes 16-31
 };
 inline I32 i32_zero() { return {vdupq_n_s32(0), vdupq_n_s32(0)}; }
-inline I32 madd_scaled_s(I32 acc, I8x32 w, I8x32 x, int s0, int s1) {
-  return {vmlaq_n_s32(acc.a, vdotq_s32(vdupq_n_s32(0), w.a, x.a), s0),
-          vmlaq_n_s32(acc.b, vdotq_s32(vdupq_n_s32(0), w.b, x.b), s1)};
+// A K-quant block's integer sub-block scales: sdot's int32 results are
+// multiplied by a scalar lane (vmlaq_n_s32).
+struct KScales {
+  std::int32_t v[8];
+};
+inline KScales k_scales_u8(const std::uint8_t* sc8) {
+  KScales s;
+  for (int j = 0; j < 8; ++j) s.v[j] = sc8[j];
+  return s;
 }
-inline I32 madd_scaled_u(I32 acc, I8x32 u, I8x32 x, int s0, int s1) { return madd_scaled_s(acc, u, x, s0, s1); }
+inline KScales k_scales_s8(const std::int8_t* sc8) {
+  KScales s;
+  for (int j = 0; j < 8; ++j) s.v[j] = sc8[j];
+  return s;
+}
+struct KScale2 {
+  std::int32_t lo, hi;
+};
+template <int j0, int j1>
+inline KScale2 k_scale(const KScales& s) {
+  return {s.v[j0], s.v[j1]};
+}
+inline I32 madd_sc_s(I32 acc, I8x32 w, I8x32 x, KScale2 sc) {
+  return {vmlaq_n_s32(acc.a, vdotq_s32(vdupq_n_s32(0), w.a, x.a), sc.lo),
+          vmlaq_n_s32(acc.b, vdotq_s32(vdupq_n_s32(0), w.b, x.b), sc.hi)};
+}
+inline I32 madd_sc_u(I32 acc, I8x32 u, I8x32 x, KScale2 sc) { return madd_sc_s(acc, u, x, sc); }
+inline Acc fnma_mins(Acc acc, const std::uint8_t* mn, const std::int32_t* sums, float s) {
+  const uint16x8_t m16 = vmovl_u8(vld1_u8(mn));
+  const int32x4_t lo = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(m16)));
+  const int32x4_t hi = vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(m16)));
+  return vfmsq_n_f32(acc, vcvtq_f32_s32(vmlaq_s32(vmulq_s32(lo, vld1q_s32(sums)), hi, vld1q_s32(sums + 4))), s);
+}
 inline Acc fma_i32(Acc acc, I32 v, float s) { return vfmaq_n_f32(acc, vcvtq_f32_s32(vaddq_s32(v.a, v.b)), s); }
 inline void store32(I8x32 q, float s0, float s1, float m, float* out) {
   const float32x4_t vm = vdupq_n_f32(m);
@@ -304,50 +363,73 @@ inline void unpack_k4_scales(const std::uint8_t* q, float d, float dmin, float* 
   }
 }
 
-inline void unpack_k4_iscales(const std::uint8_t* q, int* sc, int* mn) {
-  for (int j = 0; j < 4; ++j) {
-    sc[j] = q[j] & 63;
-    mn[j] = q[j + 4] & 63;
-    sc[j + 4] = (q[j + 8] & 15) | ((q[j] >> 6) << 4);
-    mn[j + 4] = (q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4);
-  }
+// A Q4_K / Q5_K block's 12 bytes of 6-bit scales and mins -> bytes sc[0..7],
+// mn[0..7], four at a time in 32-bit words (the same bits as
+// unpack_k4_scales, without a loop of byte operations; little-endian targets
+// only, as row_q32's qh).
+inline void unpack_k4_scales_u8(const std::uint8_t* q, std::uint8_t* sc, std::uint8_t* mn) {
+  std::uint32_t u0, u1, u2;
+  std::memcpy(&u0, q, 4);
+  std::memcpy(&u1, q + 4, 4);
+  std::memcpy(&u2, q + 8, 4);
+  constexpr std::uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+  const std::uint32_t s_lo = u0 & m6, m_lo = u1 & m6;
+  const std::uint32_t s_hi = (u2 & m4) | (((u0 >> 6) & m2) << 4);
+  const std::uint32_t m_hi = ((u2 >> 4) & m4) | (((u1 >> 6) & m2) << 4);
+  std::memcpy(sc, &s_lo, 4);
+  std::memcpy(sc + 4, &s_hi, 4);
+  std::memcpy(mn, &m_lo, 4);
+  std::memcpy(mn + 4, &m_hi, 4);
 }
 
 // Q4_K / Q5_K against ActQ8K: sub-block j of 32 is value = d*sc_j*q - dmin*m_j.
-// The 6-bit scales multiply integer dots (one f32 FMA per 256 per token); the
-// mins meet the activation sums per 32.
+// The 6-bit scales multiply the integer dots (one f32 FMA per 256 per token);
+// the mins meet the activation sums per 32.
 template <int NT, class Block, bool kFive>
 void row_k45(const Block* w, std::size_t nb, const ActQ8K* const* xq, float* out) {
   Accs<NT> s;
-  for (std::size_t i = 0; i < nb; ++i) {
-    int sc[8], mn[8];
-    unpack_k4_iscales(w[i].scales, sc, mn);
+  // u: the accumulator set, a compile-time index (a runtime i & 1 put the
+  // accumulators on the stack, one store-to-load chain per block).
+  auto step = [&](std::size_t i, auto u_) {
+    constexpr int u = decltype(u_)::value;
+    std::uint8_t sc[8], mn[8];
+    unpack_k4_scales_u8(w[i].scales, sc, mn);
+    const KScales ks = k_scales_u8(sc);
     const float d = h2f(ld_u16(&w[i].d)), dmin = h2f(ld_u16(&w[i].dmin));
     I8x32 qh;
     if constexpr (kFive) qh = ld32(w[i].qh);
     I32 ai[NT];
     for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
-    for (int c = 0; c < 4; ++c) {
+    auto pair = [&](auto c_) {
+      constexpr int c = decltype(c_)::value;
       const I8x32 v = ld32(w[i].qs + 32 * c);
       I8x32 q0 = lo_nib(v), q1 = hi_nib(v);
       if constexpr (kFive) {
-        q0 = or8(q0, bitplane_x10(qh, 2 * c));
-        q1 = or8(q1, bitplane_x10(qh, 2 * c + 1));
+        q0 = or8(q0, bitplane_x10<2 * c>(qh));
+        q1 = or8(q1, bitplane_x10<2 * c + 1>(qh));
       }
+      const auto s0 = k_scale<2 * c, 2 * c>(ks), s1 = k_scale<2 * c + 1, 2 * c + 1>(ks);
       for (int t = 0; t < NT; ++t) {
         const std::int8_t* xs = xq[t][i].qs + 64 * c;
-        ai[t] = madd_scaled_u(ai[t], q0, ld32(xs), sc[2 * c], sc[2 * c]);
-        ai[t] = madd_scaled_u(ai[t], q1, ld32(xs + 32), sc[2 * c + 1], sc[2 * c + 1]);
+        ai[t] = madd_sc_u(ai[t], q0, ld32(xs), s0);
+        ai[t] = madd_sc_u(ai[t], q1, ld32(xs + 32), s1);
       }
-    }
+    };
+    pair(std::integral_constant<int, 0>{});
+    pair(std::integral_constant<int, 1>{});
+    pair(std::integral_constant<int, 2>{});
+    pair(std::integral_constant<int, 3>{});
     for (int t = 0; t < NT; ++t) {
       const ActQ8K& a = xq[t][i];
-      int msum = 0;
-      for (int j = 0; j < 8; ++j) msum += mn[j] * a.sums[j];
-      s.v[i & 1][t] = fma_i32(s.v[i & 1][t], ai[t], d * a.d);
-      s.c[i & 1][t] -= dmin * a.d * static_cast<float>(msum);
+      s.v[u][t] = fnma_mins(fma_i32(s.v[u][t], ai[t], d * a.d), mn, a.sums, dmin * a.d);
     }
+  };
+  std::size_t i = 0;
+  for (; i + 2 <= nb; i += 2) {
+    step(i, std::integral_constant<int, 0>{});
+    step(i + 1, std::integral_constant<int, 1>{});
   }
+  if (i < nb) step(i, std::integral_constant<int, 0>{});
   s.finish(out);
 }
 
@@ -357,25 +439,38 @@ template <int NT>
 void row_q6_k(const BlockQ6_K* w, std::size_t nb, const ActQ8K* const* xq, float* out) {
   Accs<NT> s;
   const I8x32 k32 = splat8(32);
-  for (std::size_t i = 0; i < nb; ++i) {
+  auto step = [&](std::size_t i, auto u_) {  // u: as in row_k45
+    constexpr int u = decltype(u_)::value;
     const float d = h2f(ld_u16(&w[i].d));
     I32 ai[NT];
     for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
     for (int h = 0; h < 2; ++h) {
       const I8x32 l0 = ld32(w[i].ql + 64 * h), l1 = ld32(w[i].ql + 64 * h + 32);
       const I8x32 hb = ld32(w[i].qh + 32 * h);
-      const std::int8_t* sc = w[i].scales + 8 * h;
+      const KScales ks = k_scales_s8(w[i].scales + 8 * h);
       I8x32 q[4];
       q[0] = sub8(or8(lo_nib(l0), q6_hi<0>(hb)), k32);
       q[1] = sub8(or8(lo_nib(l1), q6_hi<1>(hb)), k32);
       q[2] = sub8(or8(hi_nib(l0), q6_hi<2>(hb)), k32);
       q[3] = sub8(or8(hi_nib(l1), q6_hi<3>(hb)), k32);
-      for (int g = 0; g < 4; ++g)
-        for (int t = 0; t < NT; ++t)
-          ai[t] = madd_scaled_s(ai[t], q[g], ld32(xq[t][i].qs + 128 * h + 32 * g), sc[2 * g], sc[2 * g + 1]);
+      auto group = [&](auto g_) {
+        constexpr int g = decltype(g_)::value;
+        const auto sg = k_scale<2 * g, 2 * g + 1>(ks);
+        for (int t = 0; t < NT; ++t) ai[t] = madd_sc_s(ai[t], q[g], ld32(xq[t][i].qs + 128 * h + 32 * g), sg);
+      };
+      group(std::integral_constant<int, 0>{});
+      group(std::integral_constant<int, 1>{});
+      group(std::integral_constant<int, 2>{});
+      group(std::integral_constant<int, 3>{});
     }
-    for (int t = 0; t < NT; ++t) s.v[i & 1][t] = fma_i32(s.v[i & 1][t], ai[t], d * xq[t][i].d);
+    for (int t = 0; t < NT; ++t) s.v[u][t] = fma_i32(s.v[u][t], ai[t], d * xq[t][i].d);
+  };
+  std::size_t i = 0;
+  for (; i + 2 <= nb; i += 2) {
+    step(i, std::integral_constant<int, 0>{});
+    step(i + 1, std::integral_constant<int, 1>{});
   }
+  if (i < nb) step(i, std::integral_constant<int, 0>{});
   s.finish(out);
 }
 
@@ -505,16 +600,21 @@ void deq_k45(const Block* w, std::size_t nb, float* out) {
     unpack_k4_scales(w[i].scales, h2f(ld_u16(&w[i].d)), h2f(ld_u16(&w[i].dmin)), sc, mn);
     I8x32 qh;
     if constexpr (kFive) qh = ld32(w[i].qh);
-    for (int c = 0; c < 4; ++c) {
+    auto pair = [&](auto c_) {
+      constexpr int c = decltype(c_)::value;
       const I8x32 v = ld32(w[i].qs + 32 * c);
       I8x32 q0 = lo_nib(v), q1 = hi_nib(v);
       if constexpr (kFive) {
-        q0 = or8(q0, bitplane_x10(qh, 2 * c));
-        q1 = or8(q1, bitplane_x10(qh, 2 * c + 1));
+        q0 = or8(q0, bitplane_x10<2 * c>(qh));
+        q1 = or8(q1, bitplane_x10<2 * c + 1>(qh));
       }
       store32(q0, sc[2 * c], sc[2 * c], -mn[2 * c], out + 64 * c);
       store32(q1, sc[2 * c + 1], sc[2 * c + 1], -mn[2 * c + 1], out + 64 * c + 32);
-    }
+    };
+    pair(std::integral_constant<int, 0>{});
+    pair(std::integral_constant<int, 1>{});
+    pair(std::integral_constant<int, 2>{});
+    pair(std::integral_constant<int, 3>{});
   }
 }
 inline void deq_q6_k_simd(const BlockQ6_K* w, std::size_t nb, float* out) {
