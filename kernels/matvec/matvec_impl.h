@@ -62,12 +62,17 @@ inline I8x32 lo_nib(I8x32 v) { return _mm256_and_si256(v, splat8(15)); }
 inline I8x32 hi_nib(I8x32 v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), splat8(15)); }
 // byte i = 0x10 where bit i of `bits` is set (Q5_0/Q5_1 fifth bit)
 inline I8x32 bits32_x10(std::uint32_t bits) {
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+  // the bits are a byte mask as they stand
+  return _mm256_maskz_mov_epi8(static_cast<__mmask32>(bits), splat8(0x10));
+#else
   const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
                                         2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
   const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
   __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), shuf);
   v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
   return _mm256_and_si256(v, splat8(0x10));
+#endif
 }
 // byte i = 0x10 where bit j of v[i] is set (Q5_K fifth bit): bit j moved to
 // bit 4 by a 16-bit shift (less than 8, so within each byte) and masked.
