@@ -142,9 +142,9 @@ inline __m256i k_scale(KScales s) {
 }
 // acc + dot(u, x) * sc per int16 lane pair; u unsigned <= 63 (Q4_K/Q5_K
 // weights, |Q6_K| <= 32), |x| <= 127: the byte-pair sums stay far from int16
-// saturation (2 * 63 * 127). Two
-// instructions on the multiply ports, as VNNI's dot plus an int32 multiply
-// would be, but the scale needs no broadcast from a scalar.
+// saturation (2 * 63 * 127). Two instructions on the multiply ports, as
+// VNNI's dot plus an int32 multiply would be, but the scale needs no
+// broadcast from a scalar.
 inline I32 madd_sc_u(I32 acc, I8x32 u, I8x32 x, __m256i sc) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), sc));
 }
@@ -359,19 +359,10 @@ void row_q32(const Block* w, std::size_t nb, const ActQ8* const* xq, float* out)
   s.finish(out);
 }
 
-inline void unpack_k4_scales(const std::uint8_t* q, float d, float dmin, float* sc, float* mn) {
-  for (int j = 0; j < 4; ++j) {
-    sc[j] = d * static_cast<float>(q[j] & 63);
-    mn[j] = dmin * static_cast<float>(q[j + 4] & 63);
-    sc[j + 4] = d * static_cast<float>((q[j + 8] & 15) | ((q[j] >> 6) << 4));
-    mn[j + 4] = dmin * static_cast<float>((q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4));
-  }
-}
-
 // A Q4_K / Q5_K block's 12 bytes of 6-bit scales and mins -> bytes sc[0..7],
-// mn[0..7], four at a time in 32-bit words (the same bits as
-// unpack_k4_scales, without a loop of byte operations; little-endian targets
-// only, as row_q32's qh).
+// mn[0..7] (sc[j] = q[j] & 63, mn[j] = q[j+4] & 63; for j + 4 the low four
+// bits from q[j+8], the top two from q[j] and q[j+4]), four at a time in
+// 32-bit words (little-endian targets only, as row_q32's qh).
 inline void unpack_k4_scales_u8(const std::uint8_t* q, std::uint8_t* sc, std::uint8_t* mn) {
   std::uint32_t u0, u1, u2;
   std::memcpy(&u0, q, 4);
@@ -385,6 +376,20 @@ inline void unpack_k4_scales_u8(const std::uint8_t* q, std::uint8_t* sc, std::ui
   std::memcpy(sc + 4, &s_hi, 4);
   std::memcpy(mn, &m_lo, 4);
   std::memcpy(mn + 4, &m_hi, 4);
+}
+
+// Unsigned weights of a Q4_K / Q5_K block's sub-blocks 2c (q0) and 2c + 1
+// (q1): the low and high nibbles of qs[32c, 32c + 32), and for Q5_K the
+// fifth bits from bit planes 2c and 2c + 1 of qh (the block's 32 qh bytes).
+template <int c, bool kFive, class Block>
+inline void k45_pair(const Block& b, I8x32 qh, I8x32& q0, I8x32& q1) {
+  const I8x32 v = ld32(b.qs + 32 * c);
+  q0 = lo_nib(v);
+  q1 = hi_nib(v);
+  if constexpr (kFive) {
+    q0 = or8(q0, bitplane_x10<2 * c>(qh));
+    q1 = or8(q1, bitplane_x10<2 * c + 1>(qh));
+  }
 }
 
 // Q4_K / Q5_K against ActQ8K: sub-block j of 32 is value = d*sc_j*q - dmin*m_j.
@@ -401,18 +406,14 @@ void row_k45(const Block* w, std::size_t nb, const ActQ8K* const* xq, float* out
     unpack_k4_scales_u8(w[i].scales, sc, mn);
     const KScales ks = k_scales_u8(sc);
     const float d = h2f(ld_u16(&w[i].d)), dmin = h2f(ld_u16(&w[i].dmin));
-    I8x32 qh;
+    I8x32 qh{};
     if constexpr (kFive) qh = ld32(w[i].qh);
     I32 ai[NT];
     for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
     auto pair = [&](auto c_) {
       constexpr int c = decltype(c_)::value;
-      const I8x32 v = ld32(w[i].qs + 32 * c);
-      I8x32 q0 = lo_nib(v), q1 = hi_nib(v);
-      if constexpr (kFive) {
-        q0 = or8(q0, bitplane_x10<2 * c>(qh));
-        q1 = or8(q1, bitplane_x10<2 * c + 1>(qh));
-      }
+      I8x32 q0, q1;
+      k45_pair<c, kFive>(w[i], qh, q0, q1);
       const auto s0 = k_scale<2 * c, 2 * c>(ks), s1 = k_scale<2 * c + 1, 2 * c + 1>(ks);
       for (int t = 0; t < NT; ++t) {
         const std::int8_t* xs = xq[t][i].qs + 64 * c;
@@ -601,20 +602,18 @@ inline void deq_q8_0_simd(const BlockQ8_0* w, std::size_t nb, float* out) {
 template <class Block, bool kFive>
 void deq_k45(const Block* w, std::size_t nb, float* out) {
   for (std::size_t i = 0; i < nb; ++i, out += 256) {
-    float sc[8], mn[8];
-    unpack_k4_scales(w[i].scales, h2f(ld_u16(&w[i].d)), h2f(ld_u16(&w[i].dmin)), sc, mn);
-    I8x32 qh;
+    std::uint8_t sc[8], mn[8];
+    unpack_k4_scales_u8(w[i].scales, sc, mn);
+    const float d = h2f(ld_u16(&w[i].d)), dmin = h2f(ld_u16(&w[i].dmin));
+    I8x32 qh{};
     if constexpr (kFive) qh = ld32(w[i].qh);
     auto pair = [&](auto c_) {
       constexpr int c = decltype(c_)::value;
-      const I8x32 v = ld32(w[i].qs + 32 * c);
-      I8x32 q0 = lo_nib(v), q1 = hi_nib(v);
-      if constexpr (kFive) {
-        q0 = or8(q0, bitplane_x10<2 * c>(qh));
-        q1 = or8(q1, bitplane_x10<2 * c + 1>(qh));
-      }
-      store32(q0, sc[2 * c], sc[2 * c], -mn[2 * c], out + 64 * c);
-      store32(q1, sc[2 * c + 1], sc[2 * c + 1], -mn[2 * c + 1], out + 64 * c + 32);
+      I8x32 q0, q1;
+      k45_pair<c, kFive>(w[i], qh, q0, q1);
+      const float s0 = d * sc[2 * c], s1 = d * sc[2 * c + 1];
+      store32(q0, s0, s0, -(dmin * mn[2 * c]), out + 64 * c);
+      store32(q1, s1, s1, -(dmin * mn[2 * c + 1]), out + 64 * c + 32);
     };
     pair(std::integral_constant<int, 0>{});
     pair(std::integral_constant<int, 1>{});
