@@ -7,6 +7,8 @@ PACKAGES=(
   build-essential cmake ninja-build
   libxsimd-dev      # SIMD kernels, one body per Arch
   libdnnl-dev       # oneDNN: baseline in the benchmarks
+  ocl-icd-opencl-dev  # dnnl-config.cmake needs OpenCL (Debian builds oneDNN
+                      # with its OCL GPU runtime); only recommended by libdnnl-dev
   libomp-dev        # OpenMP (GCC's libgomp is used with g++)
   libgtest-dev      # GoogleTest (also the source for the cross build)
   libbenchmark-dev  # Google Benchmark
