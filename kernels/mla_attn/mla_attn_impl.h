@@ -650,12 +650,13 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
       }
     }
     // 3. integer value products, scaled into the partial output. Meanwhile
-    //    the next block's tiles are prefetched into L2, spread evenly over
-    //    the calls and one line per chunk within them: the scores of a
-    //    block stream the cache from DRAM at about twice the call's average
-    //    rate and the value products read none, so fetching during the
-    //    values halves the demand (the scores stalled ~19% vs. cache in L3;
-    //    in bursts, or into L1, it was slower than no prefetch).
+    //    the next block's tiles are prefetched (LinePrefetch says with
+    //    which hint), spread evenly over the calls and one line per chunk
+    //    within them: the scores of a block stream the cache from DRAM at
+    //    about twice the call's average rate and the value products read
+    //    none, so fetching during the values halves the demand (on the Zen
+    //    4 the scores stalled ~19% vs. cache in L3; in bursts it was slower
+    //    than no prefetch).
     const int nch = ntok / W;
     alignas(64) std::int32_t vo[16 * value_hb<Arch>()];
     const std::size_t tile_lines = (LY.bytes + 63) / 64;
