@@ -31,7 +31,7 @@ struct MlaDecodeArgs {
   std::int64_t n_ctx = 0;        // 0 gives a zero output
   float* out = nullptr;          // (n_heads, d_c)
   int threads = 0;               // 0: omp_get_max_threads()
-  void* scratch = nullptr;       // table.scratch_bytes(...) bytes, 64-byte aligned
+  void* scratch = nullptr;       // table.scratch_bytes(...) bytes, any alignment
 };
 
 struct MlaPrefillArgs {

@@ -352,6 +352,31 @@ TEST(MlaDecode, NonFiniteQueryGivesNaN) {
   }
 }
 
+// The kernels align the scratch themselves (the session once passed a
+// vector's 16-byte aligned data): a buffer of exactly scratch_bytes() at any
+// offset gives the same bits as an aligned one. Under ASan, an access past
+// the slack fails here.
+TEST(MlaAttn, ScratchAtAnyAlignmentGivesTheSameResult) {
+  for (LatentStorage st : {LatentStorage::int8, LatentStorage::f16, LatentStorage::f32}) {
+    TestCache cache(st, kV2, 1000, 5);
+    const Query q(kV2, 1, 6);
+    for (Isa isa : supported_isas()) {
+      const MlaAttnKernels& k = kernels::mla_attn_kernels(isa);
+      const std::vector<float> want = run_decode(k, kV2, q, cache, 1000, 2);
+      const std::size_t sb = k.scratch_bytes(kV2.n_heads, cache.L, 2);
+      for (std::size_t off : {1u, 16u, 63u}) {
+        std::vector<std::uint8_t> buf(sb + off);
+        std::vector<float> out(want.size(), NAN);
+        MlaDecodeArgs a = decode_args(kV2, q, cache, 1000, out.data(), 2);
+        a.scratch = buf.data() + off;
+        k.decode(a);
+        ASSERT_EQ(0, std::memcmp(out.data(), want.data(), sizeof(float) * want.size()))
+            << latent_storage_name(st) << " " << isa_name(isa) << " offset " << off;
+      }
+    }
+  }
+}
+
 TEST(MlaAttn, ScratchDoesNotGrowWithContext) {
   auto L = make_latent_tile_layout(LatentStorage::int8, 512, 64, 64);
   for (Isa isa : supported_isas()) {
