@@ -143,7 +143,7 @@ struct Session::Scratch {
   std::vector<std::uint8_t> mv_scratch;
   AlignedBuffer h, x, q, cq, kv, c_kv, k_pe, q_lat, q_pe, o_lat, o, rope_cs, ff_a, ff_b, ff_y, router, xe, ye;
   AlignedBuffer blk_c, blk_kpe, blk_k, blk_v, acc, stat, scores, gemm_panel;
-  AlignedBuffer attn_scratch;  // the attention kernel's
+  std::vector<std::uint8_t> attn_scratch;
 
   // Per head h: y_h (n, ldy) = x_h (n, ldx) W_h^T, with x_h = x + h*x_step and
   // y_h = y + h*y_step. Below the GEMM size, one parallel region over the
@@ -262,7 +262,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
   s_->attn = &kernels::mla_attn_kernels(isa);
   s_->threads = opts_.threads > 0 ? opts_.threads : omp_get_max_threads();
   s_->gemm_min_tokens = opts_.gemm_min_tokens;
-  s_->attn_scratch.get((s_->attn->scratch_bytes(p.mla.n_heads, cache_.layout(), s_->threads) + 3) / 4);
+  s_->attn_scratch.resize(s_->attn->scratch_bytes(p.mla.n_heads, cache_.layout(), s_->threads));
   s_->rope = p.mla.rope;
   s_->rope.freq_factors = model_->rope_factors(p.rope_long_factors(opts_.n_ctx));
   last_logits_.assign(p.n_vocab, 0.f);
@@ -436,7 +436,7 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
         a.n_ctx = p0 + 1;
         a.out = o_lat;
         a.threads = s.threads;
-        a.scratch = s.attn_scratch.p;
+        a.scratch = s.attn_scratch.data();
         s.attn->decode(a);
       } else {
         kernels::MlaPrefillArgs a;
@@ -449,7 +449,7 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
         a.cache = view;
         a.out = o_lat;
         a.threads = s.threads;
-        a.scratch = s.attn_scratch.p;
+        a.scratch = s.attn_scratch.data();
         s.attn->prefill(a);
       }
       // o_h = W_UV_h o_lat_h

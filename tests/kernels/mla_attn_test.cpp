@@ -352,8 +352,8 @@ TEST(MlaDecode, NonFiniteQueryGivesNaN) {
   }
 }
 
-// The kernels align the scratch themselves (the session once passed a
-// vector's 16-byte aligned data): a buffer of exactly scratch_bytes() at any
+// The kernels align the scratch themselves (the session passes a vector's
+// data, 16 bytes past a line): a buffer of exactly scratch_bytes() at any
 // offset gives the same bits as an aligned one. Under ASan, an access past
 // the slack fails here.
 TEST(MlaAttn, ScratchAtAnyAlignmentGivesTheSameResult) {
