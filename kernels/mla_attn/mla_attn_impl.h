@@ -250,9 +250,9 @@ struct Plan {
   std::size_t off_thr = 0, thr_bytes = 0;
   // within a thread slot
   std::size_t t_S = 0;    // f32 (nh, BT) scores / weights
-  std::size_t t_Si = 0;   // i32 (2, nh, BT) raw int scores
+  std::size_t t_mx = 0;   // f32 (nh, 16) the block's running score max, lane-wise
   std::size_t t_pv = 0;   // (nh, BT/(4L), 16L) bytes: weight vectors
-  std::size_t t_sc = 0;   // f32 (2, BT): the block's latent and rope scales
+  std::size_t t_sc = 0;   // f32 (BT): the block's latent scales
   std::size_t t_conv = 0; // f32 (T, C): f16 tile converted
   std::size_t t_hv = 0;   // f32 (3, nh): ps, corr_p, spare
   std::size_t total = 0;
@@ -284,9 +284,9 @@ inline Plan make_plan(int nh, const LatentTileLayout& L, int threads) {
   const std::size_t bt = static_cast<std::size_t>(p.BT);
   p.t_S = t; t += al64(4 * nhs * bt);
   if (p.i8) {
-    p.t_Si = t; t += al64(2 * 4 * nhs * bt);
+    p.t_mx = t; t += al64(4 * nhs * 16);
     p.t_pv = t; t += al64(4 * nhs * bt);
-    p.t_sc = t; t += al64(4 * 2 * bt);
+    p.t_sc = t; t += al64(4 * bt);
   }
   if (L.storage == LatentStorage::f16) { p.t_conv = t; t += al64(4 * static_cast<std::size_t>(p.T) * p.C); }
   p.t_hv = t; t += al64(4 * 3 * nhs);
@@ -372,7 +372,19 @@ xsimd::batch<float, Arch> exp2_i8(xsimd::batch<float, Arch> t) {
 
 // ---------------------------------------------------------------- int8 path
 
-// Raw integer scores of HB heads over one tile: Sl/Sr (HB, stride) int32.
+// The float scores' factors for HB heads (from the first) and one tile.
+struct ScoreScales {
+  const float *qsl, *qsr, *cl, *cr;  // (nh) query scales and corrections
+  const float *tl, *tr;              // (T) the tile's latent and rope token scales
+  int nvalid;                        // tokens of the tile inside the context
+};
+
+// Scores of HB heads over one tile, in log2 units (log2(e) folded into the
+// query scales, so the softmax's exponential is a bare 2^x): S (HB, stride)
+// floats, tokens past the context masked; mx (HB, W) the running max of
+// each head's scores, lane-wise. The integer dot products of a vector pair
+// are turned into floats right away, while they are in L1, rather than in
+// a pass over the block's raw scores.
 // pf: the next tile to read, or null. Its bytes at the same offsets are
 // prefetched as this tile's are read. Without it the scores stalled on
 // DRAM (in a model the weights stream through the LLC between layers), even
@@ -381,14 +393,17 @@ xsimd::batch<float, Arch> exp2_i8(xsimd::batch<float, Arch> t) {
 // only a short way ahead of the reads. Where the cache could not reserve one
 // range, tiles are separate allocations besides.
 template <class Arch, int HB>
-void i8_scores(const std::uint8_t* data, int T, int Gl, int G, const std::int8_t* q8, int C,
-               std::int32_t* Sl, std::int32_t* Sr, std::size_t stride, const std::uint8_t* pf) {
+void i8_scores(const std::uint8_t* data, int T, int Gl, int G, const std::int8_t* q8, int C, const ScoreScales& f,
+               float* S, std::size_t stride, float* mx, const std::uint8_t* pf) {
   using K = I8<Arch>;
+  using F = xsimd::batch<float, Arch>;
   constexpr int L = K::L;
+  constexpr int W = F::size;  // == 4L
   const std::size_t TG = T / 4;
+  alignas(64) std::int32_t il[HB][2 * W], ir[HB][2 * W];  // this vector pair's raw scores
   for (int c = 0; c < T / (4 * L); c += 2) {
     typename K::acc a[HB][2];
-    auto run = [&](int g0, int g1, std::int32_t* S) {
+    auto run = [&](int g0, int g1, std::int32_t (*out)[2 * W]) {
       for (int h = 0; h < HB; ++h) a[h][0] = a[h][1] = K::zero();
       for (int g = g0; g < g1; ++g) {
         const std::size_t off = (g * TG + static_cast<std::size_t>(c) * L) * 16;
@@ -404,12 +419,31 @@ void i8_scores(const std::uint8_t* data, int T, int Gl, int G, const std::int8_t
         }
       }
       for (int h = 0; h < HB; ++h) {
-        K::store(a[h][0], S + h * stride + c * 4 * L);
-        K::store(a[h][1], S + h * stride + (c + 1) * 4 * L);
+        K::store(a[h][0], out[h]);
+        K::store(a[h][1], out[h] + W);
       }
     };
-    run(0, Gl, Sl);
-    run(Gl, G, Sr);
+    run(0, Gl, il);
+    run(Gl, G, ir);
+    for (int h = 0; h < HB; ++h) {
+      const F ql(f.qsl[h] * kLog2e), qr(f.qsr[h] * kLog2e), vcl(f.cl[h]), vcr(f.cr[h]);
+      float* s = S + h * stride;
+      F m = F::load_aligned(mx + h * W);
+      for (int v = 0; v < 2; ++v) {
+        const int j = c * 4 * L + v * W;  // the vector's first token in the tile
+        F x = (K::i2f(il[h] + v * W) - vcl) * F::load_unaligned(f.tl + j) * ql +
+              (K::i2f(ir[h] + v * W) - vcr) * F::load_unaligned(f.tr + j) * qr;
+        x.store_unaligned(s + j);
+        // Rows past the context may hold stale rows (a truncated
+        // session's), even NaN scales: masked before the max.
+        if (j + W > f.nvalid) {
+          for (int k = j > f.nvalid ? j : f.nvalid; k < j + W; ++k) s[k] = kMasked;
+          x = F::load_unaligned(s + j);
+        }
+        m = xsimd::max(m, x);
+      }
+      m.store_aligned(mx + h * W);
+    }
   }
 }
 
@@ -502,11 +536,11 @@ template <class Arch, int HB, int GB>
 
 template <class Arch, int HB>
 void i8_scores_n(int n, const std::uint8_t* data, int T, int Gl, int G, const std::int8_t* q8, int C,
-                 std::int32_t* Sl, std::int32_t* Sr, std::size_t stride, const std::uint8_t* pf) {
+                 const ScoreScales& f, float* S, std::size_t stride, float* mx, const std::uint8_t* pf) {
   if constexpr (HB > 1) {
-    if (n < HB) return i8_scores_n<Arch, HB - 1>(n, data, T, Gl, G, q8, C, Sl, Sr, stride, pf);
+    if (n < HB) return i8_scores_n<Arch, HB - 1>(n, data, T, Gl, G, q8, C, f, S, stride, mx, pf);
   }
-  i8_scores<Arch, HB>(data, T, Gl, G, q8, C, Sl, Sr, stride, pf);
+  i8_scores<Arch, HB>(data, T, Gl, G, q8, C, f, S, stride, mx, pf);
 }
 
 template <class Arch, int HB, int GB>
@@ -556,11 +590,9 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
   const float* qv = reinterpret_cast<const float*>(X.base + P.off_qv);
   const float *qsl = qv, *qsr = qv + P.nh, *cl = qv + 2 * P.nh, *cr = qv + 3 * P.nh;
   float* S = reinterpret_cast<float*>(thr + P.t_S);
-  std::int32_t* Sl = reinterpret_cast<std::int32_t*>(thr + P.t_Si);
-  std::int32_t* Sr = Sl + static_cast<std::size_t>(P.nh) * BT;
+  float* mx = reinterpret_cast<float*>(thr + P.t_mx);  // (nh, W)
   std::uint8_t* pv = thr + P.t_pv;
   float* scl = reinterpret_cast<float*>(thr + P.t_sc);  // (BT) latent scales
-  float* scr = scl + BT;                                  // (BT) rope scales
   float* hv = reinterpret_cast<float*>(thr + P.t_hv);
   float *ps = hv, *cp = hv + P.nh;
   const std::size_t pv_stride = static_cast<std::size_t>(BT) * 4;
@@ -583,54 +615,37 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
       nb0 = r.first;
       nb1 = r.second;
     }
-    // 1. integer scores
+    // 1. scores and their max
+    for (int h = h0; h < h1; ++h) F(kMasked).store_aligned(mx + static_cast<std::size_t>(h) * W);
     for (int i = 0; i < ntile && i * T < nvalid; ++i) {
+      const float* tsc = reinterpret_cast<const float*>(tp[i] + LY.scale_offset);
       // The tile after this one (in this block or the next), prefetched
       // during the first head block's pass.
       const std::uint8_t* next = i + 1 < ntile ? tp[i + 1]
                                  : nb0 < nb1   ? static_cast<const std::uint8_t*>(X.cache->tiles[nb0])
                                                : nullptr;
-      for (int h = h0; h < h1; h += score_hb<Arch>())
+      for (int h = h0; h < h1; h += score_hb<Arch>()) {
+        const ScoreScales f{qsl + h, qsr + h, cl + h, cr + h, tsc, tsc + T, nvalid - i * T};
         i8_scores_n<Arch, score_hb<Arch>()>(h1 - h, tp[i], T, P.Gl, P.G, q8 + static_cast<std::size_t>(h) * P.C,
-                                            P.C, Sl + static_cast<std::size_t>(h) * BT + i * T,
-                                            Sr + static_cast<std::size_t>(h) * BT + i * T, BT,
-                                            h == h0 ? next : nullptr);
+                                            P.C, f, S + static_cast<std::size_t>(h) * BT + i * T, BT,
+                                            mx + static_cast<std::size_t>(h) * W, h == h0 ? next : nullptr);
+      }
     }
-    // 2. per head: float scores, online softmax, weights quantized with the
-    //    token's latent scale folded in. The block's token scales are
-    //    gathered once for all heads, so the passes read them contiguously
-    //    instead of finding each vector's tile and offset (a division).
-    for (int i = 0; i < ntile; ++i) {
-      const float* sc = reinterpret_cast<const float*>(tp[i] + LY.scale_offset);
-      std::memcpy(scl + static_cast<std::size_t>(i) * T, sc, sizeof(float) * T);
-      std::memcpy(scr + static_cast<std::size_t>(i) * T, sc + T, sizeof(float) * T);
-    }
+    // 2. per head: online softmax, weights quantized with the token's
+    //    latent scale folded in. The block's latent scales are gathered
+    //    once for all heads, so the passes read them contiguously instead of
+    //    finding each vector's tile and offset (a division).
+    for (int i = 0; i < ntile; ++i)
+      std::memcpy(scl + static_cast<std::size_t>(i) * T, tp[i] + LY.scale_offset, sizeof(float) * T);
     // Rows past the context may hold stale rows (a truncated session's),
     // even NaN scales; their weights must come out exactly 0.
-    for (int k = nvalid; k < ntok; ++k) scl[k] = scr[k] = 0.f;
+    for (int k = nvalid; k < ntok; ++k) scl[k] = 0.f;
     for (int h = h0; h < h1; ++h) {
       float* s = S + static_cast<std::size_t>(h) * BT;
-      const std::int32_t* sl = Sl + static_cast<std::size_t>(h) * BT;
-      const std::int32_t* sr = Sr + static_cast<std::size_t>(h) * BT;
-      // Scores in log2 units (log2(e) folded into the query scales), so the
-      // exponential is a bare 2^x.
-      const F ql(qsl[h] * kLog2e), qr(qsr[h] * kLog2e), vcl(cl[h]), vcr(cr[h]);
-      // Three passes over the block's scores: float scores and their max;
-      // exponentials, their sum and the weights' max; quantized weights laid
-      // out for the value products.
-      F mxv(kMasked);
-      for (int j = 0; j < ntok; j += W) {
-        F x = (K::i2f(sl + j) - vcl) * F::load_unaligned(scl + j) * ql +
-              (K::i2f(sr + j) - vcr) * F::load_unaligned(scr + j) * qr;
-        x.store_unaligned(s + j);
-        if (j + W > nvalid) {  // the last vector: mask the tokens past the context
-          for (int k = nvalid; k < j + W; ++k) s[k] = kMasked;
-          x = F::load_unaligned(s + j);
-        }
-        mxv = xsimd::max(mxv, x);
-      }
-      // pm is in log2 units too until the end of the item.
-      const float mn = fmx(pm[h], hmax<Arch>(mxv, kMasked));
+      // Two passes over the block's scores: exponentials, their sum and the
+      // weights' max; quantized weights laid out for the value products.
+      // pm is in log2 units, like the scores, until the end of the item.
+      const float mn = fmx(pm[h], hmax<Arch>(F::load_aligned(mx + static_cast<std::size_t>(h) * W), kMasked));
       const float alpha = std::exp2(pm[h] - mn);
       const bool first = pm[h] == -INFINITY;  // the item's first block: po is still all zero
       pm[h] = mn;
