@@ -17,6 +17,7 @@ PACKAGES=(
   g++-aarch64-linux-gnu qemu-user  # NEON cross build, run under emulation
   clang libclang-rt-14-dev  # libFuzzer (the runtime is only a recommendation of clang)
   python3           # scripts: the GGUF writer check, eval_tiny.sh
+  python3-numpy     # the GGUF writer check's tensor part
 )
 
 missing=()

@@ -75,9 +75,14 @@ echo "== fuzz: gguf reader, tokenizer"
 if scripts/fuzz.sh "${LATTE_FUZZ_SECONDS:-60}" "${LATTE_FUZZ_TOKENIZER_SECONDS:-30}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 # 5. The Python GGUF writer (used by scripts/train_tiny_mla.py) rewrites
-#    llama.cpp's files and the shipped model byte for byte.
+#    llama.cpp's files and the shipped model byte for byte, and writes every
+#    value type and F32/F16/Q8_0 tensors (that part needs numpy, so here it
+#    must run: Debian's interpreter, where setup.sh installed python3-numpy,
+#    ahead of any other python3 on PATH).
 echo "== python gguf writer"
-if python3 scripts/check_gguf_py.py; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+py=python3
+if [ -x /usr/bin/python3 ]; then py=/usr/bin/python3; fi
+if LATTE_REQUIRE_NUMPY=1 "$py" scripts/check_gguf_py.py; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo "all builds: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
