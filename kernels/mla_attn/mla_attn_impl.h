@@ -242,7 +242,7 @@ struct Plan {
   bool i8 = false;
   std::size_t off_qf = 0;    // f32 (nh, C): scaled query (float path)
   std::size_t off_q8 = 0;    // i8 (nh, C): quantized query (int8 path)
-  std::size_t off_qv = 0;    // f32 (4, nh): qsl, qsr, corr_l, corr_r
+  std::size_t off_qv = 0;    // f32 (4, nh): qsl, qsr (times log2(e)), corr_l, corr_r
   std::size_t off_part = 0;  // per split: f32 o (nh, d_c), m (nh), l (nh)
   std::size_t off_bounds = 0;  // i64 (max_splits + 1): the splits' first tiles
   std::size_t part_floats = 0;
@@ -250,7 +250,7 @@ struct Plan {
   std::size_t off_thr = 0, thr_bytes = 0;
   // within a thread slot
   std::size_t t_S = 0;    // f32 (nh, BT) scores / weights
-  std::size_t t_mx = 0;   // f32 (nh, 16) the block's running score max, lane-wise
+  std::size_t t_mx = 0;   // f32 (nh, 16) the block's running score max, lane-wise (16: the widest ISA's lanes)
   std::size_t t_pv = 0;   // (nh, BT/(4L), 16L) bytes: weight vectors
   std::size_t t_sc = 0;   // f32 (BT): the block's latent scales
   std::size_t t_conv = 0; // f32 (T, C): f16 tile converted
@@ -374,13 +374,13 @@ xsimd::batch<float, Arch> exp2_i8(xsimd::batch<float, Arch> t) {
 
 // The float scores' factors for HB heads (from the first) and one tile.
 struct ScoreScales {
-  const float *qsl, *qsr, *cl, *cr;  // (nh) query scales and corrections
+  const float *qsl, *qsr, *cl, *cr;  // (nh) query scales (times log2(e)) and corrections
   const float *tl, *tr;              // (T) the tile's latent and rope token scales
   int nvalid;                        // tokens of the tile inside the context
 };
 
-// Scores of HB heads over one tile, in log2 units (log2(e) folded into the
-// query scales, so the softmax's exponential is a bare 2^x): S (HB, stride)
+// Scores of HB heads over one tile, in log2 units (log2(e) is folded into
+// the query scales, so the softmax's exponential is a bare 2^x): S (HB, stride)
 // floats, tokens past the context masked; mx (HB, W) the running max of
 // each head's scores, lane-wise. The integer dot products of a vector pair
 // are turned into floats right away, while they are in L1, rather than in
@@ -426,7 +426,7 @@ void i8_scores(const std::uint8_t* data, int T, int Gl, int G, const std::int8_t
     run(0, Gl, il);
     run(Gl, G, ir);
     for (int h = 0; h < HB; ++h) {
-      const F ql(f.qsl[h] * kLog2e), qr(f.qsr[h] * kLog2e), vcl(f.cl[h]), vcr(f.cr[h]);
+      const F ql(f.qsl[h]), qr(f.qsr[h]), vcl(f.cl[h]), vcr(f.cr[h]);
       float* s = S + h * stride;
       F m = F::load_aligned(mx + h * W);
       for (int v = 0; v < 2; ++v) {
@@ -1048,6 +1048,10 @@ void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const 
     quant(q_lat + static_cast<std::size_t>(h) * d_c, d_c, q8 + static_cast<std::size_t>(h) * C, qv[h], qv[2 * nh + h]);
     quant(q_pe + static_cast<std::size_t>(h) * d_R, d_R, q8 + static_cast<std::size_t>(h) * C + d_c, qv[nh + h],
           qv[3 * nh + h]);
+    // The score pass works in log2 units: log2(e) goes into the scales once
+    // here rather than at every vector pair.
+    qv[h] *= kLog2e;
+    qv[nh + h] *= kLog2e;
   }
 }
 
