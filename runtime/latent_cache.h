@@ -15,16 +15,19 @@
 
 namespace latte {
 
-// 64 tokens per tile. Measured (int8 decode, V2-Lite, 1 thread, CPU time at
-// 16K / 64K tokens): 32 -> 2.12 / 8.78 ms, 64 -> 1.86 / 8.73, 128 -> 1.76 /
-// 8.58. 64 is within 5% of 128 and halves the allocation step (37 KiB per
-// V2-Lite int8 tile).
-inline constexpr int kLatentCacheTileTokens = 64;
+// 128 tokens per tile (73 KiB per V2-Lite int8 tile and layer: the
+// allocation step). On the first kernels (Zen 4, int8 decode, V2-Lite, 1
+// thread, 16K / 64K tokens) 32 -> 2.12 / 8.78 ms, 64 -> 1.86 / 8.73, 128 ->
+// 1.76 / 8.58, and 64 was kept for the smaller step. On the Zen 5 with
+// today's kernels 128 measured 2-3% faster than 64 at 16K and 3-15% at 64K
+// (kernel benchmark, 1 and 2 threads, same 512-token int8 blocks), with
+// fewer tile boundaries in every value-product stream; 256 no better.
+inline constexpr int kLatentCacheTileTokens = 128;
 
 // Largest context capacity (tokens) a cache, a session or a model file's
 // context_length may state: 2^31 - 1 keeps positions in int32 and every size
 // computed from it far from overflow. The tile table is allocated up front
-// (8 bytes per 64 tokens per layer: 256 MiB per layer at this bound).
+// (8 bytes per tile per layer: 128 MiB per layer at this bound with 128-token tiles).
 inline constexpr std::int64_t kMaxContextTokens = 0x7fffffff;
 
 struct LatentCacheConfig {

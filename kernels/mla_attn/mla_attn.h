@@ -10,7 +10,7 @@
 // the heads instead. int8 caches: the query is quantized per head (latent and
 // rope parts separately) and scores use integer dot products (vpdpbusd,
 // vpmaddubsw+vpmaddwd, sdot); the softmax weights, times each token's latent
-// scale, are quantized per head per block of up to 8 tiles and the value
+// scale, are quantized per head per block of ~512 tokens and the value
 // product is an integer dot product along tokens as well.
 #pragma once
 

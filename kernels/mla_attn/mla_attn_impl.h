@@ -220,17 +220,21 @@ inline std::size_t al64(std::size_t n) { return (n + 63) / 64 * 64; }
 
 constexpr float kMasked = -1e30f;
 constexpr float kLog2e = 1.44269504f;
-constexpr int kI8BlockTiles = 8;  // tiles per softmax / integer-accumulation block
+// The int8 path's softmax / integer-accumulation block: whole tiles, this
+// many tokens where the tile size divides it (one tile where a tile is
+// larger). At most kMaxBlockTiles tiles (32-token tiles).
+constexpr int kI8BlockTokens = 512;
+constexpr int kMaxBlockTiles = kI8BlockTokens / kLatentTileQuantum;
+inline int unit_tiles(int T) { return T >= kI8BlockTokens ? 1 : kI8BlockTokens / T; }
 // Context chunks, taken dynamically (a thread slowed by another process on
 // its core does not hold the others back), largest first: each is 1/(2 *
-// threads) of what is left, in whole blocks of kMinChunkTiles tiles, so the
-// threads finish within one block of each other. With 4 equal chunks per
-// thread a thread 10% slower left the other idle for most of a chunk (~80
+// threads) of what is left, in whole units of unit_tiles() tiles (one int8
+// block), so the threads finish within one block of each other. With 4
+// equal chunks per thread a thread 10% slower left the other idle for most of a chunk (~80
 // us of a ~800 us call at 16K, 2 threads); these measured 2-7% faster per
 // call. Each chunk costs a zeroed partial output and its share of the merge
 // (heads x d_c floats, ~3 us for 16 heads): 2 threads split 16K into 10
 // chunks, 32K into 13.
-constexpr int kMinChunkTiles = 8;
 // Bound on the chunks (the partial buffers: 263 KB each with 128 heads):
 // where the guided sizes would need more (2 threads: past 64K tokens), the
 // smallest chunk doubles. One thread never splits.
@@ -238,7 +242,9 @@ inline int max_splits_for(int threads) { return threads == 1 ? 1 : 4 * threads +
 
 // Scratch layout of one call (shared part, then one slot per thread).
 struct Plan {
-  int nh = 0, d_c = 0, d_R = 0, C = 0, T = 0, G = 0, Gl = 0, nt = 1, BT = 0;
+  int nh = 0, d_c = 0, d_R = 0, C = 0, T = 0, G = 0, Gl = 0, nt = 1;
+  int UT = 1;  // tiles per int8 block and per chunk unit
+  int BT = 0;  // tokens per scores block: UT tiles (int8), 1 tile (float)
   bool i8 = false;
   std::size_t off_qf = 0;    // f32 (nh, C): scaled query (float path)
   std::size_t off_q8 = 0;    // i8 (nh, C): quantized query (int8 path)
@@ -269,7 +275,8 @@ inline Plan make_plan(int nh, const LatentTileLayout& L, int threads) {
   p.Gl = L.d_c / 4;
   p.nt = threads;
   p.i8 = L.storage == LatentStorage::int8;
-  p.BT = p.i8 ? kI8BlockTiles * p.T : p.T;
+  p.UT = unit_tiles(p.T);
+  p.BT = p.i8 ? p.UT * p.T : p.T;
   std::size_t o = 0;
   const std::size_t nhs = static_cast<std::size_t>(nh);
   p.off_qf = o; o += al64(4 * nhs * p.C);
@@ -602,14 +609,14 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
     pl[h] = 0.f;
     std::memset(po + static_cast<std::size_t>(h) * d_c, 0, sizeof(float) * d_c);
   }
-  for (std::int64_t tb = t0; tb < t1; tb += kI8BlockTiles) {
-    const int ntile = static_cast<int>(imin(kI8BlockTiles, t1 - tb));
-    const std::uint8_t* tp[kI8BlockTiles];
+  for (std::int64_t tb = t0; tb < t1; tb += P.UT) {
+    const int ntile = static_cast<int>(imin(P.UT, t1 - tb));
+    const std::uint8_t* tp[kMaxBlockTiles];
     for (int i = 0; i < ntile; ++i) tp[i] = static_cast<const std::uint8_t*>(X.cache->tiles[tb + i]);
     const int nvalid = static_cast<int>(imin(static_cast<std::int64_t>(ntile) * T, X.n_ctx - tb * T));
     const int ntok = (nvalid + W - 1) / W * W;  // whole vectors
     // The block after this one: [nb0, nb1) of this item, or of the next.
-    std::int64_t nb0 = tb + kI8BlockTiles, nb1 = t1;
+    std::int64_t nb0 = tb + P.UT, nb1 = t1;
     if (nb0 >= t1) {
       const auto r = next_item();
       nb0 = r.first;
@@ -691,7 +698,7 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
     const int nch = ntok / W;
     alignas(64) std::int32_t vo[16 * value_hb<Arch>()];
     const std::size_t tile_lines = (LY.bytes + 63) / 64;
-    const std::size_t pf_lines = nb0 < nb1 ? static_cast<std::size_t>(imin(kI8BlockTiles, nb1 - nb0)) * tile_lines : 0;
+    const std::size_t pf_lines = nb0 < nb1 ? static_cast<std::size_t>(imin(P.UT, nb1 - nb0)) * tile_lines : 0;
     const std::size_t n_calls = static_cast<std::size_t>((h1 - h0 + value_hb<Arch>() - 1) / value_hb<Arch>()) *
                                 static_cast<std::size_t>((P.Gl + 3) / 4);
     std::size_t call = 0;
@@ -1105,12 +1112,12 @@ void decode_core(const Plan& P, std::uint8_t* base, const float* q_lat, const fl
   bounds[0] = 0;
   if (P.nt == 1) {
     bounds[n_cs = 1] = n_tiles;
-  } else if (n_tiles / kMinChunkTiles < P.nt) {  // short: equal splits
+  } else if (n_tiles / P.UT < P.nt) {  // short: equal splits
     n_cs = static_cast<int>(imin(P.nt, n_tiles));
     for (int s = 1; s <= n_cs; ++s) bounds[s] = n_tiles * s / n_cs;
-  } else {  // guided, see kMinChunkTiles
+  } else {  // guided, see unit_tiles
     const std::int64_t div = 2 * static_cast<std::int64_t>(P.nt);
-    for (std::int64_t unit = kMinChunkTiles;; unit *= 2) {
+    for (std::int64_t unit = P.UT;; unit *= 2) {
       n_cs = 0;
       for (std::int64_t t = 0; t < n_tiles && n_cs < P.max_splits;) {
         std::int64_t len = ((n_tiles - t + div - 1) / div + unit - 1) / unit * unit;

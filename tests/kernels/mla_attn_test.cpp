@@ -26,7 +26,7 @@ struct Shape {
 
 constexpr Shape kOdd{"odd", 3, 36, 8, 32};      // int8-compatible, not a vector multiple
 constexpr Shape kOddF{"oddf", 5, 37, 6, 32};    // f32/f16 only: scalar channel tails
-constexpr Shape kV2{"v2lite", 16, 512, 64, 64};
+constexpr Shape kV2{"v2lite", 16, 512, 64, 128};  // the runtime's tile
 constexpr Shape kV3{"v3", 128, 512, 64, 64};
 
 struct AlignedFree {
@@ -163,10 +163,10 @@ std::vector<Case> decode_cases() {
     for (std::int64_t n : {1, 65, 1000}) v.push_back({s, kV3, n, 2});
   v.push_back({LatentStorage::int8, kV3, 5000, 3});
   v.push_back({LatentStorage::int8, kV2, 5000, 4});
-  // Long enough (2188 tiles) that the guided context chunks would exceed
+  // Long enough (3750 tiles) that the guided context chunks would exceed
   // their bound with 2 and 3 threads and the smallest chunk doubles.
   for (LatentStorage s : {LatentStorage::f32, LatentStorage::int8})
-    for (int t : {2, 3}) v.push_back({s, kOdd, 70000, t});
+    for (int t : {2, 3}) v.push_back({s, kOdd, 120000, t});
   return v;
 }
 

@@ -42,8 +42,8 @@ TEST(LatentCache, V2LiteMemoryAtFullContext) {
   // 584 B/token/layer (512 + 64 bytes, two f32 scales) plus the tile tables.
   EXPECT_EQ(i8, sizeof(LatentCache) +
                     27 * (sizeof(std::vector<void*>) + sizeof(std::int64_t) + sizeof(void*) + sizeof(std::size_t)) +
-                    std::size_t{27} * 2560 * (8 + 584 * 64));
-  EXPECT_EQ(f32 - f16, std::size_t{27} * 2560 * 1152 * 64);  // f16: no per-token overhead
+                    std::size_t{27} * 1280 * (8 + 584 * 128));  // 128-token tiles
+  EXPECT_EQ(f32 - f16, std::size_t{27} * 1280 * 1152 * 128);  // f16: no per-token overhead
 }
 
 #if defined(__linux__)
@@ -74,7 +74,7 @@ TEST(LatentCache, BytesGrowByTileAndMatchBytesFor) {
     LatentCacheConfig cfg{3, 64, 16, 200, s, 64};
     LatentCache c(cfg);
     const std::size_t empty = c.bytes();
-    EXPECT_EQ(empty, LatentCache::bytes_for(3, 64, 16, 200, s) - 3 * 4 * c.layout().bytes);
+    EXPECT_EQ(empty, LatentCache::bytes_for(3, 64, 16, 200, s, 64) - 3 * 4 * c.layout().bytes);
     auto ck = rnd(200 * 64, 1), kp = rnd(200 * 16, 2);
     c.write(0, 0, 1, ck.data(), kp.data());
     EXPECT_EQ(c.bytes(), empty + c.layout().bytes);
@@ -83,7 +83,7 @@ TEST(LatentCache, BytesGrowByTileAndMatchBytesFor) {
     c.write(0, 64, 1, ck.data(), kp.data());  // next tile
     EXPECT_EQ(c.bytes(), empty + 2 * c.layout().bytes);
     for (int l = 0; l < 3; ++l) c.write(l, c.size(l), 200 - static_cast<int>(c.size(l)), ck.data(), kp.data());
-    EXPECT_EQ(c.bytes(), LatentCache::bytes_for(3, 64, 16, 200, s)) << latent_storage_name(s);
+    EXPECT_EQ(c.bytes(), LatentCache::bytes_for(3, 64, 16, 200, s, 64)) << latent_storage_name(s);
   }
 }
 
