@@ -232,7 +232,7 @@ inline int unit_tiles(int T) { return T >= kI8BlockTokens ? 1 : kI8BlockTokens /
 // block), so the threads finish within one block of each other. With 4
 // equal chunks per thread a thread 10% slower left the other idle for most of a chunk (~80
 // us of a ~800 us call at 16K, 2 threads); these measured 2-7% faster per
-// call. Each chunk costs a zeroed partial output and its share of the merge
+// call. Each chunk costs a partial output and its share of the merge
 // (heads x d_c floats, ~3 us for 16 heads): 2 threads split 16K into 10
 // chunks, 32K into 13.
 // Bound on the chunks (the partial buffers: 263 KB each with 128 heads):
@@ -604,10 +604,17 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
   float *ps = hv, *cp = hv + P.nh;
   const std::size_t pv_stride = static_cast<std::size_t>(BT) * 4;
 
+  // po is not zeroed here: the item's first block stores its value
+  // products instead of adding them. Its lines were last touched by the
+  // previous call's merge, often on the other thread's L3, and zeroing them
+  // up front took ~40 kTSC per 16K call and thread (8% of that call's
+  // value products); the first block's stores overlap those line transfers
+  // with the dot products (kernel benchmark, 16K, 2 threads: 512-521
+  // against 533-548 us, 5 of 5 alternated pairs faster).
   for (int h = h0; h < h1; ++h) {
     pm[h] = -INFINITY;
     pl[h] = 0.f;
-    std::memset(po + static_cast<std::size_t>(h) * d_c, 0, sizeof(float) * d_c);
+    if (t0 >= t1) std::memset(po + static_cast<std::size_t>(h) * d_c, 0, sizeof(float) * d_c);
   }
   for (std::int64_t tb = t0; tb < t1; tb += P.UT) {
     const int ntile = static_cast<int>(imin(P.UT, t1 - tb));
@@ -654,7 +661,7 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
       // pm is in log2 units, like the scores, until the end of the item.
       const float mn = fmx(pm[h], hmax<Arch>(F::load_aligned(mx + static_cast<std::size_t>(h) * W), kMasked));
       const float alpha = std::exp2(pm[h] - mn);
-      const bool first = pm[h] == -INFINITY;  // the item's first block: po is still all zero
+      const bool first = pm[h] == -INFINITY;  // the item's first block: po not yet written
       pm[h] = mn;
       F lsum(0.f), wmx(0.f);
       const F vmn(mn);
@@ -675,11 +682,12 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
       for (int j = 0; j < ntok; j += W)
         K::quant_pvec(F::load_unaligned(s + j) * vinv, qsum, v + static_cast<std::size_t>(j) * 4);
       cp[h] = K::kOffset ? 128.f * static_cast<float>(K::hsum(qsum)) : 0.f;
-      // Rescaled by alpha, except on an item's first block, where alpha is 0
-      // and po all zero (with 2 threads an item is ~3 blocks; skipping took
-      // the softmax pass from 106-179 to 97-153 kTSC per 8K tokens, 6 of 6
-      // alternated runs). A NaN alpha (a NaN query) still spreads.
-      if (alpha != 1.f && !(first && alpha == 0.f)) {
+      // Rescaled by alpha, except on an item's first block, where po is not
+      // yet written (the value products store it) and alpha is 0 or, for a
+      // NaN query, NaN: that NaN still spreads, through the block's scale.
+      if (first) {
+        if (alpha != alpha) ps[h] = alpha;
+      } else if (alpha != 1.f) {
         float* o = po + static_cast<std::size_t>(h) * d_c;
         const F va(alpha);
         int c = 0;
@@ -702,6 +710,7 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
     const std::size_t n_calls = static_cast<std::size_t>((h1 - h0 + value_hb<Arch>() - 1) / value_hb<Arch>()) *
                                 static_cast<std::size_t>((P.Gl + 3) / 4);
     std::size_t call = 0;
+    const bool store = tb == t0;  // the item's first block: po not yet written
     for (int h = h0; h < h1; h += value_hb<Arch>()) {
       const int nhb = static_cast<int>(imin(value_hb<Arch>(), h1 - h));
       for (int g = 0; g < P.Gl; g += 4) {
@@ -729,10 +738,14 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
           int c = 0;
           if (n == 16) {
             const F vs(sc), vc(cc);
-            for (; c + W <= 16; c += W)
-              xsimd::fma(K::i2f(r + c) - vc, vs, F::load_unaligned(o + c)).store_unaligned(o + c);
+            if (store) {
+              for (; c + W <= 16; c += W) xsimd::fma(K::i2f(r + c) - vc, vs, F(0.f)).store_unaligned(o + c);
+            } else {
+              for (; c + W <= 16; c += W)
+                xsimd::fma(K::i2f(r + c) - vc, vs, F::load_unaligned(o + c)).store_unaligned(o + c);
+            }
           }
-          for (; c < n; ++c) o[c] += sc * (static_cast<float>(r[c]) - cc);
+          for (; c < n; ++c) o[c] = (store ? 0.f : o[c]) + sc * (static_cast<float>(r[c]) - cc);
         }
       }
     }
