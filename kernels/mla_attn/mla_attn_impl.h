@@ -230,9 +230,9 @@ inline int unit_tiles(int T) { return T >= kI8BlockTokens ? 1 : kI8BlockTokens /
 // its core does not hold the others back), largest first: each is 1/(2 *
 // threads) of what is left, in whole units of unit_tiles() tiles (one int8
 // block), so the threads finish within one block of each other. With 4
-// equal chunks per thread a thread 10% slower left the other idle for most of a chunk (~80
-// us of a ~800 us call at 16K, 2 threads); these measured 2-7% faster per
-// call. Each chunk costs a partial output and its share of the merge
+// equal chunks per thread a thread 10% slower left the other idle for most
+// of a chunk (~80 us of a ~800 us call at 16K, 2 threads); these measured
+// 2-7% faster per call. Each chunk costs a partial output and its share of the merge
 // (heads x d_c floats, ~3 us for 16 heads): 2 threads split 16K into 10
 // chunks, 32K into 13.
 // Bound on the chunks (the partial buffers: 263 KB each with 128 heads):
@@ -622,6 +622,7 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
     for (int i = 0; i < ntile; ++i) tp[i] = static_cast<const std::uint8_t*>(X.cache->tiles[tb + i]);
     const int nvalid = static_cast<int>(imin(static_cast<std::int64_t>(ntile) * T, X.n_ctx - tb * T));
     const int ntok = (nvalid + W - 1) / W * W;  // whole vectors
+    const bool first = tb == t0;  // the item's first block: po not yet written
     // The block after this one: [nb0, nb1) of this item, or of the next.
     std::int64_t nb0 = tb + P.UT, nb1 = t1;
     if (nb0 >= t1) {
@@ -661,7 +662,6 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
       // pm is in log2 units, like the scores, until the end of the item.
       const float mn = fmx(pm[h], hmax<Arch>(F::load_aligned(mx + static_cast<std::size_t>(h) * W), kMasked));
       const float alpha = std::exp2(pm[h] - mn);
-      const bool first = pm[h] == -INFINITY;  // the item's first block: po not yet written
       pm[h] = mn;
       F lsum(0.f), wmx(0.f);
       const F vmn(mn);
@@ -710,7 +710,6 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
     const std::size_t n_calls = static_cast<std::size_t>((h1 - h0 + value_hb<Arch>() - 1) / value_hb<Arch>()) *
                                 static_cast<std::size_t>((P.Gl + 3) / 4);
     std::size_t call = 0;
-    const bool store = tb == t0;  // the item's first block: po not yet written
     for (int h = h0; h < h1; h += value_hb<Arch>()) {
       const int nhb = static_cast<int>(imin(value_hb<Arch>(), h1 - h));
       for (int g = 0; g < P.Gl; g += 4) {
@@ -738,14 +737,14 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
           int c = 0;
           if (n == 16) {
             const F vs(sc), vc(cc);
-            if (store) {
+            if (first) {
               for (; c + W <= 16; c += W) xsimd::fma(K::i2f(r + c) - vc, vs, F(0.f)).store_unaligned(o + c);
             } else {
               for (; c + W <= 16; c += W)
                 xsimd::fma(K::i2f(r + c) - vc, vs, F::load_unaligned(o + c)).store_unaligned(o + c);
             }
           }
-          for (; c < n; ++c) o[c] = (store ? 0.f : o[c]) + sc * (static_cast<float>(r[c]) - cc);
+          for (; c < n; ++c) o[c] = (first ? 0.f : o[c]) + sc * (static_cast<float>(r[c]) - cc);
         }
       }
     }
