@@ -737,12 +737,8 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
           int c = 0;
           if (n == 16) {
             const F vs(sc), vc(cc);
-            if (first) {
-              for (; c + W <= 16; c += W) xsimd::fma(K::i2f(r + c) - vc, vs, F(0.f)).store_unaligned(o + c);
-            } else {
-              for (; c + W <= 16; c += W)
-                xsimd::fma(K::i2f(r + c) - vc, vs, F::load_unaligned(o + c)).store_unaligned(o + c);
-            }
+            for (; c + W <= 16; c += W)
+              xsimd::fma(K::i2f(r + c) - vc, vs, first ? F(0.f) : F::load_unaligned(o + c)).store_unaligned(o + c);
           }
           for (; c < n; ++c) o[c] = (first ? 0.f : o[c]) + sc * (static_cast<float>(r[c]) - cc);
         }
