@@ -26,8 +26,9 @@ inline constexpr int kLatentCacheTileTokens = 128;
 
 // Largest context capacity (tokens) a cache, a session or a model file's
 // context_length may state: 2^31 - 1 keeps positions in int32 and every size
-// computed from it far from overflow. The tile table is allocated up front
-// (8 bytes per tile per layer: 128 MiB per layer at this bound with 128-token tiles).
+// computed from it far from overflow. The tile table is calloc'd for the
+// whole capacity (8 bytes per tile per layer: 128 MiB per layer at this
+// bound with 128-token tiles), which only reserves it until written.
 inline constexpr std::int64_t kMaxContextTokens = 0x7fffffff;
 
 struct LatentCacheConfig {
