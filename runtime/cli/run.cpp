@@ -27,6 +27,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 struct Stats {
   std::int64_t prompt_tokens = 0, gen_tokens = 0;
   double prompt_s = 0, gen_s = 0;
+  // The last turn stopped short because the context filled: said after its
+  // text, not left silent, where a short answer would read as the model's.
+  std::string stopped;
 };
 
 // Prefills `prompt`, then samples up to n tokens, streaming their text.
@@ -46,12 +49,17 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
 
   Utf8StreamDecoder utf8;
   std::vector<std::int32_t> out;
+  bool ended = false;  // by an end-of-generation token
   t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < n && s.n_past() < s.n_ctx(); ++i) {
+  for (int i = 0; i < n; ++i) {
     const std::int32_t id = sampler.sample(s.logits());
     out.push_back(id);
+    // With the context full, the last position's logits still give one
+    // more token; it cannot be decoded (a following turn would not fit).
+    const bool room = s.n_past() < s.n_ctx();
     if (tok.is_end_of_generation(id) && !o.ignore_eos) {
-      s.decode(id);
+      if (room) s.decode(id);
+      ended = true;
       break;
     }
     // Appended rather than `"," + std::to_string(id)`: GCC 12 warns
@@ -65,7 +73,7 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
     }
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-    if (s.n_past() + 1 > s.n_ctx()) break;
+    if (!room) break;
     s.decode(id);
   }
   const std::string rest = utf8.flush();
@@ -73,6 +81,10 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
   std::fflush(stdout);
   st.gen_s += seconds_since(t0);
   st.gen_tokens += static_cast<std::int64_t>(out.size());
+  st.stopped.clear();
+  if (!ended && static_cast<std::int64_t>(out.size()) < n)
+    st.stopped = "[stopped after " + std::to_string(out.size()) + " of " + std::to_string(n) +
+                 " tokens: the context of " + std::to_string(s.n_ctx()) + " tokens is full (raise --ctx)]";
   return out;
 }
 
@@ -117,9 +129,10 @@ int run_generate(const RunOptions& o) {
   // buffered in a pipe, so it would otherwise reach a log (2>&1) after the
   // prompt or statistics that stderr prints next, leaving them on the
   // text's last line.
-  const auto end_text = [] {
+  const auto end_text = [&st] {
     std::fputc('\n', stdout);
     std::fflush(stdout);
+    if (!st.stopped.empty()) std::fprintf(stderr, "%s\n", st.stopped.c_str());
   };
   const bool have_prompt = !o.prompt.empty() || !prompt_ids.empty();
   const auto first_prompt = [&] { return prompt_ids.empty() ? encode_turn(o.prompt, true) : prompt_ids; };

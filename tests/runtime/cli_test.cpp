@@ -297,4 +297,29 @@ TEST(Cli, RunGeneratesWithASeed) {
   EXPECT_NE(stats.output.find("generated: 12 tokens"), std::string::npos) << stats.output;
 }
 
+TEST(Cli, RunSaysWhenTheContextCutsGenerationShort) {
+  const std::string m = kTestdata + "/tiny-dense.gguf";
+  const Result ids = run("run -m " + m + " -p hello -n 1 --temp 0 --ignore-eos --print-ids", true);
+  ASSERT_EQ(ids.code, 0) << ids.output;
+  const Result prompt = run("run -m " + m + " -p hello -n 1 --temp 0 --ignore-eos");
+  const std::size_t at = prompt.output.find("prompt: ");
+  ASSERT_NE(at, std::string::npos) << prompt.output;
+  const int n_prompt = std::atoi(prompt.output.c_str() + at + 8);
+  ASSERT_GT(n_prompt, 0) << prompt.output;
+  // Room for exactly 4 generated tokens (the 4th is sampled, not decoded).
+  const std::string ctx = " -c " + std::to_string(n_prompt + 3);
+  const Result cut = run("run -m " + m + " -p hello -n 10 --temp 0 --ignore-eos" + ctx);
+  ASSERT_EQ(cut.code, 0) << cut.output;
+  EXPECT_NE(cut.output.find("generated: 4 tokens"), std::string::npos) << cut.output;
+  EXPECT_NE(cut.output.find("[stopped after 4 of 10 tokens: the context of " + std::to_string(n_prompt + 3) +
+                            " tokens is full (raise --ctx)]\n"),
+            std::string::npos)
+      << cut.output;
+  // Asked for no more than fits: no notice.
+  const Result fits = run("run -m " + m + " -p hello -n 4 --temp 0 --ignore-eos" + ctx);
+  ASSERT_EQ(fits.code, 0) << fits.output;
+  EXPECT_NE(fits.output.find("generated: 4 tokens"), std::string::npos) << fits.output;
+  EXPECT_EQ(fits.output.find("[stopped"), std::string::npos) << fits.output;
+}
+
 }  // namespace
