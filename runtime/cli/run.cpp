@@ -155,7 +155,24 @@ int run_generate(const RunOptions& o) {
         break;
       }
       if (line.empty()) continue;
-      generate(s, *tok, sampler, encode_turn(line, first), o.n_predict, o, st);
+      auto turn = encode_turn(line, first);
+      // A turn the conversation has no room left for starts a new one
+      // (the model's context is all it can see), rather than ending the
+      // program; one that cannot fit even alone is refused and the next
+      // line read.
+      if (!first && s.n_past() + static_cast<std::int64_t>(turn.size()) > s.n_ctx()) {
+        std::fprintf(stderr, "[the context of %lld tokens is full: starting a new conversation]\n",
+                     static_cast<long long>(s.n_ctx()));
+        s.reset();
+        turn = encode_turn(line, true);
+      }
+      try {
+        generate(s, *tok, sampler, turn, o.n_predict, o, st);
+      } catch (const Error& e) {
+        if (e.status() != Status::context_overflow) throw;
+        std::fprintf(stderr, "latte: %s: %s\n", status_name(e.status()), e.what());
+        continue;
+      }
       end_text();
       first = false;
     }

@@ -273,6 +273,24 @@ TEST(Cli, InteractiveChatReadsTurnsFromStdin) {
   EXPECT_NE(r.output.find("\n> \nprompt: "), std::string::npos) << r.output;
 }
 
+TEST(Cli, InteractiveRunOutlivesAFullContext) {
+  // -c 40: the second turn no longer fits after the first (its chat prompt
+  // and up to 20 tokens), the third fits nowhere; the fourth still runs.
+  const std::string in = ::testing::TempDir() + "/turns_full.txt";
+  std::ofstream(in) << "Hello there friend\nWhat now?\n"
+                    << "Tell me a long story about the sea, the sky, the stars, the moon, the sun, the wind, the rain, "
+                       "the snow, the hills, the rivers, the forests and the cities of the plain\nhi\n";
+  const Result r = run("run -m " + std::string(LATTE_SOURCE_DIR) +
+                       "/models/latte-tiny-mla.gguf -i --chat -n 20 --ignore-eos --seed 3 -c 40 < " + in);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("[the context of 40 tokens is full: starting a new conversation]"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("latte: context overflow: the prompt ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("does not fit the context of 40 with 0 tokens already used"), std::string::npos) << r.output;
+  // The statistics at the end of input: the program was not ended by either.
+  EXPECT_NE(r.output.find("\n> \nprompt: "), std::string::npos) << r.output;
+}
+
 TEST(Cli, RunWithoutAModelUsesTheShippedOne) {
   const Result r = run("run -p \"A fortune\" -n 8 --seed 1");
   ASSERT_EQ(r.code, 0) << r.output;
