@@ -96,8 +96,8 @@ struct AlignedBuffer {
 // chunks; a decode step's one row stays on the calling thread). Each row's
 // arithmetic is the same however the rows are split, so results do not
 // change. Run serially, these steps (norms, RoPE, SwiGLU, residual adds)
-// left the other threads spinning for ~5% of a 512-token prefill. f must
-// not throw (an exception cannot leave an OpenMP region).
+// left the other threads spinning during a prefill chunk. f must not throw
+// (an exception cannot leave an OpenMP region).
 template <class F>
 void for_rows(int n, int threads, F&& f) {
   if (n < 8 || threads <= 1) {
@@ -399,12 +399,12 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
     });
   };
   const WeightRef& emb = model_->token_embd();
-  for_rows(n, s.threads, [&](int t) {
+  for (int t = 0; t < n; ++t) {  // serial: dequantize_row_ref may throw (not here: the type was checked at load)
     dequantize_row_ref(emb.type, emb.data + static_cast<std::size_t>(tokens[t]) * emb.row_bytes,
                        h + static_cast<std::size_t>(t) * d, d);
     if (p.embed_scale != 1.f)
       for (int i = 0; i < d; ++i) h[static_cast<std::size_t>(t) * d + i] *= p.embed_scale;
-  });
+  }
 
   float* x = s.x.get(static_cast<std::size_t>(n) * d);             // (n, d)
   float* q = s.q.get(static_cast<std::size_t>(n) * nh * qh);       // (n, n_h, d_nope + d_R)
