@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <initializer_list>
 #include <limits>
 #include <numeric>
@@ -235,8 +236,24 @@ struct Session::Scratch {
       float* panel = gemm_panel.get(static_cast<std::size_t>(kGemmPanelRows) * w.cols);  // (rows, cols)
       for (std::int64_t r0 = 0; r0 < w.rows; r0 += kGemmPanelRows) {
         const std::int64_t nr = std::min(kGemmPanelRows, w.rows - r0);
-        mv->dequantize(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, panel,
-                       static_cast<std::size_t>(nr) * w.cols);
+        // Each thread dequantizes a run of the panel's rows: on one thread
+        // the others spun meanwhile (512-token prefill at depth 0, F16
+        // model, 2 threads: 1365-1373 against 1196-1344 tok/s, 3 alternated
+        // pairs). An exception cannot leave the region: carried out of it.
+        std::exception_ptr failed;
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int t = 0; t < threads; ++t) {
+          const std::int64_t a = nr * t / threads, b = nr * (t + 1) / threads;
+          try {
+            if (b > a)
+              mv->dequantize(w.type, w.data + static_cast<std::size_t>(r0 + a) * w.row_bytes,
+                             panel + static_cast<std::size_t>(a) * w.cols, static_cast<std::size_t>(b - a) * w.cols);
+          } catch (...) {
+#pragma omp critical(latte_dequantize_failed)
+            failed = std::current_exception();
+          }
+        }
+        if (failed) std::rethrow_exception(failed);
         sgemm('N', 'T', n, nr, w.cols, 1.f, x, static_cast<std::int64_t>(ldx), panel, w.cols, 0.f, y + r0,
               static_cast<std::int64_t>(ldy));
       }
