@@ -109,6 +109,15 @@ void for_rows(int n, int threads, F&& f) {
   for (int t = 0; t < n; ++t) f(t);
 }
 
+// f(i) for every element i of n rows of `width` floats, split by rows as
+// for_rows does.
+template <class F>
+void for_row_elements(int n, std::size_t width, int threads, F&& f) {
+  for_rows(n, threads, [&](int t) {
+    for (std::size_t i = static_cast<std::size_t>(t) * width; i < static_cast<std::size_t>(t + 1) * width; ++i) f(i);
+  });
+}
+
 void rms_norm_rows(const float* x, const float* w, int n, int d, double eps, float* y, std::size_t ld_in,
                    std::size_t ld_out, int threads) {
   for_rows(n, threads, [&](int t) {
@@ -410,10 +419,7 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
 
   float* h = s.h.get(static_cast<std::size_t>(n) * d);  // (n, d) residual stream
   auto add_residual = [&](const float* y) {  // h += y * residual_scale, y (n, d)
-    for_rows(n, s.threads, [&](int t) {
-      for (std::size_t i = static_cast<std::size_t>(t) * d; i < static_cast<std::size_t>(t + 1) * d; ++i)
-        h[i] += y[i] * p.residual_scale;
-    });
+    for_row_elements(n, d, s.threads, [&](std::size_t i) { h[i] += y[i] * p.residual_scale; });
   };
   const WeightRef& emb = model_->token_embd();
   for (int t = 0; t < n; ++t) {  // serial: dequantize_row_ref may throw (not here: the type was checked at load)
@@ -583,16 +589,10 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
       float* b = s.ff_b.get(static_cast<std::size_t>(nt) * ff);  // (nt, ff)
       if (p.ffn_kind == FfnKind::swiglu) {
         s.linear_shared({{&up, b, static_cast<std::size_t>(ff)}, {&gate, a, static_cast<std::size_t>(ff)}}, xin, d, nt);
-        for_rows(nt, s.threads, [&](int t) {
-          for (std::size_t i = static_cast<std::size_t>(t) * ff; i < static_cast<std::size_t>(t + 1) * ff; ++i)
-            a[i] = a[i] / (1.f + std::exp(-a[i])) * b[i];
-        });
+        for_row_elements(nt, ff, s.threads, [&](std::size_t i) { a[i] = a[i] / (1.f + std::exp(-a[i])) * b[i]; });
       } else {
         s.linear(up, xin, d, nt, b, ff);
-        for_rows(nt, s.threads, [&](int t) {
-          for (std::size_t i = static_cast<std::size_t>(t) * ff; i < static_cast<std::size_t>(t + 1) * ff; ++i)
-            a[i] = b[i] > 0 ? b[i] * b[i] : 0.f;
-        });
+        for_row_elements(nt, ff, s.threads, [&](std::size_t i) { a[i] = b[i] > 0 ? b[i] * b[i] : 0.f; });
       }
       s.linear(down, a, ff, nt, out, d);
     };
