@@ -69,9 +69,12 @@ struct RunOptions {
   std::string prompt;
   std::string prompt_ids;  // token ids instead of text ("1,2,3")
   bool print_ids = false;  // print generated token ids, not text
+  bool verbose_prompt = false;  // show each prompt's text and token count on stderr
   bool ignore_eos = false; // keep generating past end-of-generation tokens
   int n_predict = 128;
   bool chat = false;
+  std::string chat_format;    // empty: the one the model's template writes
+  std::string system_prompt;  // with chat: a system turn opening each conversation
   bool interactive = false;
   float temperature = 0.8f;
   int top_k = 40;

@@ -9,6 +9,8 @@
 #include "runtime/latent_cache.h"
 #include "runtime/model/model.h"
 #include "runtime/model_catalog.h"
+#include "runtime/tokenizer/chat.h"
+#include "runtime/error.h"
 
 namespace latte::cli {
 
@@ -109,6 +111,20 @@ int run_info_file(const std::string& path) {
     std::printf("  %-5s %8.1f bytes per token (all layers), %9.3f GB at %lld tokens\n", latent_storage_name(st), per_tok,
                 LatentCache::bytes_for(p.n_layers, m.kv_lora_rank, m.d_rope, max_ctx, st) / 1e9,
                 static_cast<long long>(max_ctx));
+  }
+  if (const Tokenizer* tok = model->tokenizer()) {
+    std::string chat;
+    try {
+      chat = std::string(chat_format_name(ChatFormatter(*tok, detect_chat_format(*tok, model_arch_name(p.arch))).format()));
+    } catch (const Error& e) {
+      chat = std::string("none (") + e.what() + ")";
+    }
+    std::printf("tokenizer:     %s%s%s, %d tokens, BOS %d, EOS %d, chat format %s\n",
+                tok->kind() == Tokenizer::Kind::bpe ? "byte-level BPE" : "SentencePiece BPE",
+                tok->pre().empty() ? "" : ", pre-tokenizer ", tok->pre().c_str(), tok->n_vocab(), tok->bos_id(),
+                tok->eos_id(), chat.c_str());
+  } else {
+    std::printf("tokenizer:     none (tokenizer.ggml.* absent: token ids only)\n");
   }
   std::printf("kernels:       %s (LATTE_ISA caps it)\n", isa_name(active_isa()));
   return 0;

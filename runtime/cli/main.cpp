@@ -109,9 +109,20 @@ int main(int argc, char** argv) {
   auto* run_ids = run->add_option("--prompt-ids", run_opts.prompt_ids, "Prompt as token ids (1,2,3) instead of text");
   run_ids->excludes(run_prompt);
   run->add_flag("--print-ids", run_opts.print_ids, "Print the generated token ids instead of text");
+  run->add_flag("--verbose-prompt", run_opts.verbose_prompt,
+                "Show each prompt as the model reads it (chat markers and BOS included) on stderr");
   run->add_flag("--ignore-eos", run_opts.ignore_eos, "Keep generating past end-of-sequence tokens");
   run->add_option("-n,--n-predict", run_opts.n_predict, "Tokens to generate at most")->check(integer_in(0, 1LL << 24));
-  run->add_flag("--chat", run_opts.chat, "Wrap the prompt as a user turn in DeepSeek's chat format")->excludes(run_ids);
+  auto* run_chat = run->add_flag("--chat", run_opts.chat,
+                                 "Wrap the prompt as a user turn in the model's chat format (from its chat template)");
+  run_chat->excludes(run_ids);
+  run->add_option("--chat-format", run_opts.chat_format,
+                  "Chat format instead of the one the model's template writes: deepseek2 (User: / Assistant:), "
+                  "deepseek3 (<｜User｜> / <｜Assistant｜>) or chatml (<|im_start|>, MiniCPM3 and PLM)")
+      ->check(CLI::IsMember({"deepseek2", "deepseek3", "chatml"}))
+      ->needs(run_chat);
+  run->add_option("--system", run_opts.system_prompt, "System prompt: a system turn at the start of each conversation")
+      ->needs(run_chat);
   run->add_flag("-i,--interactive", run_opts.interactive, "Read prompts (turns with --chat) from stdin, one per line");
   run->add_option("--temp", run_opts.temperature, "Temperature (0: greedy)")->check(real_in(0, 100, false));
   run->add_option("--top-k", run_opts.top_k, "Top-k (0: off)")->check(integer_in(0, 1LL << 24));

@@ -1,11 +1,13 @@
 // `latte run`: text in, text out. Streams the continuation to stdout as it is
 // generated; prompt and decode speed go to stderr at the end. With --chat the
-// prompt is one user turn in DeepSeek's chat format; with -i each line read
-// from stdin is a turn (the conversation stays in the cache).
+// prompt is one user turn in the model's chat format (runtime/tokenizer/chat.h);
+// with -i each line read from stdin is a turn (the conversation stays in the
+// cache).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "runtime/model/model.h"
 #include "runtime/model/session.h"
 #include "runtime/sampler/sampler.h"
+#include "runtime/tokenizer/chat.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace latte::cli {
@@ -30,6 +33,9 @@ struct Stats {
   // The last turn stopped short because the context filled: said after its
   // text, not left silent, where a short answer would read as the model's.
   std::string stopped;
+  // The end-of-generation token that closed the last reply, when it went
+  // into the context; -1 when the reply was cut short.
+  std::int32_t closed_by = -1;
 };
 
 // Prefills `prompt`, then samples up to n tokens, streaming their text.
@@ -42,6 +48,10 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
     throw Error(Status::context_overflow, "the prompt (" + std::to_string(prompt.size()) + " tokens) does not fit the context of " +
                                               std::to_string(s.n_ctx()) + " with " + std::to_string(s.n_past()) +
                                               " tokens already used (raise --ctx)");
+  if (o.verbose_prompt) {
+    const std::string text = tok.decode(prompt);
+    std::fprintf(stderr, "[prompt, %zu tokens: %s]\n", prompt.size(), text.c_str());
+  }
   s.prefill(prompt);
   st.prompt_s += seconds_since(t0);
   st.prompt_tokens += static_cast<std::int64_t>(prompt.size());
@@ -50,6 +60,7 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
   Utf8StreamDecoder utf8;
   std::vector<std::int32_t> out;
   bool ended = false;  // by an end-of-generation token
+  st.closed_by = -1;
   t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) {
     const std::int32_t id = sampler.sample(s.logits());
@@ -58,7 +69,10 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
     // more token; it cannot be decoded (a following turn would not fit).
     const bool room = s.n_past() < s.n_ctx();
     if (tok.is_end_of_generation(id) && !o.ignore_eos) {
-      if (room) s.decode(id);
+      if (room) {
+        s.decode(id);
+        st.closed_by = id;
+      }
       ended = true;
       break;
     }
@@ -115,14 +129,22 @@ int run_generate(const RunOptions& o) {
   so.cache = *parse_latent_storage(o.cache);
   Session s(model, so);
   warn_beyond_trained_context(*model, s.n_ctx(), "--ctx");
-  const std::string eos_text = tok->eos_id() >= 0 ? tok->token_text(tok->eos_id()) : "";
   Stats st;
+  std::optional<ChatFormatter> chat;
+  if (o.chat)
+    chat.emplace(*tok, o.chat_format.empty() ? detect_chat_format(*tok, model_arch_name(model->params().arch))
+                                             : *parse_chat_format(o.chat_format));
 
+  // A conversation's first turn opens with the system turn (and BOS); a
+  // later one first closes the reply before it, as far as its end token has
+  // not already (a reply cut short by -n has no end token in the context).
   auto encode_turn = [&](const std::string& text, bool first) {
-    if (!o.chat) return tok->encode(text, first && tok->add_bos_by_default(), /*parse_special=*/false);
-    const ChatTurn turn{"user", text};
-    const std::string formatted = format_deepseek_chat(std::span(&turn, 1), true, eos_text);
-    return tok->encode(formatted, first && tok->bos_id() >= 0, /*parse_special=*/true);
+    if (!chat) return tok->encode(text, first && tok->add_bos_by_default(), /*parse_special=*/false);
+    std::vector<ChatTurn> turns;
+    if (first && !o.system_prompt.empty()) turns.push_back({"system", o.system_prompt});
+    turns.push_back({"user", text});
+    const std::string formatted = (first ? std::string() : chat->reply_end_after(st.closed_by)) + chat->format(turns, true);
+    return tok->encode(formatted, first && chat->add_bos(), /*parse_special=*/true);
   };
 
   // The newline that ends a generated text is flushed at once: stdout is
@@ -140,7 +162,11 @@ int run_generate(const RunOptions& o) {
     generate(s, *tok, sampler, first_prompt(), o.n_predict, o, st);
     end_text();
   } else {
-    std::fprintf(stderr, "interactive: one %s per line, end with Ctrl-D\n", o.chat ? "user turn" : "prompt");
+    if (chat)
+      std::fprintf(stderr, "interactive: one user turn per line (chat format %s), end with Ctrl-D\n",
+                   std::string(chat_format_name(chat->format())).c_str());
+    else
+      std::fprintf(stderr, "interactive: one prompt per line, end with Ctrl-D\n");
     std::string line;
     bool first = true;
     if (have_prompt) {  // -p or --prompt-ids: the first turn

@@ -654,30 +654,4 @@ std::string Utf8StreamDecoder::flush() {
   return out;
 }
 
-// ---------------------------------------------------------------- chat
-
-std::string format_deepseek_chat(std::span<const ChatTurn> turns, bool add_generation_prompt,
-                                 std::string_view eos_text) {
-  std::string s;
-  for (const ChatTurn& t : turns) {
-    if (t.role == "system") {
-      s += t.content;
-      s += "\n\n";
-    } else if (t.role == "user") {
-      s += "User: ";
-      s += t.content;
-      s += "\n\n";
-    } else if (t.role == "assistant") {
-      s += "Assistant: ";
-      s += t.content;
-      s += eos_text;
-    } else {
-      throw Error(Status::invalid_argument,
-                  "chat: unknown role '" + t.role + "' (expected system, user or assistant)");
-    }
-  }
-  if (add_generation_prompt) s += "Assistant:";
-  return s;
-}
-
 }  // namespace latte

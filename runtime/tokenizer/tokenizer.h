@@ -190,23 +190,6 @@ class Utf8StreamDecoder {
   std::string held_;
 };
 
-// One chat turn: role is "system", "user" or "assistant".
-struct ChatTurn {
-  std::string role;
-  std::string content;
-};
-
-// DeepSeek-V2 chat format (as llama.cpp's LLM_CHAT_TEMPLATE_DEEPSEEK_2 and the
-// model's Jinja template, minus the BOS that the tokenizer adds):
-//   system:    content + "\n\n"
-//   user:      "User: " + content + "\n\n"
-//   assistant: "Assistant: " + content + eos_text
-// then "Assistant:" when add_generation_prompt. Unknown roles: Error
-// (invalid_argument). Encode the result with parse_special = true so eos_text
-// becomes the EOS token.
-std::string format_deepseek_chat(std::span<const ChatTurn> turns, bool add_generation_prompt,
-                                 std::string_view eos_text = "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>");
-
 // GPT-2's byte <-> unicode alphabet (bytes_to_unicode): the code point a byte
 // is written as in byte-level BPE vocabs. Exposed for tests and tools.
 std::uint32_t gpt2_byte_to_codepoint(unsigned char byte);

@@ -71,6 +71,10 @@ TEST(Cli, InfoDescribesAFile) {
   EXPECT_NE(r.output.find("q_lora 96"), std::string::npos);
   EXPECT_NE(r.output.find("F32 x"), std::string::npos);
   EXPECT_NE(r.output.find("int8"), std::string::npos);
+  EXPECT_NE(r.output.find("tokenizer:     byte-level BPE, pre-tokenizer deepseek-llm, 512 tokens, BOS 510, EOS 511, "
+                          "chat format deepseek2"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(Cli, InfoModelsMeetsTheMemoryBudget) {
@@ -271,6 +275,39 @@ TEST(Cli, InteractiveChatReadsTurnsFromStdin) {
   // The last prompt starts a line after the last reply (stdout and stderr
   // in one pipe), and the statistics one after the end of input.
   EXPECT_NE(r.output.find("\n> \nprompt: "), std::string::npos) << r.output;
+}
+
+TEST(Cli, ChatTurnsFollowTheModelsTemplate) {
+  const std::string model = std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf";
+  const std::string bos = "<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
+  const std::string eos = "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
+  const std::string in = ::testing::TempDir() + "/chat_turns.txt";
+  std::ofstream(in) << "Hello there\nWhat now?\n";
+  // The shipped model's template is DeepSeek-V2's. Replies cut short by -n:
+  // the next turn first closes the reply with EOS.
+  Result r = run("run -m " + model + " -i --chat --verbose-prompt --system \"Be terse.\" -n 3 --ignore-eos --seed 3 < " + in);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("chat format deepseek2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tokens: " + bos + "Be terse.\n\nUser: Hello there\n\nAssistant:]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tokens: " + eos + "User: What now?\n\nAssistant:]"), std::string::npos) << r.output;
+  // A reply the model ends itself has its EOS in the context already. With
+  // seed 8 the first reply ends so on this project's machines; whichever way
+  // it ends, exactly one of the two forms follows.
+  r = run("run -m " + model + " -i --chat --verbose-prompt -n 60 --seed 8 < " + in);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const bool closed = r.output.find("tokens: User: What now?\n\nAssistant:]") != std::string::npos;
+  const bool cut = r.output.find("tokens: " + eos + "User: What now?\n\nAssistant:]") != std::string::npos;
+  EXPECT_NE(closed, cut) << r.output;
+  // A format whose markers the vocabulary lacks is refused, naming the marker.
+  r = run("run -m " + model + " --chat --chat-format chatml -p hi -n 1");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("chat: format chatml needs the special token <|im_start|>"), std::string::npos) << r.output;
+  r = run("run -m " + model + " --system hi -p hi -n 1");
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("--system requires --chat"), std::string::npos) << r.output;
+  r = run("run -m " + model + " --chat --chat-format llama3 -p hi -n 1");
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("llama3 not in {deepseek2,deepseek3,chatml}"), std::string::npos) << r.output;
 }
 
 TEST(Cli, InteractiveRunOutlivesAFullContext) {

@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "runtime/error.h"
+#include "runtime/tokenizer/chat.h"
 
 namespace latte {
 namespace {
@@ -409,19 +411,159 @@ TEST(TokenizerSpm, SpaceWithoutItsPieceFallsBackToTheSpaceByte) {
 
 // ---------------------------------------------------------------- chat
 
-TEST(TokenizerChat, DeepseekV2Format) {
-  const std::vector<ChatTurn> turns = {
-      {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "2+2?"}};
-  EXPECT_EQ(format_deepseek_chat(turns, true),
+const std::string kDsUser = "<\xEF\xBD\x9C" "User\xEF\xBD\x9C>";
+const std::string kDsAssistant = "<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>";
+
+// byte_vocab plus the chat markers: 275 "<|im_start|>", 276 "<｜User｜>",
+// 277 "<｜Assistant｜>" (control).
+VocabSpec chat_vocab(const std::string& chat_template = "") {
+  VocabSpec v = byte_vocab("deepseek-llm");
+  for (const std::string& t : {std::string("<|im_start|>"), kDsUser, kDsAssistant}) {
+    v.tokens.push_back(t);
+    v.token_types.push_back(3);
+  }
+  v.chat_template = chat_template;
+  return v;
+}
+
+const std::vector<ChatTurn> kConversation = {
+    {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "2+2?"}};
+
+TEST(TokenizerChat, EachFormatWritesTheConversationAsItsTemplateDoes) {
+  const Tokenizer t = Tokenizer::create(chat_vocab());
+  EXPECT_EQ(ChatFormatter(t, ChatFormat::deepseek2).format(kConversation, true),
             "Be brief.\n\nUser: Hi\n\nAssistant: Hello!" + kEos + "User: 2+2?\n\nAssistant:");
-  EXPECT_EQ(format_deepseek_chat(std::span(turns).subspan(1, 1), false, "</s>"), "User: Hi\n\n");
+  EXPECT_EQ(ChatFormatter(t, ChatFormat::deepseek3).format(kConversation, true),
+            "Be brief." + kDsUser + "Hi" + kDsAssistant + "Hello!" + kEos + kDsUser + "2+2?" + kDsAssistant);
+  EXPECT_EQ(ChatFormatter(t, ChatFormat::chatml).format(kConversation, true),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n");
+  // Without the generation prompt, a conversation ends with its last turn.
+  EXPECT_EQ(ChatFormatter(t, ChatFormat::deepseek2).format(std::span(kConversation).subspan(1, 1), false),
+            "User: Hi\n\n");
   const std::vector<ChatTurn> bad = {{"tool", "x"}};
-  EXPECT_THROW(format_deepseek_chat(bad, true), Error);
-  // With parse_special the EOS text becomes the EOS token.
-  const Tokenizer t = Tokenizer::create(byte_vocab("deepseek-llm"));
-  const Ids ids = t.encode(format_deepseek_chat(std::span(turns).subspan(1, 2), false), true, true);
-  EXPECT_EQ(ids.front(), 269);
-  EXPECT_EQ(ids.back(), 270);
+  for (ChatFormat f : {ChatFormat::deepseek2, ChatFormat::deepseek3, ChatFormat::chatml}) {
+    try {
+      (void)ChatFormatter(t, f).format(bad, true);
+      ADD_FAILURE() << "no error for role 'tool' in " << chat_format_name(f);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("unknown role 'tool'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(TokenizerChat, MarkersBecomeTheirSpecialTokens) {
+  const Tokenizer t = Tokenizer::create(chat_vocab());
+  const std::vector<ChatTurn> user = {{"user", "Hi"}};
+  // chatml: <|im_start|> "user\nHi" <|im_end|> "\n" <|im_start|> "assistant\n"
+  const Ids ml = t.encode(ChatFormatter(t, ChatFormat::chatml).format(user, true), false, true);
+  ASSERT_GE(ml.size(), 4u);
+  EXPECT_EQ(ml.front(), 275);
+  EXPECT_EQ(std::count(ml.begin(), ml.end(), 275), 2);
+  EXPECT_EQ(std::count(ml.begin(), ml.end(), 274), 1);
+  EXPECT_EQ(t.decode(ml), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  // deepseek3: BOS <｜User｜> "Hi" <｜Assistant｜>
+  const Ids ds3 = t.encode(ChatFormatter(t, ChatFormat::deepseek3).format(user, true), true, true);
+  EXPECT_EQ(ds3, (Ids{269, 276, 'H', 'i', 277}));
+  // deepseek2: an assistant turn ends with the EOS token.
+  const std::vector<ChatTurn> turns = {{"user", "Hi"}, {"assistant", "Hello"}};
+  const Ids ds2 = t.encode(ChatFormatter(t, ChatFormat::deepseek2).format(turns, false), true, true);
+  EXPECT_EQ(ds2.front(), 269);
+  EXPECT_EQ(ds2.back(), 270);
+}
+
+TEST(TokenizerChat, FormatDetectedFromTemplateVocabularyOrArchitecture) {
+  // The templates' telling parts, as the model files write them.
+  const std::string ds2 =
+      "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ 'User: ' + "
+      "message['content'] + '\\n\\n' }}{% elif message['role'] == 'assistant' %}{{ 'Assistant: ' + "
+      "message['content'] + eos_token }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}";
+  const std::string ds3 = "{{ bos_token }}{{ ns.system_prompt }}{%- for message in messages %}{{'" + kDsUser +
+                          "' + message['content']}}{{'" + kDsAssistant + "' + content + '" + kEos + "'}}{% endfor %}";
+  const std::string ml =
+      "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+      "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+  // The template decides over the vocabulary and the architecture.
+  EXPECT_EQ(detect_chat_format(Tokenizer::create(chat_vocab(ds2)), "minicpm3"), ChatFormat::deepseek2);
+  EXPECT_EQ(detect_chat_format(Tokenizer::create(chat_vocab(ds3)), "deepseek2"), ChatFormat::deepseek3);
+  EXPECT_EQ(detect_chat_format(Tokenizer::create(chat_vocab(ml)), "deepseek2"), ChatFormat::chatml);
+  // No template: the vocabulary's markers, then the architecture.
+  EXPECT_EQ(detect_chat_format(Tokenizer::create(chat_vocab()), "plm"), ChatFormat::chatml);
+  VocabSpec no_im = chat_vocab();
+  no_im.token_types[275] = 1;  // <|im_start|> only a normal token
+  EXPECT_EQ(detect_chat_format(Tokenizer::create(no_im), "plm"), ChatFormat::deepseek3);
+  const Tokenizer plain = Tokenizer::create(byte_vocab("deepseek-llm"));
+  EXPECT_EQ(detect_chat_format(plain, "deepseek2"), ChatFormat::deepseek2);
+  try {
+    (void)detect_chat_format(plain, "minicpm3");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::unsupported);
+    EXPECT_NE(std::string(e.what()).find("no chat template"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--chat-format"), std::string::npos) << e.what();
+  }
+  // A template of another family is refused, quoting its opening.
+  try {
+    (void)detect_chat_format(Tokenizer::create(chat_vocab("{% for m in messages %}[INST] {{ m['content'] }} [/INST]"
+                                                          "{% endfor %} and on and on past sixty characters")),
+                             "deepseek2");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::unsupported);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("tokenizer.chat_template: \"{% for m in messages %}[INST]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("...\""), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--chat-format"), std::string::npos) << msg;
+  }
+  for (ChatFormat f : {ChatFormat::deepseek2, ChatFormat::deepseek3, ChatFormat::chatml})
+    EXPECT_EQ(parse_chat_format(chat_format_name(f)), f);
+  EXPECT_EQ(parse_chat_format("llama3"), std::nullopt);
+  EXPECT_EQ(parse_chat_format(""), std::nullopt);
+}
+
+TEST(TokenizerChat, FormatNeedsItsMarkersAsSpecialTokens) {
+  const auto expect_refused = [](const VocabSpec& v, ChatFormat f, const std::string& needle) {
+    const Tokenizer t = Tokenizer::create(v);
+    try {
+      (void)ChatFormatter(t, f);
+      ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::unsupported);
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  // byte_vocab has <|im_end|> but no <|im_start|>, and no DeepSeek-V3 markers.
+  expect_refused(byte_vocab("deepseek-llm"), ChatFormat::chatml, "needs the special token <|im_start|>, which the model's vocabulary lacks");
+  expect_refused(byte_vocab("deepseek-llm"), ChatFormat::deepseek3, "needs the special token " + kDsUser);
+  VocabSpec normal = chat_vocab();
+  normal.token_types[277] = 1;
+  expect_refused(normal, ChatFormat::deepseek3, kDsAssistant + ", which the model's vocabulary has only as a normal token");
+  // deepseek2 needs no markers.
+  EXPECT_NO_THROW(ChatFormatter(Tokenizer::create(byte_vocab("deepseek-llm")), ChatFormat::deepseek2));
+}
+
+TEST(TokenizerChat, BosAndWhatClosesAReply) {
+  VocabSpec v = chat_vocab();
+  v.add_bos = false;
+  const Tokenizer t = Tokenizer::create(v);
+  const ChatFormatter ml(t, ChatFormat::chatml), ds2(t, ChatFormat::deepseek2), ds3(t, ChatFormat::deepseek3);
+  // DeepSeek's templates start with bos_token; chatml leaves BOS to the tokenizer.
+  EXPECT_FALSE(ml.add_bos());
+  EXPECT_TRUE(ds2.add_bos());
+  EXPECT_TRUE(ds3.add_bos());
+  EXPECT_TRUE(ChatFormatter(Tokenizer::create(chat_vocab()), ChatFormat::chatml).add_bos());
+  // After a reply's end token, what the format writes after it; after a
+  // reply cut short (or ended by another end token), the whole ending.
+  EXPECT_EQ(ml.reply_end(), "<|im_end|>\n");
+  EXPECT_EQ(ml.reply_end_after(274), "\n");
+  EXPECT_EQ(ml.reply_end_after(-1), "<|im_end|>\n");
+  EXPECT_EQ(ml.reply_end_after(270), "<|im_end|>\n");
+  EXPECT_EQ(ml.reply_end_after('a'), "<|im_end|>\n");
+  EXPECT_EQ(ds2.reply_end(), kEos);
+  EXPECT_EQ(ds2.reply_end_after(270), "");
+  EXPECT_EQ(ds3.reply_end_after(-1), kEos);
+  EXPECT_EQ(ds3.reply_end_after(100000), kEos);
 }
 
 // ---------------------------------------------------------------- bad specs
