@@ -2,17 +2,26 @@
 // catches everything and turns it into a status plus a thread-local message.
 #include "latte/latte.h"
 
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "runtime/error.h"
 #include "runtime/model/session.h"
+#include "runtime/sampler/sampler.h"
+#include "runtime/tokenizer/chat.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 struct latte_model {
   std::shared_ptr<const latte::Model> model;
+};
+
+struct latte_sampler {
+  latte::Sampler sampler;
 };
 
 struct latte_session {
@@ -52,6 +61,40 @@ latte_status guarded(F&& f) {
   } catch (...) {
     return fail(LATTE_ERR_INTERNAL, "unknown error");
   }
+}
+
+// The model's tokenizer, or Error(unsupported) naming the calling function.
+const latte::Tokenizer& tokenizer_of(const latte_model* model, const char* fn) {
+  if (model == nullptr) throw latte::Error(latte::Status::invalid_argument, std::string(fn) + ": model must not be NULL");
+  const latte::Tokenizer* t = model->model->tokenizer();
+  if (t == nullptr)
+    throw latte::Error(latte::Status::unsupported,
+                       std::string(fn) + ": the model file has no tokenizer (tokenizer.ggml.*): it runs on token ids");
+  return *t;
+}
+
+// Hands `n` items at `src` to a caller's buffer under the header's size
+// rules: *n_out = n always; buf NULL with capacity 0 asks the size; a buffer
+// needs n items, plus a NUL for text.
+template <class T>
+void give(const char* fn, const T* src, std::size_t n, bool nul, T* buf, std::size_t capacity, std::size_t* n_out) {
+  if (n_out == nullptr) throw latte::Error(latte::Status::invalid_argument, std::string(fn) + ": n_out must not be NULL");
+  *n_out = n;
+  if (buf == nullptr && capacity == 0) return;
+  if (buf == nullptr) throw latte::Error(latte::Status::invalid_argument, std::string(fn) + ": buffer is NULL with capacity > 0");
+  const std::size_t need = n + (nul ? 1 : 0);
+  if (capacity < need)
+    throw latte::Error(latte::Status::invalid_argument, std::string(fn) + ": the buffer holds " + std::to_string(capacity) +
+                                                            (nul ? " bytes; the text needs " : " tokens; the result needs ") +
+                                                            std::to_string(need) + (nul ? " with its NUL" : ""));
+  if (n > 0) std::memcpy(buf, src, n * sizeof(T));
+  if (nul) buf[n] = T{};
+}
+
+latte_status bool_flag(const char* fn, const char* name, int32_t v) {
+  if (v == 0 || v == 1) return LATTE_OK;
+  return fail(LATTE_ERR_INVALID_ARGUMENT,
+              std::string(fn) + ": " + name + " must be 0 or 1, got " + std::to_string(v));
 }
 
 }  // namespace
@@ -177,6 +220,160 @@ latte_status latte_session_reset(latte_session* session) {
     session->session->reset();
     session->has_logits = false;
   });
+}
+
+// ---------------------------------------------------------------- text
+
+int32_t latte_model_has_tokenizer(const latte_model* model) {
+  return model != nullptr && model->model->tokenizer() != nullptr ? 1 : 0;
+}
+
+latte_status latte_tokenize(const latte_model* model, const char* text, size_t text_len, int32_t add_bos,
+                            int32_t parse_special, int32_t* tokens, size_t capacity, size_t* n_out) {
+  constexpr const char* fn = "latte_tokenize";
+  if (text == nullptr && text_len > 0) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": text is NULL");
+  if (add_bos < -1 || add_bos > 1)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": add_bos must be -1, 0 or 1, got " + std::to_string(add_bos));
+  if (latte_status st = bool_flag(fn, "parse_special", parse_special); st != LATTE_OK) return st;
+  return guarded([&] {
+    const latte::Tokenizer& tok = tokenizer_of(model, fn);
+    const bool bos = add_bos == -1 ? tok.add_bos_by_default() && tok.bos_id() >= 0 : add_bos == 1;
+    const auto ids = tok.encode(std::string_view(text ? text : "", text_len), bos, parse_special == 1);
+    give(fn, ids.data(), ids.size(), false, tokens, capacity, n_out);
+  });
+}
+
+latte_status latte_detokenize(const latte_model* model, const int32_t* tokens, size_t n_tokens, int32_t hide_control,
+                              char* text, size_t capacity, size_t* n_out) {
+  constexpr const char* fn = "latte_detokenize";
+  if (tokens == nullptr && n_tokens > 0) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": tokens is NULL");
+  if (latte_status st = bool_flag(fn, "hide_control", hide_control); st != LATTE_OK) return st;
+  return guarded([&] {
+    const std::string s = tokenizer_of(model, fn).decode(std::span<const int32_t>(tokens, n_tokens),
+                                                         {.hide_control = hide_control == 1});
+    give(fn, s.data(), s.size(), true, text, capacity, n_out);
+  });
+}
+
+latte_status latte_token_to_piece(const latte_model* model, int32_t token, int32_t hide_control, char* buf,
+                                  size_t capacity, size_t* n_out) {
+  constexpr const char* fn = "latte_token_to_piece";
+  if (latte_status st = bool_flag(fn, "hide_control", hide_control); st != LATTE_OK) return st;
+  return guarded([&] {
+    const std::string s = tokenizer_of(model, fn).token_to_piece(token, hide_control == 1);
+    give(fn, s.data(), s.size(), true, buf, capacity, n_out);
+  });
+}
+
+int32_t latte_token_bos(const latte_model* model) {
+  const latte::Tokenizer* t = model ? model->model->tokenizer() : nullptr;
+  return t ? t->bos_id() : -1;
+}
+
+int32_t latte_token_eos(const latte_model* model) {
+  const latte::Tokenizer* t = model ? model->model->tokenizer() : nullptr;
+  return t ? t->eos_id() : -1;
+}
+
+int32_t latte_token_is_end_of_generation(const latte_model* model, int32_t token) {
+  const latte::Tokenizer* t = model ? model->model->tokenizer() : nullptr;
+  return t && token >= 0 && token < t->n_vocab() && t->is_end_of_generation(token) ? 1 : 0;
+}
+
+// ---------------------------------------------------------------- chat
+
+const char* latte_chat_format(const latte_model* model) {
+  const char* name = nullptr;
+  guarded([&] {
+    const latte::Tokenizer& tok = tokenizer_of(model, "latte_chat_format");
+    const latte::ChatFormat f = latte::detect_chat_format(tok, latte::model_arch_name(model->model->params().arch));
+    name = latte::chat_format_name(latte::ChatFormatter(tok, f).format()).data();  // static strings
+  });
+  return name;
+}
+
+latte_status latte_chat_apply(const latte_model* model, const char* format, const latte_chat_message* messages,
+                              size_t n_messages, int32_t add_generation_prompt, char* text, size_t capacity,
+                              size_t* n_out, int32_t* add_bos) {
+  constexpr const char* fn = "latte_chat_apply";
+  if (messages == nullptr && n_messages > 0) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": messages is NULL");
+  if (latte_status st = bool_flag(fn, "add_generation_prompt", add_generation_prompt); st != LATTE_OK) return st;
+  return guarded([&] {
+    const latte::Tokenizer& tok = tokenizer_of(model, fn);
+    latte::ChatFormat f;
+    if (format == nullptr) {
+      f = latte::detect_chat_format(tok, latte::model_arch_name(model->model->params().arch));
+    } else if (auto named = latte::parse_chat_format(format)) {
+      f = *named;
+    } else {
+      throw latte::Error(latte::Status::invalid_argument, std::string(fn) + ": unknown chat format '" + format +
+                                                              "' (deepseek2, deepseek3 or chatml)");
+    }
+    const latte::ChatFormatter chat(tok, f);
+    std::vector<latte::ChatTurn> turns;
+    turns.reserve(n_messages);
+    for (std::size_t i = 0; i < n_messages; ++i) {
+      if (messages[i].role == nullptr || messages[i].content == nullptr)
+        throw latte::Error(latte::Status::invalid_argument,
+                           std::string(fn) + ": message " + std::to_string(i) + " has a NULL role or content");
+      turns.push_back({messages[i].role, messages[i].content});
+    }
+    const std::string s = chat.format(turns, add_generation_prompt == 1);
+    give(fn, s.data(), s.size(), true, text, capacity, n_out);
+    if (add_bos) *add_bos = chat.add_bos() ? 1 : 0;
+  });
+}
+
+// ---------------------------------------------------------------- sampling
+
+latte_sampler_params latte_sampler_default_params(void) {
+  const latte::SamplerConfig c;
+  latte_sampler_params p;
+  p.temperature = c.temperature;
+  p.top_k = c.top_k;
+  p.top_p = c.top_p;
+  p.min_p = c.min_p;
+  p.repeat_penalty = c.repeat_penalty;
+  p.repeat_last_n = c.repeat_last_n;
+  p.seed = c.seed;
+  return p;
+}
+
+latte_status latte_sampler_create(const latte_sampler_params* params, latte_sampler** out) {
+  if (out == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_sampler_create: out must not be NULL");
+  const latte_sampler_params p = params ? *params : latte_sampler_default_params();
+  return guarded([&] {
+    latte::SamplerConfig c;
+    c.temperature = p.temperature;
+    c.top_k = p.top_k;
+    c.top_p = p.top_p;
+    c.min_p = p.min_p;
+    c.repeat_penalty = p.repeat_penalty;
+    c.repeat_last_n = p.repeat_last_n;
+    c.seed = p.seed;
+    *out = new latte_sampler{latte::Sampler(c)};  // the constructor validates
+  });
+}
+
+void latte_sampler_free(latte_sampler* sampler) { delete sampler; }
+
+latte_status latte_sampler_sample(latte_sampler* sampler, const float* logits, size_t n_logits, int32_t* token) {
+  if (sampler == nullptr || logits == nullptr || token == nullptr)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_sampler_sample: sampler, logits and token must not be NULL");
+  if (n_logits == 0 || n_logits > static_cast<size_t>(INT32_MAX))
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_sampler_sample: n_logits must be in 1..2^31-1, got " + std::to_string(n_logits));
+  return guarded([&] { *token = sampler->sampler.sample(std::span<const float>(logits, n_logits)); });
+}
+
+latte_status latte_sampler_accept(latte_sampler* sampler, int32_t token) {
+  if (sampler == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_sampler_accept: sampler must not be NULL");
+  if (token < 0) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_sampler_accept: token must be >= 0, got " + std::to_string(token));
+  return guarded([&] { sampler->sampler.accept(token); });
+}
+
+latte_status latte_sampler_reset(latte_sampler* sampler, uint64_t seed) {
+  if (sampler == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_sampler_reset: sampler must not be NULL");
+  return guarded([&] { sampler->sampler.reset(seed); });
 }
 
 }  // extern "C"

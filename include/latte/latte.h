@@ -93,6 +93,86 @@ int64_t latte_session_n_ctx(const latte_session* session);
 /* Forgets every token. */
 latte_status latte_session_reset(latte_session* session);
 
+/* ---- Text: the model's tokenizer ------------------------------------------
+ * A model file without tokenizer metadata (tokenizer.ggml.*) runs on token
+ * ids alone: these calls then return LATTE_ERR_UNSUPPORTED.
+ *
+ * Calls that fill a caller's buffer set *n_out to the size the result needs
+ * (tokens, or bytes without the terminating NUL). With buf NULL and capacity
+ * 0 they only do that and return LATTE_OK; a buffer too small is
+ * LATTE_ERR_INVALID_ARGUMENT, with *n_out still set and nothing written.
+ * Text comes back as bytes plus a NUL (capacity >= *n_out + 1); it can hold
+ * NUL bytes and, where tokens cut a character, incomplete UTF-8. */
+
+int32_t latte_model_has_tokenizer(const latte_model* model); /* 1 or 0 */
+/* Text to token ids. add_bos: 1 prepends BOS (an error if the vocabulary has
+ * none), 0 does not, -1 as the file says (tokenizer.ggml.add_bos_token).
+ * parse_special: 1 turns the text of control tokens ("<|im_end|>") into those
+ * tokens, 0 keeps it text (user input). */
+latte_status latte_tokenize(const latte_model* model, const char* text, size_t text_len, int32_t add_bos,
+                            int32_t parse_special, int32_t* tokens, size_t capacity, size_t* n_out);
+/* Token ids to text. hide_control: 1 leaves out control tokens (BOS, EOS,
+ * chat markers). */
+latte_status latte_detokenize(const latte_model* model, const int32_t* tokens, size_t n_tokens,
+                              int32_t hide_control, char* text, size_t capacity, size_t* n_out);
+/* The bytes of one token, for streaming (join pieces before decoding UTF-8). */
+latte_status latte_token_to_piece(const latte_model* model, int32_t token, int32_t hide_control, char* buf,
+                                  size_t capacity, size_t* n_out);
+int32_t latte_token_bos(const latte_model* model); /* -1: none (or no tokenizer) */
+int32_t latte_token_eos(const latte_model* model); /* -1: none */
+/* 1 for the tokens that end a reply: EOS, end-of-turn tokens (<|im_end|> ...). */
+int32_t latte_token_is_end_of_generation(const latte_model* model, int32_t token);
+
+/* ---- Chat -------------------------------------------------------------------
+ * Formats: "deepseek2" (User: / Assistant:), "deepseek3" (<｜User｜> /
+ * <｜Assistant｜>), "chatml" (<|im_start|>: MiniCPM3, PLM). */
+
+typedef struct latte_chat_message {
+  const char* role;    /* "system", "user" or "assistant" */
+  const char* content;
+} latte_chat_message;
+
+/* The format the model's chat template writes; NULL (latte_last_error() says
+ * why) when its template is none of the three, or it has no tokenizer. */
+const char* latte_chat_format(const latte_model* model);
+/* The messages as text in `format` (NULL: latte_chat_format's), then the
+ * assistant's opening when add_generation_prompt is 1. Tokenize the text with
+ * parse_special = 1; *add_bos (may be NULL) says whether a conversation in
+ * this format starts with BOS: pass it as add_bos for its first text. */
+latte_status latte_chat_apply(const latte_model* model, const char* format, const latte_chat_message* messages,
+                              size_t n_messages, int32_t add_generation_prompt, char* text, size_t capacity,
+                              size_t* n_out, int32_t* add_bos);
+
+/* ---- Sampling ---------------------------------------------------------------
+ * Repetition penalty, then greedy (temperature 0) or top-k -> top-p -> min-p
+ * -> temperature -> a draw from a generator seeded with `seed` (the same seed
+ * and logits give the same tokens on every platform). A sampler is one
+ * sequence's: use one per thread. */
+
+typedef struct latte_sampler latte_sampler;
+
+typedef struct latte_sampler_params {
+  float temperature;     /* >= 0; 0: greedy (0.8) */
+  int32_t top_k;         /* >= 0; 0: off (40) */
+  float top_p;           /* (0, 1]; 1: off (0.95) */
+  float min_p;           /* [0, 1]; 0: off (0.05) */
+  float repeat_penalty;  /* > 0; 1: off (1) */
+  int32_t repeat_last_n; /* >= 0: tokens the penalty looks back over (64) */
+  uint64_t seed;
+} latte_sampler_params;
+
+latte_sampler_params latte_sampler_default_params(void);
+/* params may be NULL (defaults); a value out of range is an error naming it. */
+latte_status latte_sampler_create(const latte_sampler_params* params, latte_sampler** out);
+void latte_sampler_free(latte_sampler* sampler); /* NULL is fine */
+/* Picks a token from n_logits logits (latte_session_logits: n_vocab) and
+ * adds it to the penalty's history. NaN logits are an error. */
+latte_status latte_sampler_sample(latte_sampler* sampler, const float* logits, size_t n_logits, int32_t* token);
+/* Adds a token to the history without drawing (a prompt's tokens). */
+latte_status latte_sampler_accept(latte_sampler* sampler, int32_t token);
+/* Clears the history and re-seeds with `seed`. */
+latte_status latte_sampler_reset(latte_sampler* sampler, uint64_t seed);
+
 #ifdef __cplusplus
 }
 #endif

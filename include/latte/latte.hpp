@@ -6,6 +6,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,65 @@ class Model {
   std::string architecture() const { return latte_model_architecture(m_); }
   latte_model* handle() const { return m_; }
 
+  // Text (the model's tokenizer; Exception LATTE_ERR_UNSUPPORTED without one).
+  bool has_tokenizer() const { return latte_model_has_tokenizer(m_) == 1; }
+  // add_bos: 1, 0, or -1 for the file's default.
+  std::vector<int32_t> tokenize(std::string_view text, int add_bos = -1, bool parse_special = false) const {
+    std::size_t n = 0;
+    check(latte_tokenize(m_, text.data(), text.size(), add_bos, parse_special, nullptr, 0, &n));
+    std::vector<int32_t> ids(n);
+    check(latte_tokenize(m_, text.data(), text.size(), add_bos, parse_special, ids.data(), ids.size(), &n));
+    return ids;
+  }
+  std::string detokenize(std::span<const int32_t> tokens, bool hide_control = false) const {
+    std::size_t n = 0;
+    check(latte_detokenize(m_, tokens.data(), tokens.size(), hide_control, nullptr, 0, &n));
+    std::string s(n + 1, '\0');
+    check(latte_detokenize(m_, tokens.data(), tokens.size(), hide_control, s.data(), s.size(), &n));
+    s.resize(n);
+    return s;
+  }
+  std::string token_to_piece(int32_t token, bool hide_control = false) const {
+    std::size_t n = 0;
+    check(latte_token_to_piece(m_, token, hide_control, nullptr, 0, &n));
+    std::string s(n + 1, '\0');
+    check(latte_token_to_piece(m_, token, hide_control, s.data(), s.size(), &n));
+    s.resize(n);
+    return s;
+  }
+  int32_t bos() const { return latte_token_bos(m_); }
+  int32_t eos() const { return latte_token_eos(m_); }
+  bool is_end_of_generation(int32_t token) const { return latte_token_is_end_of_generation(m_, token) == 1; }
+
+  // Chat: the format the model's template writes (Exception when none).
+  std::string chat_format() const {
+    const char* f = latte_chat_format(m_);
+    if (f == nullptr) throw Exception(LATTE_ERR_UNSUPPORTED, latte_last_error());
+    return f;
+  }
+  struct ChatText {
+    std::string text;  // tokenize with parse_special
+    bool add_bos;      // at the start of a conversation
+  };
+  struct ChatMessage {
+    std::string role, content;
+  };
+  // format: empty for the model's own.
+  ChatText chat_apply(std::span<const ChatMessage> messages, bool add_generation_prompt,
+                      const std::string& format = "") const {
+    std::vector<latte_chat_message> m;
+    m.reserve(messages.size());
+    for (const ChatMessage& x : messages) m.push_back({x.role.c_str(), x.content.c_str()});
+    const char* f = format.empty() ? nullptr : format.c_str();
+    std::size_t n = 0;
+    int32_t bos = 0;
+    check(latte_chat_apply(m_, f, m.data(), m.size(), add_generation_prompt, nullptr, 0, &n, &bos));
+    std::string s(n + 1, '\0');
+    check(latte_chat_apply(m_, f, m.data(), m.size(), add_generation_prompt, s.data(), s.size(), &n, &bos));
+    s.resize(n);
+    return {std::move(s), bos == 1};
+  }
+
  private:
   latte_model* m_ = nullptr;
 };
@@ -93,6 +153,35 @@ class Session {
  private:
   latte_session* s_ = nullptr;
   int32_t n_vocab_ = 0;  // the model's, so the spans above are always its size
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const latte_sampler_params& params = latte_sampler_default_params()) {
+    check(latte_sampler_create(&params, &s_));
+  }
+  ~Sampler() { latte_sampler_free(s_); }
+  Sampler(Sampler&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  Sampler& operator=(Sampler&& o) noexcept {
+    if (this != &o) {
+      latte_sampler_free(s_);
+      s_ = std::exchange(o.s_, nullptr);
+    }
+    return *this;
+  }
+  Sampler(const Sampler&) = delete;
+  Sampler& operator=(const Sampler&) = delete;
+
+  int32_t sample(std::span<const float> logits) {
+    int32_t t = -1;
+    check(latte_sampler_sample(s_, logits.data(), logits.size(), &t));
+    return t;
+  }
+  void accept(int32_t token) { check(latte_sampler_accept(s_, token)); }
+  void reset(uint64_t seed) { check(latte_sampler_reset(s_, seed)); }
+
+ private:
+  latte_sampler* s_ = nullptr;
 };
 
 }  // namespace latte::api

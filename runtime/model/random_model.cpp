@@ -95,28 +95,30 @@ std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
     }
   }
   // A byte-level vocabulary: 256 byte tokens, fillers, BOS, EOS.
-  std::vector<std::string> tokens;
-  std::vector<std::int32_t> types;
-  for (int b = 0; b < 256; ++b) {
-    tokens.push_back(utf8(gpt2_byte_to_codepoint(static_cast<unsigned char>(b))));
-    types.push_back(1);
+  if (s.tokenizer) {
+    std::vector<std::string> tokens;
+    std::vector<std::int32_t> types;
+    for (int b = 0; b < 256; ++b) {
+      tokens.push_back(utf8(gpt2_byte_to_codepoint(static_cast<unsigned char>(b))));
+      types.push_back(1);
+    }
+    for (int i = 256; i < s.n_vocab - 2; ++i) {
+      tokens.push_back("<filler_" + std::to_string(i) + ">");
+      types.push_back(4);  // user-defined
+    }
+    tokens.push_back("<|begin▁of▁sentence|>");
+    types.push_back(3);
+    tokens.push_back("<|end▁of▁sentence|>");
+    types.push_back(3);
+    w.add_string("tokenizer.ggml.model", "gpt2");
+    w.add_string("tokenizer.ggml.pre", "deepseek-llm");
+    w.add_string_array("tokenizer.ggml.tokens", tokens);
+    w.add_i32_array("tokenizer.ggml.token_type", types);
+    w.add_string_array("tokenizer.ggml.merges", std::vector<std::string>{});
+    w.add_u32("tokenizer.ggml.bos_token_id", s.n_vocab - 2);
+    w.add_u32("tokenizer.ggml.eos_token_id", s.n_vocab - 1);
+    w.add_bool("tokenizer.ggml.add_bos_token", true);
   }
-  for (int i = 256; i < s.n_vocab - 2; ++i) {
-    tokens.push_back("<filler_" + std::to_string(i) + ">");
-    types.push_back(4);  // user-defined
-  }
-  tokens.push_back("<|begin▁of▁sentence|>");
-  types.push_back(3);
-  tokens.push_back("<|end▁of▁sentence|>");
-  types.push_back(3);
-  w.add_string("tokenizer.ggml.model", "gpt2");
-  w.add_string("tokenizer.ggml.pre", "deepseek-llm");
-  w.add_string_array("tokenizer.ggml.tokens", tokens);
-  w.add_i32_array("tokenizer.ggml.token_type", types);
-  w.add_string_array("tokenizer.ggml.merges", std::vector<std::string>{});
-  w.add_u32("tokenizer.ggml.bos_token_id", s.n_vocab - 2);
-  w.add_u32("tokenizer.ggml.eos_token_id", s.n_vocab - 1);
-  w.add_bool("tokenizer.ggml.add_bos_token", true);
 
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
   // A matrix with ne = {cols, rows, (n)}: uniform / sqrt(cols), quantized row by row.

@@ -42,6 +42,7 @@ struct RandomModelSpec {
   bool rope_factors = false;             // minicpm3: rope_factors_long / _short tensors
   GgmlType weight_type = GgmlType::F32;  // matrices (see row_type_for); norms stay F32
   bool tied_output = false;              // no `output` tensor
+  bool tokenizer = true;                 // false: no tokenizer.ggml.* keys (a file run on token ids alone)
   std::uint64_t seed = 1;
 };
 

@@ -4,13 +4,18 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "latte/latte.hpp"
+#include "runtime/model/random_model.h"
 #include "runtime/model/session.h"
+#include "runtime/sampler/sampler.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 namespace {
 
@@ -128,6 +133,236 @@ TEST(CApi, ErrorsNameWhatIsWrong) {
   EXPECT_EQ(latte_session_prefill(nullptr, toks, 1), LATTE_ERR_INVALID_ARGUMENT);
   latte_session_free(s);
   latte_model_free(m);
+}
+
+const std::string kShipped = std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf";
+const std::string kEosText = "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
+
+TEST(CApiText, TokenizeDetokenizeAndTheBufferRules) {
+  latte_model* m = nullptr;
+  ASSERT_EQ(latte_model_load(kShipped.c_str(), &m), LATTE_OK) << latte_last_error();
+  ASSERT_EQ(latte_model_has_tokenizer(m), 1);
+  const int32_t bos = latte_token_bos(m), eos = latte_token_eos(m);
+  EXPECT_EQ(bos, 2046);
+  EXPECT_EQ(eos, 2047);
+  const auto ref_model = latte::Model::load(kShipped);
+  const latte::Tokenizer& ref = *ref_model->tokenizer();
+
+  const std::string text = "Hello there, world!";
+  size_t n = 0;
+  ASSERT_EQ(latte_tokenize(m, text.data(), text.size(), 1, 0, nullptr, 0, &n), LATTE_OK);  // the size alone
+  const std::vector<int32_t> want = ref.encode(text, true, false);
+  ASSERT_EQ(n, want.size());
+  std::vector<int32_t> ids(n);
+  ASSERT_EQ(latte_tokenize(m, text.data(), text.size(), 1, 0, ids.data(), ids.size(), &n), LATTE_OK);
+  EXPECT_EQ(ids, want);
+  EXPECT_EQ(ids.front(), bos);
+  // -1: the file's add_bos_token (true for the shipped model); 0: none.
+  std::vector<int32_t> ids2(n);
+  ASSERT_EQ(latte_tokenize(m, text.data(), text.size(), -1, 0, ids2.data(), ids2.size(), &n), LATTE_OK);
+  EXPECT_EQ(ids2, want);
+  ASSERT_EQ(latte_tokenize(m, text.data(), text.size(), 0, 0, ids2.data(), ids2.size(), &n), LATTE_OK);
+  EXPECT_EQ(n, want.size() - 1);
+  EXPECT_NE(ids2.front(), bos);
+  // A buffer one short: an error naming both sizes, *n_out set, nothing written.
+  std::vector<int32_t> small(want.size() - 1, -7);
+  n = 0;
+  EXPECT_EQ(latte_tokenize(m, text.data(), text.size(), 1, 0, small.data(), small.size(), &n), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(n, want.size());
+  EXPECT_NE(std::string(latte_last_error()).find("holds " + std::to_string(small.size()) + " tokens; the result needs " +
+                                                 std::to_string(want.size())),
+            std::string::npos)
+      << latte_last_error();
+  EXPECT_EQ(small, std::vector<int32_t>(want.size() - 1, -7));
+  // Special-token text: one token with parse_special, plain text without.
+  ASSERT_EQ(latte_tokenize(m, kEosText.data(), kEosText.size(), 0, 1, ids2.data(), ids2.size(), &n), LATTE_OK);
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(ids2[0], eos);
+  ASSERT_EQ(latte_tokenize(m, kEosText.data(), kEosText.size(), 0, 0, nullptr, 0, &n), LATTE_OK);
+  EXPECT_GT(n, 1u);
+
+  // Back to text: bytes plus a NUL; control tokens shown or hidden.
+  ASSERT_EQ(latte_detokenize(m, want.data(), want.size(), 1, nullptr, 0, &n), LATTE_OK);
+  EXPECT_EQ(n, text.size());
+  std::string out(n + 1, 'x');
+  ASSERT_EQ(latte_detokenize(m, want.data(), want.size(), 1, out.data(), out.size(), &n), LATTE_OK);
+  EXPECT_EQ(out, text + '\0');
+  EXPECT_EQ(latte_detokenize(m, want.data(), want.size(), 1, out.data(), text.size(), &n), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(latte_last_error()).find("the text needs " + std::to_string(text.size() + 1) + " with its NUL"),
+            std::string::npos)
+      << latte_last_error();
+  ASSERT_EQ(latte_detokenize(m, want.data(), want.size(), 0, nullptr, 0, &n), LATTE_OK);
+  EXPECT_EQ(n, text.size() + ref.token_text(bos).size());
+  // Pieces, for streaming.
+  char piece[64];
+  ASSERT_EQ(latte_token_to_piece(m, eos, 0, piece, sizeof piece, &n), LATTE_OK);
+  EXPECT_EQ(std::string(piece, n), kEosText);
+  ASSERT_EQ(latte_token_to_piece(m, eos, 1, piece, sizeof piece, &n), LATTE_OK);
+  EXPECT_EQ(n, 0u);
+  EXPECT_EQ(piece[0], '\0');
+  ASSERT_EQ(latte_token_to_piece(m, want[1], 0, piece, sizeof piece, &n), LATTE_OK);
+  EXPECT_EQ(std::string(piece, n), ref.token_to_piece(want[1]));
+  EXPECT_EQ(latte_token_is_end_of_generation(m, eos), 1);
+  EXPECT_EQ(latte_token_is_end_of_generation(m, want[1]), 0);
+  EXPECT_EQ(latte_token_is_end_of_generation(m, 1 << 20), 0);
+
+  // Wrong arguments, each by name.
+  const auto fails_naming = [](latte_status st, const std::string& needle) {
+    EXPECT_EQ(st, LATTE_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(latte_last_error()).find(needle), std::string::npos) << latte_last_error();
+  };
+  fails_naming(latte_tokenize(m, text.data(), text.size(), 2, 0, nullptr, 0, &n), "add_bos must be -1, 0 or 1, got 2");
+  fails_naming(latte_tokenize(m, text.data(), text.size(), 1, 5, nullptr, 0, &n), "parse_special must be 0 or 1, got 5");
+  fails_naming(latte_tokenize(m, nullptr, 3, 1, 0, nullptr, 0, &n), "latte_tokenize: text is NULL");
+  fails_naming(latte_tokenize(m, text.data(), text.size(), 1, 0, nullptr, 0, nullptr), "n_out must not be NULL");
+  fails_naming(latte_tokenize(m, text.data(), text.size(), 1, 0, nullptr, 4, &n), "buffer is NULL with capacity > 0");
+  fails_naming(latte_tokenize(nullptr, text.data(), text.size(), 1, 0, nullptr, 0, &n), "model must not be NULL");
+  fails_naming(latte_token_to_piece(m, 1 << 20, 0, piece, sizeof piece, &n), "1048576");
+  const int32_t bad[] = {1, -3};
+  fails_naming(latte_detokenize(m, bad, 2, 0, nullptr, 0, &n), "-3");
+  latte_model_free(m);
+
+  // A file with no tokenizer runs on ids; text calls say why they cannot.
+  latte::RandomModelSpec spec;
+  spec.tokenizer = false;
+  const std::string path = ::testing::TempDir() + "/no_tokenizer.gguf";
+  latte::write_random_model(spec, path);
+  ASSERT_EQ(latte_model_load(path.c_str(), &m), LATTE_OK) << latte_last_error();
+  EXPECT_EQ(latte_model_has_tokenizer(m), 0);
+  EXPECT_EQ(latte_token_bos(m), -1);
+  EXPECT_EQ(latte_token_is_end_of_generation(m, 0), 0);
+  EXPECT_EQ(latte_tokenize(m, "hi", 2, 0, 0, nullptr, 0, &n), LATTE_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(latte_last_error()).find("latte_tokenize: the model file has no tokenizer"), std::string::npos)
+      << latte_last_error();
+  EXPECT_EQ(latte_chat_format(m), nullptr);
+  EXPECT_NE(std::string(latte_last_error()).find("latte_chat_format: the model file has no tokenizer"), std::string::npos);
+  latte_model_free(m);
+}
+
+TEST(CApiChat, FormatsTheModelsTemplate) {
+  latte_model* m = nullptr;
+  ASSERT_EQ(latte_model_load(kShipped.c_str(), &m), LATTE_OK) << latte_last_error();
+  EXPECT_STREQ(latte_chat_format(m), "deepseek2");
+  const latte_chat_message msgs[] = {{"system", "Be terse."}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Why?"}};
+  size_t n = 0;
+  int32_t add_bos = -5;
+  ASSERT_EQ(latte_chat_apply(m, nullptr, msgs, 4, 1, nullptr, 0, &n, &add_bos), LATTE_OK);
+  std::string text(n + 1, 'x');
+  ASSERT_EQ(latte_chat_apply(m, nullptr, msgs, 4, 1, text.data(), text.size(), &n, &add_bos), LATTE_OK);
+  text.resize(n);
+  EXPECT_EQ(text, "Be terse.\n\nUser: Hi\n\nAssistant: Hello" + kEosText + "User: Why?\n\nAssistant:");
+  EXPECT_EQ(add_bos, 1);
+  // A named format; its markers must be in the vocabulary.
+  EXPECT_EQ(latte_chat_apply(m, "deepseek2", msgs + 1, 1, 0, nullptr, 0, &n, nullptr), LATTE_OK);
+  EXPECT_EQ(n, std::string("User: Hi\n\n").size());
+  EXPECT_EQ(latte_chat_apply(m, "chatml", msgs, 1, 1, nullptr, 0, &n, nullptr), LATTE_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(latte_last_error()).find("needs the special token <|im_start|>"), std::string::npos);
+  EXPECT_EQ(latte_chat_apply(m, "llama3", msgs, 1, 1, nullptr, 0, &n, nullptr), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(latte_last_error()).find("unknown chat format 'llama3'"), std::string::npos);
+  const latte_chat_message bad[] = {{"tool", "x"}};
+  EXPECT_EQ(latte_chat_apply(m, nullptr, bad, 1, 1, nullptr, 0, &n, nullptr), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(latte_last_error()).find("unknown role 'tool'"), std::string::npos);
+  const latte_chat_message null_content[] = {{"user", nullptr}};
+  EXPECT_EQ(latte_chat_apply(m, nullptr, null_content, 1, 1, nullptr, 0, &n, nullptr), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(latte_last_error()).find("message 0 has a NULL role or content"), std::string::npos);
+  EXPECT_EQ(latte_chat_apply(m, nullptr, msgs, 1, 2, nullptr, 0, &n, nullptr), LATTE_ERR_INVALID_ARGUMENT);
+  latte_model_free(m);
+}
+
+TEST(CApiSampler, MatchesTheRuntimesSampler) {
+  std::vector<float> logits(300);
+  for (std::size_t i = 0; i < logits.size(); ++i) logits[i] = std::sin(0.37f * static_cast<float>(i)) * 4.0f;
+  latte_sampler_params p = latte_sampler_default_params();
+  EXPECT_FLOAT_EQ(p.temperature, 0.8f);
+  EXPECT_EQ(p.top_k, 40);
+  p.seed = 11;
+  p.repeat_penalty = 1.3f;
+  latte_sampler* s = nullptr;
+  ASSERT_EQ(latte_sampler_create(&p, &s), LATTE_OK) << latte_last_error();
+  latte::SamplerConfig c;
+  c.seed = 11;
+  c.repeat_penalty = 1.3f;
+  latte::Sampler ref(c);
+  ASSERT_EQ(latte_sampler_accept(s, 5), LATTE_OK);
+  ref.accept(5);
+  std::vector<int32_t> got, want;
+  for (int i = 0; i < 50; ++i) {
+    int32_t t = -1;
+    ASSERT_EQ(latte_sampler_sample(s, logits.data(), logits.size(), &t), LATTE_OK);
+    got.push_back(t);
+    want.push_back(ref.sample(logits));
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_GT(std::set<int32_t>(got.begin(), got.end()).size(), 3u);  // a draw, not an argmax
+  // The same seed again, the same tokens.
+  ASSERT_EQ(latte_sampler_reset(s, 11), LATTE_OK);
+  ref.reset(11);
+  int32_t t = -1;
+  ASSERT_EQ(latte_sampler_sample(s, logits.data(), logits.size(), &t), LATTE_OK);
+  EXPECT_EQ(t, ref.sample(logits));
+  // Errors name the setting or argument.
+  logits[3] = std::nanf("");
+  EXPECT_EQ(latte_sampler_sample(s, logits.data(), logits.size(), &t), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte_sampler_sample(s, logits.data(), 0, &t), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(latte_last_error()).find("n_logits"), std::string::npos);
+  EXPECT_EQ(latte_sampler_accept(s, -1), LATTE_ERR_INVALID_ARGUMENT);
+  latte_sampler_free(s);
+  p.top_p = 0.0f;
+  s = nullptr;
+  EXPECT_EQ(latte_sampler_create(&p, &s), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(latte_last_error()).find("top_p"), std::string::npos) << latte_last_error();
+  EXPECT_EQ(s, nullptr);
+}
+
+// A C program that uses nothing but latte.h generates what `latte run` does:
+// the header is C, and text in, text out needs nothing else.
+TEST(CApiFromC, GeneratesWhatTheCliGenerates) {
+  const auto run = [](const std::string& cmd) {
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return out;
+    char buf[4096];
+    for (std::size_t k; (k = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, k);
+    EXPECT_EQ(pclose(p), 0) << cmd;
+    return out;
+  };
+  for (const std::string seed : {"", "7"}) {
+    const std::string c = run(std::string(LATTE_C_API_GENERATE) + " " + kShipped + " 'Hello there' 40 " + seed);
+    const std::string cli = run(std::string(LATTE_CLI) + " run -m " + kShipped + " --chat -p 'Hello there' -n 40 " +
+                                (seed.empty() ? "--temp 0" : "--seed " + seed) + " --print-ids 2>/dev/null");
+    ASSERT_NE(c.find('\n'), std::string::npos) << c;
+    const std::string ids = c.substr(0, c.find('\n'));
+    EXPECT_EQ(ids + "\n", cli) << "seed '" << seed << "'";
+    EXPECT_GT(ids.size(), 20u) << ids;
+  }
+}
+
+TEST(CppWrapper, TextChatAndSampling) {
+  latte::api::Model m(kShipped);
+  ASSERT_TRUE(m.has_tokenizer());
+  const auto ids = m.tokenize("Hello there");
+  EXPECT_EQ(ids.front(), m.bos());
+  EXPECT_EQ(m.detokenize(ids, true), "Hello there");
+  EXPECT_EQ(m.token_to_piece(m.eos()), kEosText);
+  EXPECT_TRUE(m.is_end_of_generation(m.eos()));
+  EXPECT_EQ(m.chat_format(), "deepseek2");
+  const std::vector<latte::api::Model::ChatMessage> turn = {{"user", "Hi"}};
+  const auto chat = m.chat_apply(turn, true);
+  EXPECT_EQ(chat.text, "User: Hi\n\nAssistant:");
+  EXPECT_TRUE(chat.add_bos);
+  try {
+    (void)m.chat_apply(turn, true, "chatml");
+    ADD_FAILURE() << "no exception";
+  } catch (const latte::api::Exception& e) {
+    EXPECT_EQ(e.status(), LATTE_ERR_UNSUPPORTED);
+  }
+  latte_sampler_params p = latte_sampler_default_params();
+  p.temperature = 0.0f;
+  latte::api::Sampler greedy(p);
+  const std::vector<float> logits = {0.1f, 2.0f, -1.0f};
+  EXPECT_EQ(greedy.sample(logits), 1);
+  p.min_p = 2.0f;
+  EXPECT_THROW(latte::api::Sampler bad(p), latte::api::Exception);
 }
 
 TEST(CppWrapper, ThrowsWithStatus) {
