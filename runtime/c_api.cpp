@@ -222,6 +222,14 @@ latte_status latte_session_reset(latte_session* session) {
   });
 }
 
+latte_status latte_session_truncate(latte_session* session, int64_t n_tokens) {
+  if (session == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_truncate: session must not be NULL");
+  return guarded([&] {
+    session->session->truncate(n_tokens);
+    session->has_logits = false;
+  });
+}
+
 // ---------------------------------------------------------------- text
 
 int32_t latte_model_has_tokenizer(const latte_model* model) {

@@ -92,6 +92,12 @@ int64_t latte_session_n_past(const latte_session* session);
 int64_t latte_session_n_ctx(const latte_session* session);
 /* Forgets every token. */
 latte_status latte_session_reset(latte_session* session);
+/* Forgets the tokens at positions >= n_tokens (0 <= n_tokens <= n_past), to
+ * regenerate a reply or edit the end of a conversation without recomputing
+ * what comes before. The logits go with them (latte_session_logits is NULL)
+ * until the next token is fed: to sample position k again, truncate to k - 1
+ * and feed token k - 1. */
+latte_status latte_session_truncate(latte_session* session, int64_t n_tokens);
 
 /* ---- Text: the model's tokenizer ------------------------------------------
  * A model file without tokenizer metadata (tokenizer.ggml.*) runs on token

@@ -149,6 +149,8 @@ class Session {
   int64_t n_past() const { return latte_session_n_past(s_); }
   int64_t n_ctx() const { return latte_session_n_ctx(s_); }
   void reset() { check(latte_session_reset(s_)); }
+  // Forgets the tokens at positions >= n_tokens; logits() is empty until the next token.
+  void truncate(int64_t n_tokens) { check(latte_session_truncate(s_, n_tokens)); }
 
  private:
   latte_session* s_ = nullptr;

@@ -1,5 +1,10 @@
 // Parsing and output helpers the commands share.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -8,6 +13,22 @@
 #include "runtime/model/model.h"
 
 namespace latte::cli {
+
+std::ifstream open_input(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(Status::io_error, "'" + path + "' is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(Status::io_error, "cannot open '" + path + "': " + std::strerror(errno));
+  return in;
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in = open_input(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(Status::io_error, "reading '" + path + "' failed: " + std::strerror(errno));
+  return ss.str();
+}
 
 std::vector<std::int64_t> parse_int_list(const std::string& s, const char* what, std::int64_t max) {
   if (s.empty()) throw Error(Status::invalid_argument, std::string(what) + ": nothing given");

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -67,6 +68,7 @@ int run_make_model(const MakeModelOptions& opts);
 struct RunOptions {
   std::string model;  // empty: the shipped model
   std::string prompt;
+  std::string prompt_file;  // the prompt text from a file instead of -p
   std::string prompt_ids;  // token ids instead of text ("1,2,3")
   bool print_ids = false;  // print generated token ids, not text
   bool verbose_prompt = false;  // show each prompt's text and token count on stderr
@@ -117,6 +119,11 @@ std::vector<std::int32_t> parse_token_list(const std::string& s, const char* wha
 // Error(invalid_argument) naming the first id >= n_vocab, counted from 1 as
 // parse_token_list counts items.
 void check_token_ids(const std::vector<std::int32_t>& ids, std::int32_t n_vocab, const std::string& what);
+// Opens a file for reading, or Error(io_error) naming it and why not (a
+// directory, missing, unreadable).
+std::ifstream open_input(const std::string& path);
+// A whole file's bytes, with the same errors.
+std::string read_text_file(const std::string& path);
 // s as a JSON string literal, quotes included.
 std::string json_string(std::string_view s);
 // A stderr warning when n_tokens of context exceed what the model was

@@ -106,8 +106,11 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
   auto* run_model = run->add_option("-m,--model", run_opts.model, "GGUF model file (default: the shipped model in models/)");
   auto* run_prompt = run->add_option("-p,--prompt", run_opts.prompt, "Prompt text");
+  auto* run_file = run->add_option("-f,--file", run_opts.prompt_file, "Read the prompt text from a file");
+  run_file->excludes(run_prompt);
   auto* run_ids = run->add_option("--prompt-ids", run_opts.prompt_ids, "Prompt as token ids (1,2,3) instead of text");
   run_ids->excludes(run_prompt);
+  run_ids->excludes(run_file);
   run->add_flag("--print-ids", run_opts.print_ids, "Print the generated token ids instead of text");
   run->add_flag("--verbose-prompt", run_opts.verbose_prompt,
                 "Show each prompt as the model reads it (chat markers and BOS included) on stderr");
@@ -197,8 +200,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "latte run: -m was given an empty path (leave -m out for the shipped model)\n");
         return 2;
       }
-      if (run_opts.prompt.empty() && run_opts.prompt_ids.empty() && !run_opts.interactive) {
-        std::fprintf(stderr, "latte run: give a prompt (-p TEXT or --prompt-ids) or -i\n");
+      if (run_opts.prompt.empty() && run_opts.prompt_file.empty() && run_opts.prompt_ids.empty() && !run_opts.interactive) {
+        std::fprintf(stderr, "latte run: give a prompt (-p TEXT, -f FILE or --prompt-ids) or -i\n");
         return 2;
       }
       return latte::cli::run_generate(run_opts);

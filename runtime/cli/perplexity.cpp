@@ -11,7 +11,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,15 +22,6 @@
 namespace latte::cli {
 
 namespace {
-
-// Opens a file for reading, or Error(io_error) naming it and why not.
-std::ifstream open_input(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(Status::io_error, "'" + path + "' is a directory, not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(Status::io_error, "cannot open '" + path + "': " + std::strerror(errno));
-  return in;
-}
 
 std::vector<std::vector<std::int32_t>> read_windows(const std::string& path, std::int32_t n_vocab) {
   std::ifstream in = open_input(path);
@@ -63,11 +53,7 @@ int run_perplexity(const PerplexityOptions& o) {
   } else {
     const Tokenizer* tok = model->tokenizer();
     if (!tok) throw Error(Status::unsupported, "'" + o.model + "' has no tokenizer: use --windows with token ids");
-    std::ifstream in = open_input(o.text_file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) throw Error(Status::io_error, "reading '" + o.text_file + "' failed: " + std::strerror(errno));
-    const auto ids = tok->encode(ss.str(), tok->bos_id() >= 0, false);
+    const auto ids = tok->encode(read_text_file(o.text_file), tok->bos_id() >= 0, false);
     for (std::size_t i = 0; i + 1 < ids.size(); i += static_cast<std::size_t>(o.n_ctx))
       wins.emplace_back(ids.begin() + static_cast<std::ptrdiff_t>(i),
                         ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), i + o.n_ctx)));

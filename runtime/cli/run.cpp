@@ -115,6 +115,14 @@ int run_generate(const RunOptions& o) {
   sc.seed = o.seed;
   Sampler sampler(sc);  // checks its settings before the model loads
   const auto prompt_ids = o.prompt_ids.empty() ? std::vector<std::int32_t>{} : parse_token_list(o.prompt_ids, "--prompt-ids");
+  // -f: the file's text, less the newline an editor ends its last line with.
+  std::string prompt_text = o.prompt;
+  if (!o.prompt_file.empty()) {
+    prompt_text = read_text_file(o.prompt_file);
+    if (prompt_text.ends_with('\n')) prompt_text.pop_back();
+    if (prompt_text.ends_with('\r')) prompt_text.pop_back();
+    if (prompt_text.empty()) throw Error(Status::invalid_argument, "-f: '" + o.prompt_file + "' holds no prompt text");
+  }
 
   const std::string path = o.model.empty() ? default_model_path() : o.model;
   auto model = load_model(path, o.no_mmap);
@@ -156,8 +164,8 @@ int run_generate(const RunOptions& o) {
     std::fflush(stdout);
     if (!st.stopped.empty()) std::fprintf(stderr, "%s\n", st.stopped.c_str());
   };
-  const bool have_prompt = !o.prompt.empty() || !prompt_ids.empty();
-  const auto first_prompt = [&] { return prompt_ids.empty() ? encode_turn(o.prompt, true) : prompt_ids; };
+  const bool have_prompt = !prompt_text.empty() || !prompt_ids.empty();
+  const auto first_prompt = [&] { return prompt_ids.empty() ? encode_turn(prompt_text, true) : prompt_ids; };
   if (!o.interactive) {
     generate(s, *tok, sampler, first_prompt(), o.n_predict, o, st);
     end_text();

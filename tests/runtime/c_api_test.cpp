@@ -56,6 +56,43 @@ TEST(CApi, LoadPrefillDecodeLogits) {
   latte_session_free(s);
 }
 
+// Truncating and feeding the cut tokens again gives the logits a session
+// that never had them computes (the same chunks, so the same kernels).
+TEST(CApi, TruncateForgetsTheTailAndItsLogits) {
+  latte_model* m = nullptr;
+  ASSERT_EQ(latte_model_load(kDense.c_str(), &m), LATTE_OK) << latte_last_error();
+  latte_session_options o = latte_session_default_options();
+  o.cache_type = LATTE_CACHE_F32;
+  o.n_ctx = 64;
+  latte_session *a = nullptr, *b = nullptr;
+  ASSERT_EQ(latte_session_create(m, &o, &a), LATTE_OK);
+  ASSERT_EQ(latte_session_create(m, &o, &b), LATTE_OK);
+  const int32_t toks[] = {510, 327, 57, 12, 379, 44};
+  ASSERT_EQ(latte_session_prefill(a, toks, 3), LATTE_OK);
+  ASSERT_EQ(latte_session_prefill(a, toks + 3, 3), LATTE_OK);  // a tail to cut
+  ASSERT_EQ(latte_session_truncate(a, 3), LATTE_OK);
+  EXPECT_EQ(latte_session_n_past(a), 3);
+  EXPECT_EQ(latte_session_logits(a), nullptr);
+  ASSERT_EQ(latte_session_decode(a, 12), LATTE_OK);
+  ASSERT_EQ(latte_session_decode(a, 99), LATTE_OK);
+  ASSERT_EQ(latte_session_prefill(b, toks, 3), LATTE_OK);
+  ASSERT_EQ(latte_session_decode(b, 12), LATTE_OK);
+  ASSERT_EQ(latte_session_decode(b, 99), LATTE_OK);
+  EXPECT_EQ(std::vector<float>(latte_session_logits(a), latte_session_logits(a) + 512),
+            std::vector<float>(latte_session_logits(b), latte_session_logits(b) + 512));
+  EXPECT_EQ(latte_session_truncate(a, 6), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(latte_last_error()).find("6 is outside [0, 5]"), std::string::npos) << latte_last_error();
+  EXPECT_EQ(latte_session_truncate(a, -1), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte_session_n_past(a), 5);
+  EXPECT_NE(latte_session_logits(a), nullptr);  // a refused call changes nothing
+  EXPECT_EQ(latte_session_truncate(nullptr, 0), LATTE_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(latte_session_truncate(a, 0), LATTE_OK);
+  EXPECT_EQ(latte_session_n_past(a), 0);
+  latte_session_free(a);
+  latte_session_free(b);
+  latte_model_free(m);
+}
+
 // A model read into memory (use_mmap 0) computes what the mapped one does.
 TEST(CApi, ModelReadIntoMemoryGivesTheSameLogits) {
   const int32_t toks[] = {510, 327, 57, 12, 379};

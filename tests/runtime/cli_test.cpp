@@ -310,6 +310,29 @@ TEST(Cli, ChatTurnsFollowTheModelsTemplate) {
   EXPECT_NE(r.output.find("llama3 not in {deepseek2,deepseek3,chatml}"), std::string::npos) << r.output;
 }
 
+TEST(Cli, RunReadsThePromptFromAFile) {
+  const std::string model = std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf";
+  const std::string file = ::testing::TempDir() + "/prompt.txt";
+  std::ofstream(file) << "A fortune:\nthe sea\n";  // the last newline is the editor's, not the prompt's
+  const Result from_file = run("run -m " + model + " -f " + file + " -n 12 --seed 5 --print-ids", true);
+  const Result from_arg = run("run -m " + model + " -p \"$(printf 'A fortune:\\nthe sea')\" -n 12 --seed 5 --print-ids", true);
+  ASSERT_EQ(from_file.code, 0) << from_file.output;
+  ASSERT_EQ(from_arg.code, 0) << from_arg.output;
+  EXPECT_EQ(from_file.output, from_arg.output);
+  EXPECT_GT(from_file.output.size(), 12u) << from_file.output;
+  Result r = run("run -m " + model + " -f " + file + ".missing -n 1");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot open '" + file + ".missing': No such file or directory"), std::string::npos) << r.output;
+  const std::string empty = ::testing::TempDir() + "/empty_prompt.txt";
+  std::ofstream(empty) << "\n";
+  r = run("run -m " + model + " -f " + empty + " -n 1");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("-f: '" + empty + "' holds no prompt text"), std::string::npos) << r.output;
+  r = run("run -m " + model + " -f " + file + " -p hi");
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
+}
+
 TEST(Cli, InteractiveRunOutlivesAFullContext) {
   // -c 40: the second turn no longer fits after the first (its chat prompt
   // and up to 20 tokens), the third fits nowhere; the fourth still runs.
