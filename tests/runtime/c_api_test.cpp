@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "latte/latte.hpp"
@@ -349,6 +350,40 @@ TEST(CApiSampler, MatchesTheRuntimesSampler) {
   EXPECT_EQ(latte_sampler_create(&p, &s), LATTE_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(latte_last_error()).find("top_p"), std::string::npos) << latte_last_error();
   EXPECT_EQ(s, nullptr);
+}
+
+// The text calls read the shared model only: several threads at once, each
+// with its own sampler, get what one thread gets (ASan build: no races on
+// freed or shared buffers).
+TEST(CApiText, ThreadsShareTheModelsTokenizer) {
+  latte_model* m = nullptr;
+  ASSERT_EQ(latte_model_load(kShipped.c_str(), &m), LATTE_OK) << latte_last_error();
+  const auto work = [m] {
+    std::string all;
+    for (int i = 0; i < 50; ++i) {
+      const std::string text = "Turn " + std::to_string(i) + ": the sea, the sky and the stars.";
+      const latte_chat_message turn = {"user", text.c_str()};
+      size_t n = 0;
+      int32_t bos = 0;
+      char chat[512];
+      if (latte_chat_apply(m, nullptr, &turn, 1, 1, chat, sizeof chat, &n, &bos) != LATTE_OK) return std::string("chat failed");
+      int32_t ids[256];
+      size_t n_ids = 0;
+      if (latte_tokenize(m, chat, n, bos, 1, ids, 256, &n_ids) != LATTE_OK) return std::string("tokenize failed");
+      char back[512];
+      if (latte_detokenize(m, ids, n_ids, 0, back, sizeof back, &n) != LATTE_OK) return std::string("detokenize failed");
+      all.append(back, n);
+    }
+    return all;
+  };
+  const std::string expected = work();
+  ASSERT_GT(expected.size(), 1000u) << expected;
+  std::vector<std::string> got(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) threads.emplace_back([&, i] { got[i] = work(); });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i], expected) << "thread " << i;
+  latte_model_free(m);
 }
 
 // A C program that uses nothing but latte.h generates what `latte run` does:
