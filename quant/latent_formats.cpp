@@ -121,6 +121,36 @@ void latent_store_row(const LatentTileLayout& L, void* tile, int t, const float*
   }
 }
 
+std::string latent_tile_problem(const LatentTileLayout& L, const void* tile) {
+  const int C = L.d_c + L.d_R;
+  const auto bad = [](int t, const char* what, float v) {
+    return "row " + std::to_string(t) + ": " + what + " is " + std::to_string(v);
+  };
+  for (int t = 0; t < L.tokens; ++t) {
+    switch (L.storage) {
+      case LatentStorage::f32: {
+        const float* row = static_cast<const float*>(tile) + static_cast<std::size_t>(t) * C;
+        for (int i = 0; i < C; ++i)
+          if (!std::isfinite(row[i])) return bad(t, "a value", row[i]);
+        break;
+      }
+      case LatentStorage::f16: {
+        const auto* row = static_cast<const std::uint16_t*>(tile) + static_cast<std::size_t>(t) * C;
+        for (int i = 0; i < C; ++i)
+          if ((row[i] & 0x7C00u) == 0x7C00u) return bad(t, "a value", fp16_to_f32(row[i]));
+        break;
+      }
+      case LatentStorage::int8: {
+        const float* scales = reinterpret_cast<const float*>(static_cast<const std::uint8_t*>(tile) + L.scale_offset);
+        for (const float s : {scales[t], scales[L.tokens + t]})
+          if (!(std::isfinite(s) && s >= 0.0f)) return bad(t, "a scale", s);
+        break;
+      }
+    }
+  }
+  return {};
+}
+
 void latent_load_row(const LatentTileLayout& L, const void* tile, int t, float* c_kv,
                      float* k_pe) {
   const int C = L.d_c + L.d_R;

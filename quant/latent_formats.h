@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <optional>
 #include <string_view>
 
@@ -50,6 +51,13 @@ LatentTileLayout make_latent_tile_layout(LatentStorage s, int d_c, int d_R, int 
 // quantizer: round to nearest even, per-row scales).
 void latent_store_row(const LatentTileLayout& L, void* tile, int t, const float* c_kv,
                       const float* k_pe);
+
+// Empty string if every row of a tile (all L.tokens of them, written or not)
+// holds what latent_store_row can write: finite values (f32, f16), finite
+// scales >= 0 (int8); else the first offending row and value. For tiles that
+// come from outside (a saved session), since the kernels read every row of a
+// tile they touch.
+std::string latent_tile_problem(const LatentTileLayout& L, const void* tile);
 
 // Reads row t back as f32 (dequantized).
 void latent_load_row(const LatentTileLayout& L, const void* tile, int t, float* c_kv,

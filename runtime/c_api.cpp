@@ -27,7 +27,6 @@ struct latte_sampler {
 struct latte_session {
   std::shared_ptr<const latte::Model> model;  // keeps the model alive
   std::unique_ptr<latte::Session> session;
-  bool has_logits = false;
 };
 
 static_assert(LATTE_ERR_CONTEXT_OVERFLOW == static_cast<int>(latte::Status::context_overflow) &&
@@ -183,7 +182,6 @@ latte_status latte_session_prefill(latte_session* session, const int32_t* tokens
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_prefill: session and tokens must not be NULL");
   return guarded([&] {
     session->session->prefill(std::span<const int32_t>(tokens, n_tokens));
-    session->has_logits = true;
   });
 }
 
@@ -201,12 +199,11 @@ latte_status latte_session_eval_all(latte_session* session, const int32_t* token
     std::vector<float> all;
     session->session->prefill(std::span<const int32_t>(tokens, n_tokens), &all);
     std::memcpy(logits_out, all.data(), all.size() * sizeof(float));
-    session->has_logits = true;
   });
 }
 
 const float* latte_session_logits(const latte_session* session) {
-  if (session == nullptr || !session->has_logits) return nullptr;
+  if (session == nullptr || !session->session->has_logits()) return nullptr;
   return session->session->logits().data();
 }
 
@@ -216,18 +213,32 @@ int64_t latte_session_n_ctx(const latte_session* session) { return session ? ses
 
 latte_status latte_session_reset(latte_session* session) {
   if (session == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_reset: session must not be NULL");
-  return guarded([&] {
-    session->session->reset();
-    session->has_logits = false;
-  });
+  return guarded([&] { session->session->reset(); });
 }
 
 latte_status latte_session_truncate(latte_session* session, int64_t n_tokens) {
   if (session == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_truncate: session must not be NULL");
+  return guarded([&] { session->session->truncate(n_tokens); });
+}
+
+latte_status latte_session_tokens(const latte_session* session, int32_t* tokens, size_t capacity, size_t* n_out) {
+  if (session == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_tokens: session must not be NULL");
   return guarded([&] {
-    session->session->truncate(n_tokens);
-    session->has_logits = false;
+    const auto t = session->session->tokens();
+    give("latte_session_tokens", t.data(), t.size(), false, tokens, capacity, n_out);
   });
+}
+
+latte_status latte_session_save(const latte_session* session, const char* path) {
+  if (session == nullptr || path == nullptr)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_save: session and path must not be NULL");
+  return guarded([&] { session->session->save_state(path); });
+}
+
+latte_status latte_session_load(latte_session* session, const char* path) {
+  if (session == nullptr || path == nullptr)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_load: session and path must not be NULL");
+  return guarded([&] { session->session->load_state(path); });
 }
 
 // ---------------------------------------------------------------- text

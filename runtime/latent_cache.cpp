@@ -126,22 +126,56 @@ void LatentCache::write(int layer, std::int64_t pos, int n, const float* c_kv, c
   const int T = cfg_.tile_tokens;
   for (int i = 0; i < n; ++i) {
     const std::int64_t p = pos + i;
-    void*& tile = l.tiles[p / T];
-    if (tile == nullptr) {
-      if (l.region) {
-        tile = l.region + static_cast<std::size_t>(p / T) * tile_alloc_;  // fresh pages read as zero
-      } else {
-        tile = std::aligned_alloc(64, tile_alloc_);
-        if (tile == nullptr) throw Error(Status::out_of_memory, "latent cache: cannot allocate a tile");
-        std::memset(tile, 0, tile_alloc_);
-      }
-      ++n_tiles_;
-      l.used_slots = std::max(l.used_slots, static_cast<std::size_t>(p / T) + 1);
-    }
+    void* tile = tile_for_write(l, static_cast<std::size_t>(p / T));
     latent_store_row(layout_, tile, static_cast<int>(p % T), c_kv + static_cast<std::size_t>(i) * cfg_.d_c,
                      k_pe + static_cast<std::size_t>(i) * cfg_.d_R);
   }
   if (pos + n > l.n) l.n = pos + n;
+}
+
+void* LatentCache::tile_for_write(Layer& l, std::size_t t) {
+  void*& tile = l.tiles[t];
+  if (tile == nullptr) {
+    if (l.region) {
+      tile = l.region + t * tile_alloc_;  // fresh pages read as zero
+    } else {
+      tile = std::aligned_alloc(64, tile_alloc_);
+      if (tile == nullptr) throw Error(Status::out_of_memory, "latent cache: cannot allocate a tile");
+      std::memset(tile, 0, tile_alloc_);
+    }
+    ++n_tiles_;
+    l.used_slots = std::max(l.used_slots, t + 1);
+  }
+  return tile;
+}
+
+const void* LatentCache::tile(int layer, std::int64_t t) const {
+  check_layer(layer);
+  const Layer& l = layers_[layer];
+  if (t < 0 || t >= tiles_for(l.n, cfg_.tile_tokens))
+    throw Error(Status::invalid_argument, "latent cache: tile " + std::to_string(t) + " of layer " +
+                                              std::to_string(layer) + " holds no tokens");
+  return l.tiles[t];
+}
+
+void LatentCache::load_tiles(int layer, std::int64_t n_tokens, const std::uint8_t* tiles) {
+  check_layer(layer);
+  Layer& l = layers_[layer];
+  if (l.n != 0) throw Error(Status::invalid_argument, "latent cache: load_tiles into a layer that holds tokens");
+  if (n_tokens < 0 || n_tokens > cfg_.max_tokens)
+    throw Error(Status::context_overflow, "latent cache: " + std::to_string(n_tokens) + " tokens exceed the context of " +
+                                              std::to_string(cfg_.max_tokens));
+  const std::int64_t n_tiles = tiles_for(n_tokens, cfg_.tile_tokens);
+  for (std::int64_t t = 0; t < n_tiles; ++t) {
+    const std::uint8_t* src = tiles + static_cast<std::size_t>(t) * layout_.bytes;
+    if (const std::string why = latent_tile_problem(layout_, src); !why.empty())
+      throw Error(Status::bad_file, "latent cache: layer " + std::to_string(layer) + ", tile " + std::to_string(t) +
+                                        ", " + why);
+  }
+  for (std::int64_t t = 0; t < n_tiles; ++t)
+    std::memcpy(tile_for_write(l, static_cast<std::size_t>(t)), tiles + static_cast<std::size_t>(t) * layout_.bytes,
+                layout_.bytes);
+  l.n = n_tokens;
 }
 
 void LatentCache::read_row(int layer, std::int64_t pos, float* c_kv, float* k_pe) const {

@@ -78,6 +78,15 @@ class LatentCache {
   // Forgets tokens at and after n_tokens in every layer; keeps the tiles.
   void truncate(std::int64_t n_tokens);
 
+  // Raw tiles, for saving and restoring a session: tile t (of
+  // ceil(size(layer) / tile_tokens)) of a layer, layout().bytes long.
+  const void* tile(int layer, std::int64_t t) const;
+  // Makes `layer` hold n_tokens rows (n_tokens <= max_tokens, from an empty
+  // layer) copied from ceil(n_tokens / tile_tokens) raw tiles, one after
+  // another in `tiles`. Error(bad_file) naming the layer, tile and row of a
+  // tile latent_tile_problem refuses; Error(out_of_memory).
+  void load_tiles(int layer, std::int64_t n_tokens, const std::uint8_t* tiles);
+
   // One layer as the kernels see it; stays valid for the life of the cache
   // (the tile table never moves). Attend to at most size(layer) tokens.
   LatentLayerView view(int layer) const;
@@ -98,6 +107,8 @@ class LatentCache {
   };
   void check_layer(int layer) const;
   void free_all();
+  // The tile in slot t of layer l, allocated (zeroed) if it is not yet.
+  void* tile_for_write(Layer& l, std::size_t t);
 
   LatentCacheConfig cfg_;
   LatentTileLayout layout_;

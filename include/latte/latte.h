@@ -94,10 +94,23 @@ int64_t latte_session_n_ctx(const latte_session* session);
 latte_status latte_session_reset(latte_session* session);
 /* Forgets the tokens at positions >= n_tokens (0 <= n_tokens <= n_past), to
  * regenerate a reply or edit the end of a conversation without recomputing
- * what comes before. The logits go with them (latte_session_logits is NULL)
- * until the next token is fed: to sample position k again, truncate to k - 1
- * and feed token k - 1. */
+ * what comes before. When tokens are cut the logits go with them
+ * (latte_session_logits is NULL) until the next token is fed: to sample
+ * position k again, truncate to k - 1 and feed token k - 1. */
 latte_status latte_session_truncate(latte_session* session, int64_t n_tokens);
+/* The tokens in the session, in order (n_past of them); buffer rules as for
+ * latte_tokenize below. */
+latte_status latte_session_tokens(const latte_session* session, int32_t* tokens, size_t capacity, size_t* n_out);
+/* Saves the session (its tokens, its latent cache as stored, its logits) to
+ * a file, written beside it and renamed over it. Loading it into a session of
+ * the same model and cache type resumes the context without computing it
+ * again, and computes exactly what the saved session would have. Load
+ * refuses a file of another model (LATTE_ERR_INVALID_ARGUMENT), another
+ * cache type (the same), more tokens than the context
+ * (LATTE_ERR_CONTEXT_OVERFLOW), and one that is not a session file, is
+ * truncated or corrupt (LATTE_ERR_BAD_FILE); a refused load changes nothing. */
+latte_status latte_session_save(const latte_session* session, const char* path);
+latte_status latte_session_load(latte_session* session, const char* path);
 
 /* ---- Text: the model's tokenizer ------------------------------------------
  * A model file without tokenizer metadata (tokenizer.ggml.*) runs on token

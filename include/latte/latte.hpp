@@ -151,6 +151,15 @@ class Session {
   void reset() { check(latte_session_reset(s_)); }
   // Forgets the tokens at positions >= n_tokens; logits() is empty until the next token.
   void truncate(int64_t n_tokens) { check(latte_session_truncate(s_, n_tokens)); }
+  std::vector<int32_t> tokens() const {
+    std::size_t n = 0;
+    check(latte_session_tokens(s_, nullptr, 0, &n));
+    std::vector<int32_t> t(n);
+    check(latte_session_tokens(s_, t.data(), t.size(), &n));
+    return t;
+  }
+  void save(const std::string& path) const { check(latte_session_save(s_, path.c_str())); }
+  void load(const std::string& path) { check(latte_session_load(s_, path.c_str())); }
 
  private:
   latte_session* s_ = nullptr;

@@ -72,6 +72,7 @@ struct RunOptions {
   std::string prompt_ids;  // token ids instead of text ("1,2,3")
   bool print_ids = false;  // print generated token ids, not text
   bool verbose_prompt = false;  // show each prompt's text and token count on stderr
+  std::string session_file;     // resume from / save to this file
   bool ignore_eos = false; // keep generating past end-of-generation tokens
   int n_predict = 128;
   bool chat = false;

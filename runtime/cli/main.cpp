@@ -112,6 +112,9 @@ int main(int argc, char** argv) {
   run_ids->excludes(run_prompt);
   run_ids->excludes(run_file);
   run->add_flag("--print-ids", run_opts.print_ids, "Print the generated token ids instead of text");
+  run->add_option("--session", run_opts.session_file,
+                  "Resume from this session file if it exists (reusing the prompt's longest cached prefix, or with -i "
+                  "the conversation), and save the session to it after each reply");
   run->add_flag("--verbose-prompt", run_opts.verbose_prompt,
                 "Show each prompt as the model reads it (chat markers and BOS included) on stderr");
   run->add_flag("--ignore-eos", run_opts.ignore_eos, "Keep generating past end-of-sequence tokens");

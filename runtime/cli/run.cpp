@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,20 +43,25 @@ struct Stats {
 // Prefills `prompt`, then samples up to n tokens, streaming their text.
 // Returns the generated ids (an end-of-generation token ends the loop and is
 // fed to the session, so a following turn sees a closed turn).
+// The first `cached` tokens of the prompt are in the session already (a
+// loaded --session): only the rest is fed, but the sampler's penalty sees
+// them all.
 std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sampler,
-                                   const std::vector<std::int32_t>& prompt, int n, const RunOptions& o, Stats& st) {
+                                   const std::vector<std::int32_t>& prompt, int n, const RunOptions& o, Stats& st,
+                                   std::size_t cached = 0) {
   auto t0 = std::chrono::steady_clock::now();
-  if (s.n_past() + static_cast<std::int64_t>(prompt.size()) > s.n_ctx())
-    throw Error(Status::context_overflow, "the prompt (" + std::to_string(prompt.size()) + " tokens) does not fit the context of " +
+  const auto feed = std::span(prompt).subspan(cached);
+  if (s.n_past() + static_cast<std::int64_t>(feed.size()) > s.n_ctx())
+    throw Error(Status::context_overflow, "the prompt (" + std::to_string(feed.size()) + " tokens) does not fit the context of " +
                                               std::to_string(s.n_ctx()) + " with " + std::to_string(s.n_past()) +
                                               " tokens already used (raise --ctx)");
   if (o.verbose_prompt) {
     const std::string text = tok.decode(prompt);
     std::fprintf(stderr, "[prompt, %zu tokens: %s]\n", prompt.size(), text.c_str());
   }
-  s.prefill(prompt);
+  if (!feed.empty()) s.prefill(feed);
   st.prompt_s += seconds_since(t0);
-  st.prompt_tokens += static_cast<std::int64_t>(prompt.size());
+  st.prompt_tokens += static_cast<std::int64_t>(feed.size());
   for (auto t : prompt) sampler.accept(t);
 
   Utf8StreamDecoder utf8;
@@ -138,6 +145,16 @@ int run_generate(const RunOptions& o) {
   Session s(model, so);
   warn_beyond_trained_context(*model, s.n_ctx(), "--ctx");
   Stats st;
+  // --session: a conversation (or a long prompt) resumed from a file, and
+  // the session written back to it after each reply.
+  const bool resumed = !o.session_file.empty() && std::filesystem::exists(o.session_file);
+  if (resumed) {
+    s.load_state(o.session_file);
+    if (s.n_past() > 0 && tok->is_end_of_generation(s.tokens().back())) st.closed_by = s.tokens().back();
+  }
+  const auto save_session = [&] {
+    if (!o.session_file.empty()) s.save_state(o.session_file);
+  };
   std::optional<ChatFormatter> chat;
   if (o.chat)
     chat.emplace(*tok, o.chat_format.empty() ? detect_chat_format(*tok, model_arch_name(model->params().arch))
@@ -167,8 +184,21 @@ int run_generate(const RunOptions& o) {
   const bool have_prompt = !prompt_text.empty() || !prompt_ids.empty();
   const auto first_prompt = [&] { return prompt_ids.empty() ? encode_turn(prompt_text, true) : prompt_ids; };
   if (!o.interactive) {
-    generate(s, *tok, sampler, first_prompt(), o.n_predict, o, st);
+    // A resumed session keeps the prompt's longest prefix it holds; at least
+    // the prompt's last token is fed again, for the logits to sample from.
+    const std::vector<std::int32_t> prompt = first_prompt();
+    std::size_t cached = 0;
+    if (resumed) {
+      const auto have = s.tokens();
+      while (cached < prompt.size() && cached < have.size() && have[cached] == prompt[cached]) ++cached;
+      if (cached == prompt.size() && !(s.has_logits() && have.size() == prompt.size())) --cached;
+      s.truncate(static_cast<std::int64_t>(cached));
+      std::fprintf(stderr, "[session %s: %zu of the prompt's %zu tokens reused]\n", o.session_file.c_str(), cached,
+                   prompt.size());
+    }
+    generate(s, *tok, sampler, prompt, o.n_predict, o, st, cached);
     end_text();
+    save_session();
   } else {
     if (chat)
       std::fprintf(stderr, "interactive: one user turn per line (chat format %s), end with Ctrl-D\n",
@@ -176,10 +206,14 @@ int run_generate(const RunOptions& o) {
     else
       std::fprintf(stderr, "interactive: one prompt per line, end with Ctrl-D\n");
     std::string line;
-    bool first = true;
+    bool first = s.n_past() == 0;  // a resumed session continues its conversation
+    if (resumed)
+      std::fprintf(stderr, "[session %s: %lld tokens resumed]\n", o.session_file.c_str(),
+                   static_cast<long long>(s.n_past()));
     if (have_prompt) {  // -p or --prompt-ids: the first turn
-      generate(s, *tok, sampler, first_prompt(), o.n_predict, o, st);
+      generate(s, *tok, sampler, prompt_ids.empty() ? encode_turn(prompt_text, first) : prompt_ids, o.n_predict, o, st);
       end_text();
+      save_session();
       first = false;
     }
     while (true) {
@@ -208,6 +242,7 @@ int run_generate(const RunOptions& o) {
         continue;
       }
       end_text();
+      save_session();
       first = false;
     }
   }

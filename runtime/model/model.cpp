@@ -45,6 +45,21 @@ std::size_t Model::packed_weight_bytes() const {
   return n;
 }
 
+std::uint64_t Model::fingerprint() const {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  const auto mix = [&h](const std::uint8_t* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
+  };
+  // Everything before the tensor data: header, metadata, tensor table.
+  mix(file_.file_data(), static_cast<std::size_t>(std::min<std::uint64_t>(file_.data_offset(), file_.file_size())));
+  for (const GgufTensor& t : file_.tensors()) {
+    const std::size_t edge = static_cast<std::size_t>(std::min<std::uint64_t>(t.n_bytes, 256));
+    mix(t.data, edge);
+    mix(t.data + t.n_bytes - edge, edge);
+  }
+  return h;
+}
+
 std::size_t Model::decode_weight_bytes() const {
   auto bytes = [](const WeightRef& w) { return static_cast<std::size_t>(w.rows) * w.row_bytes; };
   auto ffn = [&](const FfnWeights& f) { return bytes(f.gate) + bytes(f.up) + bytes(f.down); };

@@ -317,6 +317,8 @@ Session::~Session() = default;
 void Session::reset() {
   cache_.truncate(0);
   n_past_ = 0;
+  tokens_.clear();
+  has_logits_ = false;
   std::fill(last_logits_.begin(), last_logits_.end(), 0.f);
 }
 
@@ -325,7 +327,9 @@ void Session::truncate(std::int64_t n_tokens) {
     throw Error(Status::invalid_argument, "truncate: " + std::to_string(n_tokens) + " is outside [0, " +
                                               std::to_string(n_past_) + "]");
   cache_.truncate(n_tokens);
+  if (n_tokens < n_past_) has_logits_ = false;
   n_past_ = n_tokens;
+  tokens_.resize(static_cast<std::size_t>(n_tokens));
 }
 
 void Session::decode(std::int32_t token) { prefill(std::span<const std::int32_t>(&token, 1)); }
@@ -343,6 +347,7 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
                     " new would exceed the context of " + std::to_string(opts_.n_ctx));
   if (all_logits) all_logits->resize(tokens.size() * static_cast<std::size_t>(p.n_vocab));
   const std::int64_t p0 = n_past_;
+  tokens_.reserve(static_cast<std::size_t>(p0) + tokens.size());  // the append below cannot throw
   const OmpThreadsScope team(s_->threads);
   // The new logits go to the other buffer, so that on any error (below, or
   // out of memory in a later chunk) the session is back where it was,
@@ -371,6 +376,8 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
     last_logits_.swap(prev_logits_);
     throw;
   }
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  has_logits_ = true;
 }
 
 void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_out, bool all_logits) {

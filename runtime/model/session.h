@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "quant/latent_formats.h"
@@ -52,11 +53,29 @@ class Session {
   void decode(std::int32_t token);
 
   std::span<const float> logits() const { return last_logits_; }  // (n_vocab)
+  // Whether logits() are the last cached token's: false after reset(), and
+  // after a truncate() that cut tokens, until the next token is fed.
+  bool has_logits() const { return has_logits_; }
+  // The tokens in the cache, in order (n_past() of them).
+  std::span<const std::int32_t> tokens() const { return tokens_; }
   std::int64_t n_past() const { return n_past_; }
   std::int64_t n_ctx() const { return opts_.n_ctx; }
   void reset();  // forget every token
   // Forget the tokens at positions >= n_tokens (n_tokens <= n_past()).
   void truncate(std::int64_t n_tokens);
+
+  // Saved sessions (runtime/model/session_state.cpp): the tokens, the latent
+  // cache as stored (int8 tiles stay int8: 584 bytes per token and layer for
+  // DeepSeek shapes) and the last logits, so a long context is resumed
+  // without being computed again. save_state: Error(io_error) naming the
+  // file. load_state replaces this session's state with a file's, which must
+  // come from the same model (Model::fingerprint) and cache type:
+  // Error(invalid_argument) otherwise, Error(context_overflow) if it holds
+  // more tokens than this session's context, Error(bad_file) for a file that
+  // is not one, truncated, corrupt (checksum) or holding non-finite values;
+  // on any error the session is unchanged.
+  void save_state(const std::string& path) const;
+  void load_state(const std::string& path);
 
   const Model& model() const { return *model_; }
   const SessionOptions& options() const { return opts_; }
@@ -74,6 +93,8 @@ class Session {
   std::unique_ptr<Scratch> s_;
   std::vector<float> last_logits_;
   std::vector<float> prev_logits_;  // prefill's other buffer: the logits to restore on error
+  std::vector<std::int32_t> tokens_;  // (n_past)
+  bool has_logits_ = false;
   std::int64_t n_past_ = 0;
   MlaForm last_form_ = MlaForm::absorbed;
 };

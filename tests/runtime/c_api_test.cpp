@@ -87,6 +87,23 @@ TEST(CApi, TruncateForgetsTheTailAndItsLogits) {
   EXPECT_EQ(latte_session_n_past(a), 5);
   EXPECT_NE(latte_session_logits(a), nullptr);  // a refused call changes nothing
   EXPECT_EQ(latte_session_truncate(nullptr, 0), LATTE_ERR_INVALID_ARGUMENT);
+  // Saved and loaded into another session: the same tokens, logits and continuation.
+  const std::string path = ::testing::TempDir() + "/c_api.lsess";
+  ASSERT_EQ(latte_session_save(a, path.c_str()), LATTE_OK) << latte_last_error();
+  ASSERT_EQ(latte_session_load(b, path.c_str()), LATTE_OK) << latte_last_error();
+  int32_t got[8];
+  size_t n = 0;
+  ASSERT_EQ(latte_session_tokens(b, got, 8, &n), LATTE_OK);
+  EXPECT_EQ(std::vector<int32_t>(got, got + n), (std::vector<int32_t>{510, 327, 57, 12, 99}));
+  EXPECT_EQ(latte_session_tokens(b, got, 2, &n), LATTE_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(latte_session_decode(a, 7), LATTE_OK);
+  ASSERT_EQ(latte_session_decode(b, 7), LATTE_OK);
+  EXPECT_EQ(std::vector<float>(latte_session_logits(a), latte_session_logits(a) + 512),
+            std::vector<float>(latte_session_logits(b), latte_session_logits(b) + 512));
+  EXPECT_EQ(latte_session_load(b, (path + ".missing").c_str()), LATTE_ERR_IO);
+  EXPECT_NE(std::string(latte_last_error()).find(".missing"), std::string::npos);
+  EXPECT_EQ(latte_session_n_past(b), 6);
+  EXPECT_EQ(latte_session_save(nullptr, path.c_str()), LATTE_ERR_INVALID_ARGUMENT);
   ASSERT_EQ(latte_session_truncate(a, 0), LATTE_OK);
   EXPECT_EQ(latte_session_n_past(a), 0);
   latte_session_free(a);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -331,6 +332,55 @@ TEST(Cli, RunReadsThePromptFromAFile) {
   r = run("run -m " + model + " -f " + file + " -p hi");
   EXPECT_NE(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
+}
+
+TEST(Cli, RunResumesASessionFile) {
+  const std::string model = std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf";
+  const std::string file = ::testing::TempDir() + "/run.lsess";
+  std::filesystem::remove(file);
+  const std::string args = "run -m " + model + " -p 'The sea and the sky' -n 10 --temp 0 --print-ids --session " + file;
+  const Result first = run(args, /*stdout_only=*/true);
+  ASSERT_EQ(first.code, 0) << first.output;
+  ASSERT_TRUE(std::filesystem::exists(file));
+  // The same prompt again: all but its last token come from the file, and
+  // the reply is the same.
+  const Result again = run(args);
+  ASSERT_EQ(again.code, 0) << again.output;
+  const auto at = again.output.find("[session " + file + ": ");
+  ASSERT_NE(at, std::string::npos) << again.output;
+  const std::string notice = again.output.substr(at, again.output.find('\n', at) - at);
+  // "[session F: K of the prompt's N tokens reused]" with K = N - 1.
+  const auto k = std::stoul(notice.substr(notice.find(": ") + 2));
+  const auto n = std::stoul(notice.substr(notice.find("prompt's ") + 9));
+  EXPECT_EQ(k + 1, n) << notice;
+  EXPECT_NE(again.output.find("prompt: 1 tokens"), std::string::npos) << again.output;
+  const Result third = run(args, true);
+  EXPECT_EQ(third.output, first.output);
+  EXPECT_GT(first.output.size(), 10u) << first.output;
+  // A conversation resumed: the next turn continues it (no BOS, no system turn).
+  const std::string chat = ::testing::TempDir() + "/chat.lsess";
+  std::filesystem::remove(chat);
+  const std::string in = ::testing::TempDir() + "/one_turn.txt";
+  std::ofstream(in) << "Hello there\n";
+  Result r = run("run -m " + model + " -i --chat --system Hi -n 4 --ignore-eos --seed 1 --session " + chat + " < " + in);
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run("run -m " + model + " -i --chat --system Hi -n 4 --ignore-eos --seed 1 --verbose-prompt --session " + chat + " < " + in);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("[session " + chat + ": "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" tokens resumed]"), std::string::npos) << r.output;
+  const std::string eos = "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
+  EXPECT_NE(r.output.find("tokens: " + eos + "User: Hello there\n\nAssistant:]"), std::string::npos) << r.output;
+  // A session of another model, or a damaged file, is refused by name.
+  const std::string other = ::testing::TempDir() + "/other_model.gguf";
+  latte::RandomModelSpec spec;
+  latte::write_random_model(spec, other);
+  r = run("run -m " + other + " -p hi -n 1 --session " + file);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("was saved from another model"), std::string::npos) << r.output;
+  std::ofstream(file, std::ios::app) << "x";
+  r = run(args);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("(trailing bytes)"), std::string::npos) << r.output;
 }
 
 TEST(Cli, InteractiveRunOutlivesAFullContext) {

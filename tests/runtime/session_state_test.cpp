@@ -1,0 +1,269 @@
+// Saved sessions: a loaded session computes exactly what the saved one would
+// have, for every cache type; every kind of bad file is refused by name and
+// leaves the session as it was.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "quant/latent_formats.h"
+#include "runtime/error.h"
+#include "runtime/latent_cache.h"
+#include "runtime/model/random_model.h"
+#include "runtime/model/session.h"
+#include "tests/runtime/testdata.h"
+
+namespace latte {
+namespace {
+
+using test::kTestdata;
+using test::testdata_tokens;
+
+std::vector<std::uint8_t> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void write_bytes(const std::string& path, const std::vector<std::uint8_t>& b) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+std::vector<float> logits_of(const Session& s) { return {s.logits().begin(), s.logits().end()}; }
+
+// Expects load_state to throw `status` with `needle` in its message, and the
+// session to keep its tokens and logits.
+void expect_refused(Session& s, const std::string& path, Status status, const std::string& needle) {
+  const std::vector<std::int32_t> tokens(s.tokens().begin(), s.tokens().end());
+  const std::vector<float> logits = logits_of(s);
+  const bool had = s.has_logits();
+  try {
+    s.load_state(path);
+    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), status) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(std::vector<std::int32_t>(s.tokens().begin(), s.tokens().end()), tokens);
+  EXPECT_EQ(s.n_past(), static_cast<std::int64_t>(tokens.size()));
+  EXPECT_EQ(logits_of(s), logits);
+  EXPECT_EQ(s.has_logits(), had);
+}
+
+class SessionState : public ::testing::TestWithParam<LatentStorage> {};
+
+TEST_P(SessionState, LoadedSessionContinuesExactlyAsTheSavedOne) {
+  auto model = Model::load(kTestdata + "/tiny-moe-v2-lite.gguf");
+  const auto tokens = testdata_tokens();
+  ASSERT_GE(tokens.size(), 155u);
+  SessionOptions o;
+  o.cache = GetParam();
+  o.threads = 2;
+  o.n_ctx = 400;
+  // 135 tokens: a partial last tile (128-token tiles).
+  Session a(model, o);
+  a.prefill(std::span(tokens).first(135));
+  const std::string path = ::testing::TempDir() + "/state_" + latent_storage_name(GetParam()) + ".lsess";
+  a.save_state(path);
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  const auto at_save = logits_of(a);
+  std::vector<std::vector<float>> want;
+  for (int t = 135; t < 155; ++t) {
+    a.decode(tokens[t]);
+    want.push_back(logits_of(a));
+  }
+
+  Session b(model, o);
+  b.prefill(std::span(tokens).first(7));  // whatever it held is replaced
+  b.load_state(path);
+  EXPECT_EQ(b.n_past(), 135);
+  EXPECT_TRUE(b.has_logits());
+  EXPECT_EQ(std::vector<std::int32_t>(b.tokens().begin(), b.tokens().end()),
+            std::vector<std::int32_t>(tokens.begin(), tokens.begin() + 135));
+  EXPECT_EQ(logits_of(b), at_save);
+  for (int t = 135; t < 155; ++t) {
+    b.decode(tokens[t]);
+    ASSERT_EQ(logits_of(b), want[t - 135]) << "position " << t;
+  }
+  // The file is the size the format says: header, tokens, logits, 2 tiles
+  // per layer, checksum.
+  const std::size_t tiles = 2 * static_cast<std::size_t>(model->params().n_layers) * a.cache().layout().bytes;
+  EXPECT_EQ(std::filesystem::file_size(path), 64 + 4 * 135 + 4 * model->params().n_vocab + tiles + 8);
+}
+
+INSTANTIATE_TEST_SUITE_P(Caches, SessionState,
+                         ::testing::Values(LatentStorage::f32, LatentStorage::f16, LatentStorage::int8),
+                         [](const auto& info) { return std::string(latent_storage_name(info.param)); });
+
+TEST(SessionStateFile, EmptyAndTruncatedSessionsRoundTrip) {
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  const auto tokens = testdata_tokens();
+  SessionOptions o;
+  o.n_ctx = 64;
+  Session a(model, o), b(model, o);
+  const std::string path = ::testing::TempDir() + "/state_empty.lsess";
+  a.save_state(path);  // nothing in it
+  b.prefill(std::span(tokens).first(5));
+  b.load_state(path);
+  EXPECT_EQ(b.n_past(), 0);
+  EXPECT_FALSE(b.has_logits());
+  // Truncated: the tokens are kept, the logits are not (they were the cut token's).
+  a.prefill(std::span(tokens).first(20));
+  a.truncate(12);
+  EXPECT_FALSE(a.has_logits());
+  EXPECT_EQ(a.tokens().size(), 12u);
+  a.save_state(path);
+  b.load_state(path);
+  EXPECT_EQ(b.n_past(), 12);
+  EXPECT_FALSE(b.has_logits());
+  a.decode(tokens[12]);
+  b.decode(tokens[12]);
+  EXPECT_EQ(logits_of(a), logits_of(b));
+  // truncate to the same length keeps the logits.
+  a.truncate(13);
+  EXPECT_TRUE(a.has_logits());
+}
+
+TEST(SessionStateFile, BadFilesAreRefusedByName) {
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  const auto tokens = testdata_tokens();
+  SessionOptions o;
+  o.cache = LatentStorage::int8;
+  o.n_ctx = 300;
+  Session a(model, o);
+  a.prefill(std::span(tokens).first(140));
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "/state_good.lsess";
+  a.save_state(good);
+  const std::vector<std::uint8_t> bytes = file_bytes(good);
+
+  Session s(model, o);
+  s.prefill(std::span(tokens).first(3));
+  const std::string bad = dir + "/state_bad.lsess";
+  expect_refused(s, dir + "/no_such.lsess", Status::io_error, "cannot open session file");
+  expect_refused(s, dir, Status::io_error, "is a directory");
+  write_bytes(bad, std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + 40));
+  expect_refused(s, bad, Status::bad_file, "is not a Latte session (40 bytes)");
+  std::vector<std::uint8_t> b = bytes;
+  b[0] = 'X';
+  write_bytes(bad, b);
+  expect_refused(s, bad, Status::bad_file, "no LATTESES magic");
+  b = bytes;
+  b[8] = 9;
+  write_bytes(bad, b);
+  expect_refused(s, bad, Status::unsupported, "format version 9; this build reads 1");
+  // Truncated anywhere past the header, or with bytes appended.
+  for (std::size_t cut : {std::size_t{100}, bytes.size() / 2, bytes.size() - 1}) {
+    write_bytes(bad, std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(cut)));
+    expect_refused(s, bad, Status::bad_file, "(truncated)");
+  }
+  b = bytes;
+  b.push_back(0);
+  write_bytes(bad, b);
+  expect_refused(s, bad, Status::bad_file, "(trailing bytes)");
+  // A flipped bit in a tile, a token or a logit: the checksum.
+  for (std::size_t at : {bytes.size() - 100, std::size_t{64 + 4 * 10}, std::size_t{64 + 4 * 140 + 8}}) {
+    b = bytes;
+    b[at] ^= 0x10;
+    write_bytes(bad, b);
+    expect_refused(s, bad, Status::bad_file, "checksum");
+  }
+  // A token outside the vocabulary is named before the checksum is reached.
+  b = bytes;
+  const std::int32_t huge = 1 << 30;
+  std::memcpy(b.data() + 64 + 4 * 5, &huge, 4);
+  write_bytes(bad, b);
+  expect_refused(s, bad, Status::bad_file, "token 5 is 1073741824");
+  // Another cache type, a context too small, another model.
+  SessionOptions of16 = o;
+  of16.cache = LatentStorage::f16;
+  Session f16(model, of16);
+  expect_refused(f16, good, Status::invalid_argument, "holds a int8 cache; this session's is f16");
+  SessionOptions small = o;
+  small.n_ctx = 100;
+  Session short_ctx(model, small);
+  expect_refused(short_ctx, good, Status::context_overflow, "holds 140 tokens; this session's context is 100");
+  Session other(Model::load(kTestdata + "/tiny-moe-v2-lite.gguf"), o);
+  expect_refused(other, good, Status::invalid_argument, "was saved from another model");
+  // The intact file still loads.
+  s.load_state(good);
+  EXPECT_EQ(s.n_past(), 140);
+}
+
+TEST(SessionStateFile, AnotherFileOfTheSameShapesIsAnotherModel) {
+  RandomModelSpec spec;
+  const std::string p1 = ::testing::TempDir() + "/fp_a.gguf", p2 = ::testing::TempDir() + "/fp_b.gguf";
+  write_random_model(spec, p1);
+  spec.seed = 2;  // the same shapes and metadata, other weights
+  write_random_model(spec, p2);
+  auto m1 = Model::load(p1), m2 = Model::load(p2), m1_again = Model::load(p1);
+  EXPECT_NE(m1->fingerprint(), m2->fingerprint());
+  EXPECT_EQ(m1->fingerprint(), m1_again->fingerprint());
+  LoadOptions read;
+  read.file = GgufLoad::read;
+  EXPECT_EQ(Model::load(p1, read)->fingerprint(), m1->fingerprint());  // mapped or read, the same file
+  SessionOptions o;
+  o.n_ctx = 32;
+  Session a(m1, o), b(m2, o);
+  a.prefill(std::vector<std::int32_t>{1, 2, 3});
+  const std::string path = ::testing::TempDir() + "/fp.lsess";
+  a.save_state(path);
+  expect_refused(b, path, Status::invalid_argument, "was saved from another model");
+}
+
+// Tiles from outside are checked row by row: a non-finite value or scale
+// anywhere in a tile (written rows or not) is refused by layer, tile and row.
+TEST(SessionStateFile, TilesWithNonFiniteValuesAreRefused) {
+  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+    LatentCacheConfig c;
+    c.n_layers = 2;
+    c.d_c = 64;
+    c.d_R = 16;
+    c.max_tokens = 512;
+    c.storage = st;
+    LatentCache src(c);
+    std::vector<float> kv(64, 0.5f), pe(16, -0.25f);
+    for (int l = 0; l < 2; ++l)
+      for (int t = 0; t < 130; ++t) src.write(l, t, 1, kv.data(), pe.data());
+    const std::size_t tb = src.layout().bytes;
+    std::vector<std::uint8_t> tiles(2 * tb);
+    std::memcpy(tiles.data(), src.tile(1, 0), tb);
+    std::memcpy(tiles.data() + tb, src.tile(1, 1), tb);
+    LatentCache ok(c);
+    ok.load_tiles(0, 130, tiles.data());
+    std::vector<float> kv2(64), pe2(16);
+    ok.read_row(0, 129, kv2.data(), pe2.data());
+    EXPECT_EQ(kv2, kv) << latent_storage_name(st);
+    // Row 200 of the second tile: past the 130 tokens, still checked.
+    std::uint8_t* t1 = tiles.data() + tb;
+    const float nan = std::nanf("");
+    const int row = 200 - 128;
+    if (st == LatentStorage::f32) std::memcpy(t1 + (static_cast<std::size_t>(row) * 80 + 3) * 4, &nan, 4);
+    if (st == LatentStorage::f16) {
+      const std::uint16_t inf = 0x7C00;
+      std::memcpy(t1 + (static_cast<std::size_t>(row) * 80 + 3) * 2, &inf, 2);
+    }
+    if (st == LatentStorage::int8) std::memcpy(t1 + src.layout().scale_offset + 4 * row, &nan, 4);
+    LatentCache refuse(c);
+    try {
+      refuse.load_tiles(0, 130, tiles.data());
+      ADD_FAILURE() << "no error for " << latent_storage_name(st);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::bad_file);
+      EXPECT_NE(std::string(e.what()).find("layer 0, tile 1, row 72: a "), std::string::npos) << e.what();
+    }
+    if (st == LatentStorage::int8) {  // a negative scale, too
+      const float neg = -1.0f;
+      std::memcpy(t1 + src.layout().scale_offset + 4 * row, &neg, 4);
+      EXPECT_NE(latent_tile_problem(src.layout(), t1).find("row 72: a scale is -1"), std::string::npos);
+    }
+    EXPECT_EQ(latent_tile_problem(src.layout(), src.tile(0, 0)), "");
+  }
+}
+
+}  // namespace
+}  // namespace latte
