@@ -189,6 +189,20 @@ TEST(SessionStateFile, BadFilesAreRefusedByName) {
   expect_refused(short_ctx, good, Status::context_overflow, "holds 140 tokens; this session's context is 100");
   Session other(Model::load(kTestdata + "/tiny-moe-v2-lite.gguf"), o);
   expect_refused(other, good, Status::invalid_argument, "was saved from another model");
+  // Every header byte damaged in turn, and bytes through the body: refused
+  // with an error (which one depends on the field), never a crash or a load.
+  std::vector<std::size_t> spots;
+  for (std::size_t i = 0; i < 64; ++i) spots.push_back(i);
+  for (std::size_t i = 64; i < bytes.size(); i += 997) spots.push_back(i);
+  for (std::size_t at : spots) {
+    for (std::uint8_t flip : {std::uint8_t{0x01}, std::uint8_t{0x80}, std::uint8_t{0xFF}}) {
+      b = bytes;
+      b[at] ^= flip;
+      write_bytes(bad, b);
+      EXPECT_THROW(s.load_state(bad), Error) << "byte " << at << " ^ " << int(flip);
+      ASSERT_EQ(s.n_past(), 3) << "byte " << at;
+    }
+  }
   // The intact file still loads.
   s.load_state(good);
   EXPECT_EQ(s.n_past(), 140);
