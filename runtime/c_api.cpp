@@ -346,31 +346,15 @@ latte_status latte_chat_apply(const latte_model* model, const char* format, cons
 // ---------------------------------------------------------------- sampling
 
 latte_sampler_params latte_sampler_default_params(void) {
-  const latte::SamplerConfig c;
-  latte_sampler_params p;
-  p.temperature = c.temperature;
-  p.top_k = c.top_k;
-  p.top_p = c.top_p;
-  p.min_p = c.min_p;
-  p.repeat_penalty = c.repeat_penalty;
-  p.repeat_last_n = c.repeat_last_n;
-  p.seed = c.seed;
-  return p;
+  return latte::copy_sampling_fields<latte_sampler_params>(latte::SamplerConfig{});
 }
 
 latte_status latte_sampler_create(const latte_sampler_params* params, latte_sampler** out) {
   if (out == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_sampler_create: out must not be NULL");
   const latte_sampler_params p = params ? *params : latte_sampler_default_params();
   return guarded([&] {
-    latte::SamplerConfig c;
-    c.temperature = p.temperature;
-    c.top_k = p.top_k;
-    c.top_p = p.top_p;
-    c.min_p = p.min_p;
-    c.repeat_penalty = p.repeat_penalty;
-    c.repeat_last_n = p.repeat_last_n;
-    c.seed = p.seed;
-    *out = new latte_sampler{latte::Sampler(c)};  // the constructor validates
+    // The constructor validates.
+    *out = new latte_sampler{latte::Sampler(latte::copy_sampling_fields<latte::SamplerConfig>(p))};
   });
 }
 

@@ -112,15 +112,7 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
 }  // namespace
 
 int run_generate(const RunOptions& o) {
-  SamplerConfig sc;
-  sc.temperature = o.temperature;
-  sc.top_k = o.top_k;
-  sc.top_p = o.top_p;
-  sc.min_p = o.min_p;
-  sc.repeat_penalty = o.repeat_penalty;
-  sc.repeat_last_n = o.repeat_last_n;
-  sc.seed = o.seed;
-  Sampler sampler(sc);  // checks its settings before the model loads
+  Sampler sampler(copy_sampling_fields<SamplerConfig>(o));  // checks its settings before the model loads
   const auto prompt_ids = o.prompt_ids.empty() ? std::vector<std::int32_t>{} : parse_token_list(o.prompt_ids, "--prompt-ids");
   // -f: the file's text, less the newline an editor ends its last line with.
   std::string prompt_text = o.prompt;

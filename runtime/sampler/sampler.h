@@ -43,6 +43,22 @@ struct SamplerConfig {
   void validate() const;
 };
 
+// The seven sampling settings copied between SamplerConfig and any struct
+// that names them the same (the C API's latte_sampler_params, the CLI's
+// options).
+template <class To, class From>
+To copy_sampling_fields(const From& f) {
+  To t{};
+  t.temperature = f.temperature;
+  t.top_k = f.top_k;
+  t.top_p = f.top_p;
+  t.min_p = f.min_p;
+  t.repeat_penalty = f.repeat_penalty;
+  t.repeat_last_n = f.repeat_last_n;
+  t.seed = f.seed;
+  return t;
+}
+
 struct TokenProb {
   std::int32_t id;
   float logit;  // after penalty and temperature (+-inf where logit / temperature overflows float)
