@@ -347,7 +347,10 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
                     " new would exceed the context of " + std::to_string(opts_.n_ctx));
   if (all_logits) all_logits->resize(tokens.size() * static_cast<std::size_t>(p.n_vocab));
   const std::int64_t p0 = n_past_;
-  tokens_.reserve(static_cast<std::size_t>(p0) + tokens.size());  // the append below cannot throw
+  // Room first, so the append after the forward pass cannot throw; grown
+  // geometrically, or a decode step would copy the whole history.
+  if (const std::size_t need = static_cast<std::size_t>(p0) + tokens.size(); tokens_.capacity() < need)
+    tokens_.reserve(std::max(need, 2 * tokens_.capacity()));
   const OmpThreadsScope team(s_->threads);
   // The new logits go to the other buffer, so that on any error (below, or
   // out of memory in a later chunk) the session is back where it was,
