@@ -139,7 +139,8 @@ int run_generate(const RunOptions& o) {
   Stats st;
   // --session: a conversation (or a long prompt) resumed from a file, and
   // the session written back to it after each reply.
-  const bool resumed = !o.session_file.empty() && std::filesystem::exists(o.session_file);
+  std::error_code exists_error;  // an unreadable path is load_state's to report
+  const bool resumed = !o.session_file.empty() && (std::filesystem::exists(o.session_file, exists_error) || exists_error);
   if (resumed) {
     s.load_state(o.session_file);
     if (s.n_past() > 0 && tok->is_end_of_generation(s.tokens().back())) st.closed_by = s.tokens().back();
