@@ -5,6 +5,7 @@
 // cache).
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -12,6 +13,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "runtime/cli/commands.h"
 #include "runtime/error.h"
@@ -24,6 +27,34 @@
 namespace latte::cli {
 
 namespace {
+
+// Ctrl-C stops the reply being generated (with -i: back to the prompt; at
+// the prompt: the end of input); a second one before the first is acted on
+// ends the program at once.
+volatile std::sig_atomic_t g_interrupted = 0;
+
+void on_sigint(int) {
+  if (g_interrupted) _exit(130);
+  g_interrupted = 1;
+}
+
+// The handler for the life of `latte run`. No SA_RESTART: a Ctrl-C at the
+// interactive prompt ends the read instead of being held until Enter.
+class SigintScope {
+ public:
+  SigintScope() {
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_);
+  }
+  ~SigintScope() { sigaction(SIGINT, &old_, nullptr); }
+  SigintScope(const SigintScope&) = delete;
+  SigintScope& operator=(const SigintScope&) = delete;
+
+ private:
+  struct sigaction old_ {};
+};
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -38,6 +69,7 @@ struct Stats {
   // The end-of-generation token that closed the last reply, when it went
   // into the context; -1 when the reply was cut short.
   std::int32_t closed_by = -1;
+  bool interrupted = false;  // by Ctrl-C, at least once
 };
 
 // Prefills `prompt`, then samples up to n tokens, streaming their text.
@@ -69,7 +101,13 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
   bool ended = false;  // by an end-of-generation token
   st.closed_by = -1;
   t0 = std::chrono::steady_clock::now();
+  bool interrupted = false;
   for (int i = 0; i < n; ++i) {
+    if (g_interrupted) {
+      g_interrupted = 0;
+      interrupted = true;
+      break;
+    }
     const std::int32_t id = sampler.sample(s.logits());
     out.push_back(id);
     // With the context full, the last position's logits still give one
@@ -103,7 +141,10 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
   st.gen_s += seconds_since(t0);
   st.gen_tokens += static_cast<std::int64_t>(out.size());
   st.stopped.clear();
-  if (!ended && static_cast<std::int64_t>(out.size()) < n)
+  st.interrupted = st.interrupted || interrupted;
+  if (interrupted)
+    st.stopped = "[interrupted after " + std::to_string(out.size()) + " of " + std::to_string(n) + " tokens]";
+  else if (!ended && static_cast<std::int64_t>(out.size()) < n)
     st.stopped = "[stopped after " + std::to_string(out.size()) + " of " + std::to_string(n) +
                  " tokens: the context of " + std::to_string(s.n_ctx()) + " tokens is full (raise --ctx)]";
   return out;
@@ -112,6 +153,7 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
 }  // namespace
 
 int run_generate(const RunOptions& o) {
+  const SigintScope sigint;
   Sampler sampler(copy_sampling_fields<SamplerConfig>(o));  // checks its settings before the model loads
   const auto prompt_ids = o.prompt_ids.empty() ? std::vector<std::int32_t>{} : parse_token_list(o.prompt_ids, "--prompt-ids");
   // -f: the file's text, less the newline an editor ends its last line with.
@@ -211,7 +253,8 @@ int run_generate(const RunOptions& o) {
     }
     while (true) {
       std::fprintf(stderr, "> ");
-      if (!std::getline(std::cin, line)) {  // end of input: end the "> " line
+      // End of input, or Ctrl-C at the prompt: end the "> " line.
+      if (g_interrupted || !std::getline(std::cin, line)) {
         std::fputc('\n', stderr);
         break;
       }
@@ -243,7 +286,7 @@ int run_generate(const RunOptions& o) {
                static_cast<long long>(st.prompt_tokens), st.prompt_s > 0 ? st.prompt_tokens / st.prompt_s : 0.0,
                static_cast<long long>(st.gen_tokens), st.gen_s > 0 ? st.gen_tokens / st.gen_s : 0.0, o.cache.c_str(),
                static_cast<long long>(s.n_past()), static_cast<long long>(s.n_ctx()));
-  return 0;
+  return !o.interactive && st.interrupted ? 130 : 0;  // 128 + SIGINT, as the shell reports an interrupted program
 }
 
 }  // namespace latte::cli

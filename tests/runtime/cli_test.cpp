@@ -40,6 +40,19 @@ Result run(const std::string& args, bool stdout_only = false) {
   return r;
 }
 
+// A shell command line as it is (stdout + stderr).
+Result run_shell(const std::string& cmd) {
+  Result r{-1, ""};
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
 std::string tokens_csv() {
   std::ifstream in(kTestdata + "/tokens.txt");
   std::string s;
@@ -381,6 +394,30 @@ TEST(Cli, RunResumesASessionFile) {
   r = run(args);
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("(trailing bytes)"), std::string::npos) << r.output;
+}
+
+// Ctrl-C (SIGINT, sent 0.5 s into a generation that would run for a minute)
+// stops the reply: the run then ends with 130 after its statistics, or with
+// -i goes back to the prompt and ends at the end of input with 0.
+TEST(Cli, CtrlCStopsTheReply) {
+  const std::string cmd = std::string(LATTE_CLI) + " run -m " + std::string(LATTE_SOURCE_DIR) +
+                          "/models/latte-tiny-mla.gguf -p 'The sea' -n 100000 --ignore-eos -c 100000 --seed 1";
+  // $! is latte itself (the last command of the job), whose SIGINT the
+  // non-interactive shell set to ignored; Latte installs its handler anyway.
+  const std::string log = ::testing::TempDir() + "/ctrl_c.log";
+  // Sent once the model has loaded (the handler is in place by then), so
+  // that a slow start cannot meet the shell's "ignored".
+  const std::string interrupt = " > " + log + " 2>&1 & pid=$!; i=0; until grep -q 'tensors' " + log +
+                                " || [ $i -ge 300 ]; do sleep 0.1; i=$((i+1)); done; sleep 0.5; kill -INT $pid; "
+                                "wait $pid; echo rc=$?; cat " + log;
+  Result r = run_shell(cmd + interrupt);
+  EXPECT_NE(r.output.find("[interrupted after "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" of 100000 tokens]\nprompt: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rc=130"), std::string::npos) << r.output;
+  r = run_shell("sleep 4 | " + cmd + " -i" + interrupt);
+  EXPECT_NE(r.output.find("[interrupted after "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tokens]\n> \nprompt: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rc=0"), std::string::npos) << r.output;
 }
 
 TEST(Cli, InteractiveRunOutlivesAFullContext) {
