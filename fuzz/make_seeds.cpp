@@ -80,6 +80,8 @@ GgufWriter every_tensor_type() {
   add(w, "q5_0", GgmlType::Q5_0, {32});
   add(w, "q5_1", GgmlType::Q5_1, {32});
   add(w, "q8_0", GgmlType::Q8_0, {32, 1, 2});
+  add(w, "q2_k", GgmlType::Q2_K, {256});
+  add(w, "q3_k", GgmlType::Q3_K, {256, 2});
   add(w, "q4_k", GgmlType::Q4_K, {256});
   add(w, "q5_k", GgmlType::Q5_K, {256});
   add(w, "q6_k", GgmlType::Q6_K, {256, 1, 1, 1});

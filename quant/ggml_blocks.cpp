@@ -10,6 +10,14 @@
 
 namespace latte {
 
+void q3_k_scales(const std::uint8_t* scales12, std::int8_t out[16]) {
+  for (int k = 0; k < 16; ++k) {
+    const int lo = k < 8 ? (scales12[k] & 15) : (scales12[k - 8] >> 4);
+    const int hi = (scales12[8 + k % 4] >> (2 * (k / 4))) & 3;
+    out[k] = static_cast<std::int8_t>((lo | (hi << 4)) - 32);
+  }
+}
+
 void get_scale_min_k4(int j, const std::uint8_t* q, std::uint8_t* sc, std::uint8_t* m) {
   if (j < 4) {
     *sc = q[j] & 63;
@@ -104,6 +112,38 @@ void deq_q8_0(const BlockQ8_0* b, float* y, std::size_t nb) {
   for (std::size_t i = 0; i < nb; ++i, y += 32) {
     const float d = h(b[i].d);
     for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(b[i].qs[j]) * d;
+  }
+}
+void deq_q2_k(const BlockQ2_K* b, float* y, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i) {
+    const float d = h(b[i].d), dmin = h(b[i].dmin);
+    for (int half = 0; half < 2; ++half) {
+      const std::uint8_t* q = b[i].qs + 32 * half;
+      for (int j = 0; j < 4; ++j) {
+        for (int l = 0; l < 32; ++l) {
+          const std::uint8_t sc = b[i].scales[8 * half + 2 * j + l / 16];
+          *y++ = d * static_cast<float>(sc & 15) * static_cast<float>((q[l] >> (2 * j)) & 3) -
+                 dmin * static_cast<float>(sc >> 4);
+        }
+      }
+    }
+  }
+}
+void deq_q3_k(const BlockQ3_K* b, float* y, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i) {
+    const float d = h(b[i].d);
+    std::int8_t sc[16];
+    q3_k_scales(b[i].scales, sc);
+    for (int half = 0; half < 2; ++half) {
+      const std::uint8_t* q = b[i].qs + 32 * half;
+      for (int j = 0; j < 4; ++j) {
+        for (int l = 0; l < 32; ++l) {
+          const int hi = (b[i].hmask[l] >> (4 * half + j)) & 1;
+          const int v = (((q[l] >> (2 * j)) & 3) | (hi << 2)) - 4;
+          *y++ = d * static_cast<float>(sc[8 * half + 2 * j + l / 16]) * static_cast<float>(v);
+        }
+      }
+    }
   }
 }
 void deq_q4_k(const BlockQ4_K* b, float* y, std::size_t nb) {
@@ -279,6 +319,78 @@ void quant_k45(const float* x, Block* b, std::size_t nb) {
   }
 }
 
+// Q2_K: per sub-block of 16 an asymmetric range [lo <= 0, hi] over 3 steps;
+// the 16 scales and mins quantized to 4 bits against the block's d, dmin.
+void quant_q2_k(const float* x, BlockQ2_K* b, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i, x += 256) {
+    float scale[16], minv[16], max_scale = 0, max_min = 0;
+    for (int k = 0; k < 16; ++k) {
+      float lo = 0, hi = 0;
+      for (int l = 0; l < 16; ++l) { lo = std::min(lo, x[16 * k + l]); hi = std::max(hi, x[16 * k + l]); }
+      scale[k] = (hi - lo) / 3.f;
+      minv[k] = -lo;
+      max_scale = std::max(max_scale, scale[k]);
+      max_min = std::max(max_min, minv[k]);
+    }
+    const float d = fp16_to_f32(f32_to_fp16(max_scale / 15.f));
+    const float dmin = fp16_to_f32(f32_to_fp16(max_min / 15.f));
+    b[i].d = f32_to_fp16(d);
+    b[i].dmin = f32_to_fp16(dmin);
+    std::uint8_t q[256];
+    for (int k = 0; k < 16; ++k) {
+      const int sc = d > 0 ? static_cast<int>(std::min(15.f, std::ceil(scale[k] / d))) : 0;
+      const int m = dmin > 0 ? static_cast<int>(std::min(15.f, std::nearbyint(minv[k] / dmin))) : 0;
+      b[i].scales[k] = static_cast<std::uint8_t>(sc | (m << 4));
+      const float ds = d * static_cast<float>(sc), dm = dmin * static_cast<float>(m);
+      const float ids = ds != 0 ? 1.f / ds : 0.f;
+      for (int l = 0; l < 16; ++l)
+        q[16 * k + l] = static_cast<std::uint8_t>(std::clamp(static_cast<int>(std::lround((x[16 * k + l] + dm) * ids)), 0, 3));
+    }
+    std::memset(b[i].qs, 0, 64);
+    for (int e = 0; e < 256; ++e) {  // element e = 128h + 32j + l
+      const int half = e / 128, j = (e % 128) / 32, l = e % 32;
+      b[i].qs[32 * half + l] |= static_cast<std::uint8_t>(q[e] << (2 * j));
+    }
+  }
+}
+
+// Q3_K: per sub-block of 16 a symmetric scale amax/4 (q in -4..3, the top
+// clamped), the scales quantized to 0..31 against d = max / 31 and stored + 32.
+void quant_q3_k(const float* x, BlockQ3_K* b, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i, x += 256) {
+    float scale[16], max_scale = 0;
+    for (int k = 0; k < 16; ++k) {
+      float amax = 0;
+      for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * k + l]));
+      scale[k] = amax / 4.f;
+      max_scale = std::max(max_scale, scale[k]);
+    }
+    const float d = fp16_to_f32(f32_to_fp16(max_scale / 31.f));
+    b[i].d = f32_to_fp16(d);
+    std::uint8_t sc[16], q[256];
+    for (int k = 0; k < 16; ++k) {
+      sc[k] = static_cast<std::uint8_t>(d > 0 ? std::min(31.f, std::ceil(scale[k] / d)) : 0);
+      const float ds = d * static_cast<float>(sc[k]);
+      const float ids = ds != 0 ? 1.f / ds : 0.f;
+      for (int l = 0; l < 16; ++l)
+        q[16 * k + l] = static_cast<std::uint8_t>(std::clamp(static_cast<int>(std::lround(x[16 * k + l] * ids)), -4, 3) + 4);
+    }
+    std::memset(b[i].scales, 0, 12);
+    for (int k = 0; k < 16; ++k) {
+      const int v = sc[k] + 32;  // 6 bits
+      b[i].scales[k % 8] |= static_cast<std::uint8_t>((v & 15) << (k < 8 ? 0 : 4));
+      b[i].scales[8 + k % 4] |= static_cast<std::uint8_t>((v >> 4) << (2 * (k / 4)));
+    }
+    std::memset(b[i].qs, 0, 64);
+    std::memset(b[i].hmask, 0, 32);
+    for (int e = 0; e < 256; ++e) {
+      const int half = e / 128, j = (e % 128) / 32, l = e % 32;
+      b[i].qs[32 * half + l] |= static_cast<std::uint8_t>((q[e] & 3) << (2 * j));
+      b[i].hmask[l] |= static_cast<std::uint8_t>((q[e] >> 2) << (4 * half + j));
+    }
+  }
+}
+
 // Q6_K: per sub-block of 16 a symmetric scale amax/31, scales quantized to
 // int8 against d = max|scale| / 127.
 void quant_q6_k(const float* x, BlockQ6_K* b, std::size_t nb) {
@@ -347,6 +459,8 @@ void dequantize_row_ref(GgmlType type, const void* src, float* dst, std::size_t 
     case GgmlType::Q5_0: deq_q5_0(static_cast<const BlockQ5_0*>(src), dst, nb); return;
     case GgmlType::Q5_1: deq_q5_1(static_cast<const BlockQ5_1*>(src), dst, nb); return;
     case GgmlType::Q8_0: deq_q8_0(static_cast<const BlockQ8_0*>(src), dst, nb); return;
+    case GgmlType::Q2_K: deq_q2_k(static_cast<const BlockQ2_K*>(src), dst, nb); return;
+    case GgmlType::Q3_K: deq_q3_k(static_cast<const BlockQ3_K*>(src), dst, nb); return;
     case GgmlType::Q4_K: deq_q4_k(static_cast<const BlockQ4_K*>(src), dst, nb); return;
     case GgmlType::Q5_K: deq_q5_k(static_cast<const BlockQ5_K*>(src), dst, nb); return;
     case GgmlType::Q6_K: deq_q6_k(static_cast<const BlockQ6_K*>(src), dst, nb); return;
@@ -376,6 +490,8 @@ void quantize_row_ref(GgmlType type, const float* src, void* dst, std::size_t n)
     case GgmlType::Q5_0: quant_q5_0(src, static_cast<BlockQ5_0*>(dst), nb); return;
     case GgmlType::Q5_1: quant_asym<BlockQ5_1, 31>(src, static_cast<BlockQ5_1*>(dst), nb); return;
     case GgmlType::Q8_0: quant_q8_0(src, static_cast<BlockQ8_0*>(dst), nb); return;
+    case GgmlType::Q2_K: quant_q2_k(src, static_cast<BlockQ2_K*>(dst), nb); return;
+    case GgmlType::Q3_K: quant_q3_k(src, static_cast<BlockQ3_K*>(dst), nb); return;
     case GgmlType::Q4_K: quant_k45<BlockQ4_K, 15>(src, static_cast<BlockQ4_K*>(dst), nb); return;
     case GgmlType::Q5_K: quant_k45<BlockQ5_K, 31>(src, static_cast<BlockQ5_K*>(dst), nb); return;
     case GgmlType::Q6_K: quant_q6_k(src, static_cast<BlockQ6_K*>(dst), nb); return;

@@ -44,6 +44,24 @@ struct BlockQ8_0 {
   std::uint16_t d;
   std::int8_t qs[32];
 };
+// 16 sub-blocks of 16; scales[k]: 4-bit scale (low nibble) and 4-bit min
+// (high) of sub-block k; x = d*sc*q - dmin*m, q = 2-bit. qs: two halves of
+// 32 bytes; in half h, bits 2j..2j+1 of byte l hold element 128h + 32j + l
+// (sub-block 8h + 2j for l < 16, 8h + 2j + 1 for l >= 16).
+struct BlockQ2_K {
+  std::uint8_t scales[16];
+  std::uint8_t qs[64];
+  std::uint16_t d, dmin;  // fp16, last
+};
+// 16 sub-blocks of 16 with 6-bit scales stored + 32 (see q3_k_scales);
+// x = d * (sc - 32) * (q - 4), q = 3-bit: the low 2 bits in qs as Q2_K's,
+// bit 2 of element 128h + 32j + l is bit 4h + j of hmask[l].
+struct BlockQ3_K {
+  std::uint8_t hmask[32];
+  std::uint8_t qs[64];
+  std::uint8_t scales[12];
+  std::uint16_t d;        // fp16, last
+};
 // 8 sub-blocks of 32, 6-bit scale and min each (packed in scales[12], see
 // get_scale_min_k4); x = d*sc*q - dmin*m. qs: 4 chunks of 32 bytes, chunk c
 // holds sub-block 2c in the low nibbles and 2c+1 in the high nibbles.
@@ -73,6 +91,8 @@ static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
@@ -82,6 +102,11 @@ static_assert(sizeof(BlockQ6_K) == 210);
 void get_scale_min_k4(int j, const std::uint8_t* q, std::uint8_t* sc, std::uint8_t* m);
 // Inverse: packs 8 scales and 8 mins (each < 64) into scales[12].
 void pack_scale_min_k4(const std::uint8_t sc[8], const std::uint8_t m[8], std::uint8_t out[12]);
+
+// A Q3_K block's 16 sub-block scales, minus 32 (-32..31), from its 12 bytes:
+// scale k has its low 4 bits in scales[k % 8] (low nibble for k < 8, high
+// for k >= 8) and its top 2 bits at bit 2 * (k / 4) of scales[8 + k % 4].
+void q3_k_scales(const std::uint8_t* scales12, std::int8_t out[16]);
 
 // Bytes of a row of n elements of `type`. Throws std::invalid_argument if n is
 // not a multiple of the block size or the type is not one Latte reads.
@@ -96,8 +121,8 @@ void dequantize_row_ref(GgmlType type, const void* src, float* dst, std::size_t 
 
 // src[0..n) -> n elements of `type` at dst (ggml_row_bytes(type, n) bytes).
 // F32/F16/BF16: conversion (round to nearest even). Q8_0/Q4_0/Q4_1/Q5_0/Q5_1:
-// round-to-nearest with llama.cpp's reference scale choice. Q4_K/Q5_K/Q6_K:
-// simple min/max (Q6_K: absmax) scales, no search: correct, not optimal.
+// round-to-nearest with llama.cpp's reference scale choice. Q2_K..Q6_K:
+// simple min/max (Q3_K, Q6_K: absmax) scales, no search: correct, not optimal.
 void quantize_row_ref(GgmlType type, const float* src, void* dst, std::size_t n);
 
 }  // namespace latte

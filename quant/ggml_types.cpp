@@ -8,6 +8,7 @@ constexpr GgmlTypeInfo kTypes[] = {
     {GgmlType::BF16, "BF16", 1, 2},      {GgmlType::Q4_0, "Q4_0", 32, 18},
     {GgmlType::Q4_1, "Q4_1", 32, 20},    {GgmlType::Q5_0, "Q5_0", 32, 22},
     {GgmlType::Q5_1, "Q5_1", 32, 24},    {GgmlType::Q8_0, "Q8_0", 32, 34},
+    {GgmlType::Q2_K, "Q2_K", 256, 84},   {GgmlType::Q3_K, "Q3_K", 256, 110},
     {GgmlType::Q4_K, "Q4_K", 256, 144},  {GgmlType::Q5_K, "Q5_K", 256, 176},
     {GgmlType::Q6_K, "Q6_K", 256, 210},
 };
@@ -17,6 +18,11 @@ std::optional<GgmlTypeInfo> ggml_type_info(std::uint32_t id) {
   for (const auto& t : kTypes)
     if (static_cast<std::uint32_t>(t.type) == id) return t;
   return std::nullopt;
+}
+
+bool ggml_is_k_quant(GgmlType t) {
+  return t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
+         t == GgmlType::Q6_K;
 }
 
 const char* ggml_type_name(GgmlType t) {

@@ -16,6 +16,8 @@ enum class GgmlType : std::uint32_t {
   Q5_0 = 6,
   Q5_1 = 7,
   Q8_0 = 8,
+  Q2_K = 10,
+  Q3_K = 11,
   Q4_K = 12,
   Q5_K = 13,
   Q6_K = 14,
@@ -32,5 +34,8 @@ struct GgmlTypeInfo {
 // nullopt for a type id Latte does not read (the caller names the tensor).
 std::optional<GgmlTypeInfo> ggml_type_info(std::uint32_t id);
 const char* ggml_type_name(GgmlType t);
+// Q2_K .. Q6_K: 256-element super-blocks, activations quantized per 256.
+// (Out of line: per-ISA kernel objects must not emit inline copies.)
+bool ggml_is_k_quant(GgmlType t);
 
 }  // namespace latte

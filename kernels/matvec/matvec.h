@@ -4,11 +4,11 @@
 // W has `rows` rows of `cols` elements, stored row-major as consecutive blocks
 // of its type (a GGUF tensor with ne = {cols, rows}, used in place); each row
 // is ggml_row_bytes(type, cols) bytes. Types: F32, F16, BF16, Q8_0, Q4_0,
-// Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K.
+// Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
 //
 // The SIMD bodies for the quantized types first quantize the activations to
 // int8 in caller-provided scratch (ActQ8: one f32 scale per 32; ActQ8K: one
-// per 256 for Q4_K/Q5_K/Q6_K, as llama.cpp's Q8_K) and use integer dot
+// per 256 for Q2_K..Q6_K, as llama.cpp's Q8_K) and use integer dot
 // products (AVX-512 VNNI vpdpbusd, AVX2 vpmaddubsw, NEON sdot): that adds an
 // error of at most amax(block)/254 per activation (output NMSE around 1e-5).
 // F32/F16/BF16 weights are multiplied in f32 (exact products, f32 sums).
@@ -33,10 +33,11 @@ static_assert(sizeof(ActQ8) == 40);
 // integer sums. x[i] ~ d * qs[i]; sums[g] = sum(qs[32g .. 32g+31]).
 struct ActQ8K {
   float d;
-  std::int32_t sums[8];
+  std::int32_t sums[8];     // per 32 (Q4_K / Q5_K mins)
+  std::int16_t sums16[16];  // per 16 (Q2_K mins)
   std::int8_t qs[256];
 };
-static_assert(sizeof(ActQ8K) == 292);
+static_assert(sizeof(ActQ8K) == 324);
 
 // From this many tokens on, matmul over Q8_0 weights repacks each tile of
 // rows once per call (rows interleaved, so a register holds one int32 dot

@@ -89,6 +89,18 @@ inline I8x32 q6_hi(I8x32 v) {
   else if constexpr (k == 2) return _mm256_and_si256(v, splat8(0x30));
   else return _mm256_and_si256(_mm256_srli_epi16(v, 2), splat8(0x30));
 }
+// (v >> s) & 3 per byte (Q2_K / Q3_K low bits), s even < 8; the 16-bit
+// shift's bits from the neighbour byte land above bit 1 and are masked.
+template <int s>
+inline I8x32 crumb(I8x32 v) {
+  return _mm256_and_si256(_mm256_srli_epi16(v, s), splat8(3));
+}
+// byte i = 4 where bit j of v[i] is set (Q3_K third bit)
+template <int j>
+inline I8x32 bit_x04(I8x32 v) {
+  if constexpr (j <= 2) return _mm256_and_si256(_mm256_slli_epi16(v, 2 - j), splat8(4));
+  else return _mm256_and_si256(_mm256_srli_epi16(v, j - 2), splat8(4));
+}
 // 8 int32 lanes; lane l = sum of bytes 4l..4l+3 of u*x (u unsigned <= 127 or
 // 128 from abs(-128); x signed, never -128)
 inline __m256i dot_lanes_u8s8(I8x32 u, I8x32 x) {
@@ -160,6 +172,51 @@ inline Acc fnma_mins(Acc acc, const std::uint8_t* mn, const std::int32_t* sums, 
   return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc);
 }
 inline Acc fma_i32(Acc acc, I32 v, float s) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(s), acc); }
+// A Q3_K block's 16 scales minus 32 as int8 in one register, built there (a
+// byte array from scalar code costs a slow move back into the vector unit):
+// low nibbles of bytes 0-7, then their high nibbles; the top two bits of
+// scale k from bits 2 * (k / 4) of byte 8 + k % 4, one 32-bit lane per k / 4.
+struct Q3KScales {
+  __m128i v;
+};
+inline Q3KScales q3k_scales(const std::uint8_t* s12) {
+  const __m128i lo8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s12));
+  std::uint32_t h;
+  std::memcpy(&h, s12 + 8, 4);
+  const __m128i m4 = _mm_set1_epi8(15);
+  const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(lo8, m4), _mm_and_si128(_mm_srli_epi16(lo8, 4), m4));
+  const __m128i top = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(h)), _mm_setr_epi32(0, 2, 4, 6)),
+                                    _mm_set1_epi8(3));
+  return {_mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(top, 4)), _mm_set1_epi8(32))};
+}
+template <int h>
+inline KScales q3k_half(Q3KScales s) {
+  return {_mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(h == 0 ? s.v : _mm_srli_si128(s.v, 8)))};
+}
+// A Q2_K block's 16 4-bit scales and 16 4-bit mins, each as bytes in one
+// register (the 16 scale bytes come first in the block, so one load).
+struct Q2KScales {
+  __m128i sc, mn;
+};
+inline Q2KScales q2k_scales(const std::uint8_t* s16) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s16));
+  const __m128i m4 = _mm_set1_epi8(15);
+  return {_mm_and_si128(raw, m4), _mm_and_si128(_mm_srli_epi16(raw, 4), m4)};
+}
+template <int h>
+inline KScales q2k_half(const Q2KScales& s) {
+  return {_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(h == 0 ? s.sc : _mm_srli_si128(s.sc, 8)))};
+}
+// acc - f * (mins[k] * sums16[k]): kept in the lanes, as fnma_mins does
+inline Acc q2k_fnma_mins(Acc acc, const Q2KScales& s, const std::int16_t* sums16, float f) {
+  const __m256i p = _mm256_madd_epi16(_mm256_cvtepu8_epi16(s.mn), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums16)));
+  return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(f), acc);
+}
+// acc - f * (scales[k] * sums16[k]) (the format's -4 per weight), in the lanes
+inline Acc q3k_fnma(Acc acc, Q3KScales s, const std::int16_t* sums16, float f) {
+  const __m256i p = _mm256_madd_epi16(_mm256_cvtepi8_epi16(s.v), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums16)));
+  return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(f), acc);
+}
 
 // out[j] = q[j] * (j < 16 ? s0 : s1) + m, j < 32 (q signed bytes)
 inline void store32(I8x32 q, float s0, float s1, float m, float* out) {
@@ -230,6 +287,25 @@ inline I8x32 q6_hi(I8x32 v) {
   };
   return {f(v.a), f(v.b)};
 }
+template <int s>
+inline I8x32 crumb(I8x32 v) {
+  const uint8x16_t m = vdupq_n_u8(3);
+  auto f = [&](int8x16_t x) {
+    if constexpr (s == 0) return s8(vandq_u8(u8(x), m));
+    else return s8(vandq_u8(vshrq_n_u8(u8(x), s), m));
+  };
+  return {f(v.a), f(v.b)};
+}
+template <int j>
+inline I8x32 bit_x04(I8x32 v) {
+  const uint8x16_t m = vdupq_n_u8(4);
+  auto f = [&](int8x16_t x) {
+    if constexpr (j < 2) return s8(vandq_u8(vshlq_n_u8(u8(x), 2 - j), m));
+    else if constexpr (j == 2) return s8(vandq_u8(u8(x), m));
+    else return s8(vandq_u8(vshrq_n_u8(u8(x), j - 2), m));
+  };
+  return {f(v.a), f(v.b)};
+}
 inline Acc acc_zero() { return vdupq_n_f32(0.f); }
 // sdot is signed x signed: unsigned weights <= 127 are the same bytes.
 inline Acc fma_dot_s(Acc acc, I8x32 w, I8x32 x, float s) {
@@ -280,6 +356,59 @@ inline Acc fnma_mins(Acc acc, const std::uint8_t* mn, const std::int32_t* sums, 
   return vfmsq_n_f32(acc, vcvtq_f32_s32(vmlaq_s32(vmulq_s32(lo, vld1q_s32(sums)), hi, vld1q_s32(sums + 4))), s);
 }
 inline Acc fma_i32(Acc acc, I32 v, float s) { return vfmaq_n_f32(acc, vcvtq_f32_s32(vaddq_s32(v.a, v.b)), s); }
+// acc - f * (a[k] * b[k], k < 16), in the lanes
+inline Acc fnma_dot16(Acc acc, const std::int8_t* a, const std::int16_t* b, float f) {
+  const int8x16_t v = vld1q_s8(a);
+  const int16x8_t lo = vmovl_s8(vget_low_s8(v)), hi = vmovl_s8(vget_high_s8(v));
+  int32x4_t p = vmull_s16(vget_low_s16(lo), vld1_s16(b));
+  p = vmlal_s16(p, vget_high_s16(lo), vld1_s16(b + 4));
+  p = vmlal_s16(p, vget_low_s16(hi), vld1_s16(b + 8));
+  p = vmlal_s16(p, vget_high_s16(hi), vld1_s16(b + 12));
+  return vfmsq_n_f32(acc, vcvtq_f32_s32(p), f);
+}
+// A Q3_K block's 16 scales minus 32 (q3_k_scales, in 32-bit words).
+struct Q3KScales {
+  std::int8_t v[16];
+};
+inline Q3KScales q3k_scales(const std::uint8_t* s12) {
+  std::uint32_t a0, a1, a2;
+  std::memcpy(&a0, s12, 4);
+  std::memcpy(&a1, s12 + 4, 4);
+  std::memcpy(&a2, s12 + 8, 4);
+  constexpr std::uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+  const std::uint32_t w[4] = {(a0 & m4) | ((a2 & m2) << 4), (a1 & m4) | (((a2 >> 2) & m2) << 4),
+                              ((a0 >> 4) & m4) | (((a2 >> 4) & m2) << 4), ((a1 >> 4) & m4) | (((a2 >> 6) & m2) << 4)};
+  Q3KScales r;
+  std::memcpy(r.v, w, 16);  // little-endian targets only
+  for (int k = 0; k < 16; ++k) r.v[k] = static_cast<std::int8_t>(r.v[k] - 32);
+  return r;
+}
+template <int h>
+inline KScales q3k_half(const Q3KScales& s) {
+  return k_scales_s8(s.v + 8 * h);
+}
+inline Acc q3k_fnma(Acc acc, const Q3KScales& s, const std::int16_t* sums16, float f) {
+  return fnma_dot16(acc, s.v, sums16, f);
+}
+struct Q2KScales {
+  std::uint8_t sc[16];
+  std::int8_t mn[16];
+};
+inline Q2KScales q2k_scales(const std::uint8_t* s16) {
+  Q2KScales r;
+  for (int k = 0; k < 16; ++k) {
+    r.sc[k] = s16[k] & 15;
+    r.mn[k] = static_cast<std::int8_t>(s16[k] >> 4);
+  }
+  return r;
+}
+template <int h>
+inline KScales q2k_half(const Q2KScales& s) {
+  return k_scales_u8(s.sc + 8 * h);
+}
+inline Acc q2k_fnma_mins(Acc acc, const Q2KScales& s, const std::int16_t* sums16, float f) {
+  return fnma_dot16(acc, s.mn, sums16, f);
+}
 inline void store32(I8x32 q, float s0, float s1, float m, float* out) {
   const float32x4_t vm = vdupq_n_f32(m);
   auto half = [&](int8x16_t v, float sc, float* o) {
@@ -481,6 +610,97 @@ void row_k45(const Block* w, std::size_t nb, const ActQ8K* const* xq, float* out
   s.finish(out);
 }
 
+// Q2_K against ActQ8K: in half h, the 2-bit field j of the 32 qs bytes is
+// elements 128h + 32j + (0..31), sub-blocks 8h + 2j and 8h + 2j + 1 (16
+// each), whose 4-bit scales multiply the integer dots; the 4-bit mins meet
+// the activation sums per 16.
+template <int NT>
+void row_q2_k(const BlockQ2_K* w, std::size_t nb, const ActQ8K* const* xq, float* out) {
+  Accs<NT> s;
+  auto step = [&](std::size_t i, auto u_) __attribute__((always_inline)) {  // u: as in row_k45, inlined as row_q3_k's
+    constexpr int u = decltype(u_)::value;
+    const float d = h2f(ld_u16(&w[i].d)), dmin = h2f(ld_u16(&w[i].dmin));
+    const Q2KScales sc = q2k_scales(w[i].scales);
+    I32 ai[NT];
+    for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
+    auto half = [&](auto h_) __attribute__((always_inline)) {
+      constexpr int h = decltype(h_)::value;
+      const I8x32 v = ld32(w[i].qs + 32 * h);
+      const KScales ks = q2k_half<h>(sc);
+      auto group = [&](auto j_) __attribute__((always_inline)) {
+        constexpr int j = decltype(j_)::value;
+        const I8x32 q = crumb<2 * j>(v);
+        const auto sg = k_scale<2 * j, 2 * j + 1>(ks);
+        for (int t = 0; t < NT; ++t) ai[t] = madd_sc_u(ai[t], q, ld32(xq[t][i].qs + 128 * h + 32 * j), sg);
+      };
+      group(std::integral_constant<int, 0>{});
+      group(std::integral_constant<int, 1>{});
+      group(std::integral_constant<int, 2>{});
+      group(std::integral_constant<int, 3>{});
+    };
+    half(std::integral_constant<int, 0>{});
+    half(std::integral_constant<int, 1>{});
+    for (int t = 0; t < NT; ++t) {
+      const ActQ8K& a = xq[t][i];
+      s.v[u][t] = q2k_fnma_mins(fma_i32(s.v[u][t], ai[t], d * a.d), sc, a.sums16, dmin * a.d);
+    }
+  };
+  std::size_t i = 0;
+  for (; i + 2 <= nb; i += 2) {
+    step(i, std::integral_constant<int, 0>{});
+    step(i + 1, std::integral_constant<int, 1>{});
+  }
+  if (i < nb) step(i, std::integral_constant<int, 0>{});
+  s.finish(out);
+}
+
+// Q3_K against ActQ8K: the low bits as Q2_K's, the third from bit plane
+// 4h + j of hmask: unsigned 0..7 in the dots, and the format's -4 applied
+// once per block through the activation sums per 16 (no sign juggling per
+// group); signed 6-bit scales.
+template <int NT>
+void row_q3_k(const BlockQ3_K* w, std::size_t nb, const ActQ8K* const* xq, float* out) {
+  Accs<NT> s;
+  // Inlined by force: GCC otherwise keeps the even blocks' step out of line,
+  // with the accumulators in memory.
+  auto step = [&](std::size_t i, auto u_) __attribute__((always_inline)) {  // u: as in row_k45
+    constexpr int u = decltype(u_)::value;
+    const float d = h2f(ld_u16(&w[i].d));
+    const Q3KScales sc = q3k_scales(w[i].scales);
+    const I8x32 hm = ld32(w[i].hmask);
+    I32 ai[NT];
+    for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
+    auto half = [&](auto h_) __attribute__((always_inline)) {
+      constexpr int h = decltype(h_)::value;
+      const I8x32 v = ld32(w[i].qs + 32 * h);
+      const KScales ks = q3k_half<h>(sc);
+      auto group = [&](auto j_) __attribute__((always_inline)) {
+        constexpr int j = decltype(j_)::value;
+        const I8x32 q = or8(crumb<2 * j>(v), bit_x04<4 * h + j>(hm));
+        const auto sg = k_scale<2 * j, 2 * j + 1>(ks);
+        for (int t = 0; t < NT; ++t) ai[t] = madd_sc_u(ai[t], q, ld32(xq[t][i].qs + 128 * h + 32 * j), sg);
+      };
+      group(std::integral_constant<int, 0>{});
+      group(std::integral_constant<int, 1>{});
+      group(std::integral_constant<int, 2>{});
+      group(std::integral_constant<int, 3>{});
+    };
+    half(std::integral_constant<int, 0>{});
+    half(std::integral_constant<int, 1>{});
+    for (int t = 0; t < NT; ++t) {
+      const ActQ8K& a = xq[t][i];
+      s.v[u][t] = q3k_fnma(fma_i32(s.v[u][t], ai[t], d * a.d), sc, a.sums16, 4.f * d * a.d);
+    }
+  };
+  std::size_t i = 0;
+  for (; i + 2 <= nb; i += 2) {
+    step(i, std::integral_constant<int, 0>{});
+    step(i + 1, std::integral_constant<int, 1>{});
+  }
+  if (i < nb) step(i, std::integral_constant<int, 0>{});
+  s.finish(out);
+}
+
 // Q6_K against ActQ8K: group g (32 elements) of half h has scales sc[2g],
 // sc[2g+1] (16 elements each); weights q-32 signed.
 template <int NT>
@@ -663,6 +883,52 @@ void deq_k45(const Block* w, std::size_t nb, float* out) {
     pair(std::integral_constant<int, 3>{});
   }
 }
+inline void deq_q2_k_simd(const BlockQ2_K* w, std::size_t nb, float* out) {
+  for (std::size_t i = 0; i < nb; ++i) {
+    const float d = h2f(ld_u16(&w[i].d)), dmin = h2f(ld_u16(&w[i].dmin));
+    for (int h = 0; h < 2; ++h) {
+      const I8x32 v = ld32(w[i].qs + 32 * h);
+      const std::uint8_t* sc = w[i].scales + 8 * h;
+      auto group = [&](auto j_) {
+        constexpr int j = decltype(j_)::value;
+        const std::uint8_t s0 = sc[2 * j], s1 = sc[2 * j + 1];
+        const float m0 = dmin * static_cast<float>(s0 >> 4), m1 = dmin * static_cast<float>(s1 >> 4);
+        store32(crumb<2 * j>(v), d * static_cast<float>(s0 & 15), d * static_cast<float>(s1 & 15), -m0, out);
+        for (int l = 16; l < 32; ++l) out[l] += m0 - m1;  // the second sub-block's own min
+        out += 32;
+      };
+      group(std::integral_constant<int, 0>{});
+      group(std::integral_constant<int, 1>{});
+      group(std::integral_constant<int, 2>{});
+      group(std::integral_constant<int, 3>{});
+    }
+  }
+}
+inline void deq_q3_k_simd(const BlockQ3_K* w, std::size_t nb, float* out) {
+  const I8x32 k4 = splat8(4);
+  for (std::size_t i = 0; i < nb; ++i) {
+    const float d = h2f(ld_u16(&w[i].d));
+    std::int8_t sc[16];
+    q3_k_scales(w[i].scales, sc);
+    const I8x32 hm = ld32(w[i].hmask);
+    auto half = [&](auto h_) {
+      constexpr int h = decltype(h_)::value;
+      const I8x32 v = ld32(w[i].qs + 32 * h);
+      auto group = [&](auto j_) {
+        constexpr int j = decltype(j_)::value;
+        const I8x32 q = sub8(or8(crumb<2 * j>(v), bit_x04<4 * h + j>(hm)), k4);
+        store32(q, d * sc[8 * h + 2 * j], d * sc[8 * h + 2 * j + 1], 0.f, out);
+        out += 32;
+      };
+      group(std::integral_constant<int, 0>{});
+      group(std::integral_constant<int, 1>{});
+      group(std::integral_constant<int, 2>{});
+      group(std::integral_constant<int, 3>{});
+    };
+    half(std::integral_constant<int, 0>{});
+    half(std::integral_constant<int, 1>{});
+  }
+}
 inline void deq_q6_k_simd(const BlockQ6_K* w, std::size_t nb, float* out) {
   const I8x32 k32 = splat8(32);
   for (std::size_t i = 0; i < nb; ++i) {
@@ -763,22 +1029,23 @@ void matvec_quantize_act(const float* x, std::size_t cols, ActQ8* xq, std::int32
   }
 }
 
-// x [cols] -> xq [cols/256] (one scale per 256, sums per 32)
+// x [cols] -> xq [cols/256] (one scale per 256, sums per 32 and per 16)
 template <class Arch>
 void matvec_quantize_act_k(const float* x, std::size_t cols, ActQ8K* xq) {
   for (std::size_t b = 0; b < cols / 256; ++b) {
     alignas(64) std::int32_t qi[256];
     const float amax = act_quantize_block<Arch>(x + 256 * b, 256, qi);
     const bool bad = __builtin_isnan(amax);  // see act_quantize_block
-    for (int g = 0; g < 8; ++g) {
+    for (int k = 0; k < 16; ++k) {
       int sum = 0;
-      for (int j = 32 * g; j < 32 * (g + 1); ++j) {
+      for (int j = 16 * k; j < 16 * (k + 1); ++j) {
         const int v = bad ? 0 : qi[j];
         xq[b].qs[j] = static_cast<std::int8_t>(v);
         sum += v;
       }
-      xq[b].sums[g] = sum;
+      xq[b].sums16[k] = static_cast<std::int16_t>(sum);  // |sum| <= 16 * 127
     }
+    for (int g = 0; g < 8; ++g) xq[b].sums[g] = xq[b].sums16[2 * g] + xq[b].sums16[2 * g + 1];
     xq[b].d = amax / 127.f;
   }
 }
@@ -805,6 +1072,8 @@ void dequantize_body(GgmlType type, const void* src, float* dst, std::size_t n) 
     case GgmlType::Q4_1: return deq_q32<BlockQ4_1, false, true>(reinterpret_cast<const BlockQ4_1*>(p), n / 32, dst);
     case GgmlType::Q5_0: return deq_q32<BlockQ5_0, true, false>(reinterpret_cast<const BlockQ5_0*>(p), n / 32, dst);
     case GgmlType::Q5_1: return deq_q32<BlockQ5_1, true, true>(reinterpret_cast<const BlockQ5_1*>(p), n / 32, dst);
+    case GgmlType::Q2_K: return deq_q2_k_simd(reinterpret_cast<const BlockQ2_K*>(p), n / 256, dst);
+    case GgmlType::Q3_K: return deq_q3_k_simd(reinterpret_cast<const BlockQ3_K*>(p), n / 256, dst);
     case GgmlType::Q4_K: return deq_k45<BlockQ4_K, false>(reinterpret_cast<const BlockQ4_K*>(p), n / 256, dst);
     case GgmlType::Q5_K: return deq_k45<BlockQ5_K, true>(reinterpret_cast<const BlockQ5_K*>(p), n / 256, dst);
     case GgmlType::Q6_K: return deq_q6_k_simd(reinterpret_cast<const BlockQ6_K*>(p), n / 256, dst);
@@ -815,8 +1084,7 @@ void dequantize_body(GgmlType type, const void* src, float* dst, std::size_t n) 
 template <class Arch>
 void dequantize_bf16_body(GgmlType type, const void* src, std::uint16_t* dst, std::size_t n) {
   matvec_check_args(type, n);
-  const std::size_t blk = type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16 ? 1
-                          : (type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K) ? 256 : 32;
+  const std::size_t blk = ggml_block_elems(type);
   const std::size_t bytes_per_blk = ggml_row_bytes(type, blk);
   if (type == GgmlType::BF16) { std::memcpy(dst, src, 2 * n); return; }
   constexpr std::size_t kChunk = 1024;  // elements per pass (a multiple of every block size)
@@ -846,6 +1114,8 @@ void row_of_type(const std::uint8_t* w, std::size_t cols, const float* const* xf
     row_q32<NT, BlockQ5_0, true, false>(reinterpret_cast<const BlockQ5_0*>(w), cols / 32, xq, out);
   else if constexpr (T == GgmlType::Q5_1)
     row_q32<NT, BlockQ5_1, true, true>(reinterpret_cast<const BlockQ5_1*>(w), cols / 32, xq, out);
+  else if constexpr (T == GgmlType::Q2_K) row_q2_k<NT>(reinterpret_cast<const BlockQ2_K*>(w), cols / 256, xk, out);
+  else if constexpr (T == GgmlType::Q3_K) row_q3_k<NT>(reinterpret_cast<const BlockQ3_K*>(w), cols / 256, xk, out);
   else if constexpr (T == GgmlType::Q4_K)
     row_k45<NT, BlockQ4_K, false>(reinterpret_cast<const BlockQ4_K*>(w), cols / 256, xk, out);
   else if constexpr (T == GgmlType::Q5_K)
@@ -866,6 +1136,8 @@ void with_type(GgmlType type, Fn&& fn) {
     case GgmlType::Q4_1: return fn(std::integral_constant<GgmlType, GgmlType::Q4_1>{});
     case GgmlType::Q5_0: return fn(std::integral_constant<GgmlType, GgmlType::Q5_0>{});
     case GgmlType::Q5_1: return fn(std::integral_constant<GgmlType, GgmlType::Q5_1>{});
+    case GgmlType::Q2_K: return fn(std::integral_constant<GgmlType, GgmlType::Q2_K>{});
+    case GgmlType::Q3_K: return fn(std::integral_constant<GgmlType, GgmlType::Q3_K>{});
     case GgmlType::Q4_K: return fn(std::integral_constant<GgmlType, GgmlType::Q4_K>{});
     case GgmlType::Q5_K: return fn(std::integral_constant<GgmlType, GgmlType::Q5_K>{});
     case GgmlType::Q6_K: return fn(std::integral_constant<GgmlType, GgmlType::Q6_K>{});
@@ -1116,7 +1388,7 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   const std::size_t rb = ggml_row_bytes(type, cols);
   const auto* wb = static_cast<const std::uint8_t*>(w);
   const bool quant = !is_float_type(type);
-  const bool kq = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+  const bool kq = ggml_is_k_quant(type);
   // scratch: [n_tokens][cols/32] ActQ8, or [n_tokens][cols/256] ActQ8K for the K-quants
   auto* xb = static_cast<std::uint8_t*>(scratch);
   const std::size_t act_bytes = kq ? cols / 256 * sizeof(ActQ8K) : cols / 32 * sizeof(ActQ8);  // per token

@@ -34,6 +34,7 @@ GgmlType row_type_for(GgmlType want, std::uint64_t cols) {
   // As llama.cpp's quantizer does for rows a 256-element K-quant block does
   // not divide, then F16 where the 32-element fallback does not divide either.
   GgmlType fallback = GgmlType::F16;
+  if (want == GgmlType::Q2_K || want == GgmlType::Q3_K) fallback = GgmlType::Q4_0;
   if (want == GgmlType::Q4_K) fallback = GgmlType::Q5_0;
   if (want == GgmlType::Q5_K) fallback = GgmlType::Q5_1;
   if (want == GgmlType::Q6_K) fallback = GgmlType::Q8_0;

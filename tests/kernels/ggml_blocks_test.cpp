@@ -110,6 +110,55 @@ TEST(GgmlBlocks, ScaleMinK4) {
   EXPECT_EQ(0, std::memcmp(packed, kK4Scales, 12));
 }
 
+TEST(GgmlBlocks, Q2_KHandBuilt) {
+  BlockQ2_K b{};
+  b.d = 0x3C00;        // 1
+  b.dmin = 0x3800;     // 0.5
+  b.scales[0] = 0x32;  // sub-block 0: sc 2, m 3
+  b.scales[1] = 0x05;  // sub-block 1: sc 5, m 0
+  b.scales[13] = 0x47; // sub-block 13: sc 7, m 4
+  b.qs[3] = 0x03;      // half 0, field 0, byte 3: element 3 = 3
+  b.qs[17] = 0x02;     // half 0, field 0, byte 17: element 17 (sub-block 1) = 2
+  b.qs[53] = 0x10;     // half 1, field 2, byte 21: element 128 + 64 + 21 = 213 (sub-block 13) = 1
+  auto y = deq(GgmlType::Q2_K, b, 256);
+  EXPECT_EQ(y[3], 4.5f);    // 1*2*3 - 0.5*3
+  EXPECT_EQ(y[1], -1.5f);   // 1*2*0 - 0.5*3
+  EXPECT_EQ(y[17], 10.f);   // 1*5*2 - 0
+  EXPECT_EQ(y[16], 0.f);
+  EXPECT_EQ(y[213], 5.f);   // 1*7*1 - 0.5*4
+  EXPECT_EQ(y[212], -2.f);  // sub-block 13, q 0
+  EXPECT_EQ(y[128], 0.f);   // sub-block 8: sc 0, m 0
+}
+
+// Q3_K scales: stored (6-bit) 34 for sub-block 0, 27 for 9, 40 for 13, 32
+// (zero) for the others: low nibbles in bytes 0-7 (k >= 8 in the high
+// nibble of byte k - 8), top two bits at bit 2 * (k / 4) of byte 8 + k % 4.
+constexpr std::uint8_t kQ3Scales[12] = {0x02, 0xB0, 0, 0, 0, 0x80, 0, 0, 0xAA, 0x9A, 0xAA, 0xAA};
+
+TEST(GgmlBlocks, Q3_KHandBuilt) {
+  std::int8_t sc[16];
+  q3_k_scales(kQ3Scales, sc);
+  EXPECT_EQ(sc[0], 2);
+  EXPECT_EQ(sc[9], -5);
+  EXPECT_EQ(sc[13], 8);
+  for (int k : {1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 14, 15}) EXPECT_EQ(sc[k], 0) << k;
+  BlockQ3_K b{};
+  b.d = 0x3800;  // 0.5
+  std::memcpy(b.scales, kQ3Scales, 12);
+  b.qs[3] = 0x03;      // element 3: low bits 3
+  b.hmask[3] = 0x01;   // ... and bit plane 0 (half 0, field 0): 7 - 4 = 3
+  b.qs[50] = 0x01;     // half 1, field 0, byte 18: element 146 (sub-block 9) low bits 1
+  b.hmask[18] = 0x10;  // bit plane 4 (half 1, field 0): 5 - 4 = 1
+  b.qs[53] = 0x20;     // half 1, field 2, byte 21: element 213 (sub-block 13) low bits 2, plane 6 clear
+  auto y = deq(GgmlType::Q3_K, b, 256);
+  EXPECT_EQ(y[3], 3.f);     // 0.5*2*3
+  EXPECT_EQ(y[4], -4.f);    // 0.5*2*(0-4)
+  EXPECT_EQ(y[146], -2.5f); // 0.5*-5*1
+  EXPECT_EQ(y[147], 10.f);  // 0.5*-5*(0-4)
+  EXPECT_EQ(y[213], -8.f);  // 0.5*8*(2-4)
+  EXPECT_EQ(y[133], 0.f);   // sub-block 8: scale 0
+}
+
 TEST(GgmlBlocks, Q4_KHandBuilt) {
   BlockQ4_K b{};
   b.d = 0x3C00;     // 1
@@ -191,6 +240,8 @@ TEST(GgmlBlocks, FloatTypesHandBuilt) {
 TEST(GgmlBlocks, RowBytesAndValidation) {
   EXPECT_EQ(ggml_row_bytes(GgmlType::Q4_0, 64), 36u);
   EXPECT_EQ(ggml_row_bytes(GgmlType::Q6_K, 512), 420u);
+  EXPECT_EQ(ggml_row_bytes(GgmlType::Q2_K, 512), 168u);
+  EXPECT_EQ(ggml_row_bytes(GgmlType::Q3_K, 256), 110u);
   EXPECT_EQ(ggml_row_bytes(GgmlType::BF16, 3), 6u);
   EXPECT_THROW(ggml_row_bytes(GgmlType::Q4_K, 1408), std::invalid_argument);
   EXPECT_THROW(ggml_row_bytes(static_cast<GgmlType>(99), 32), std::invalid_argument);
@@ -207,13 +258,17 @@ struct RoundTrip {
 
 // Bounds: half a quantization step for x in [-1, 1] (step 2/levels), plus
 // the K-quants' 6-bit scales and mins (up to a step more). Q4_0/Q5_0 put the
-// signed extreme at -2^(b-1), so the opposite extreme may clip by a full step.
+// signed extreme at -2^(b-1), so the opposite extreme may clip by a full step
+// (Q3_K: levels -4..3 of amax/4, so +amax clips by one step, 0.25). Q2_K has
+// 4 levels over [lo, hi]: half a step is 1/3 (measured: NMSE 0.087, max 0.33;
+// Q3_K 0.022, 0.25).
 TEST(GgmlBlocks, QuantizeRoundTrip) {
   const RoundTrip cases[] = {
       {GgmlType::F32, 0, 0},           {GgmlType::F16, 1e-7, 5e-4},     {GgmlType::BF16, 2e-5, 4e-3},
       {GgmlType::Q8_0, 3e-5, 0.0045},  {GgmlType::Q4_0, 8e-3, 0.126},  {GgmlType::Q4_1, 8e-3, 0.07},
       {GgmlType::Q5_0, 2e-3, 0.063},   {GgmlType::Q5_1, 2e-3, 0.035},   {GgmlType::Q4_K, 1.2e-2, 0.14},
-      {GgmlType::Q5_K, 3e-3, 0.07},    {GgmlType::Q6_K, 6e-4, 0.04},
+      {GgmlType::Q5_K, 3e-3, 0.07},    {GgmlType::Q6_K, 6e-4, 0.04},    {GgmlType::Q2_K, 0.1, 0.36},
+      {GgmlType::Q3_K, 0.03, 0.27},
   };
   const std::size_t n = 4096;
   auto x = test::random_vector(n, 7);
@@ -234,7 +289,7 @@ TEST(GgmlBlocks, QuantizeRoundTrip) {
 // Zero blocks and blocks with one large outlier must not produce NaN/inf.
 TEST(GgmlBlocks, QuantizeDegenerate) {
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+                     GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     std::vector<float> x(256, 0.f), y(256);
     std::vector<std::uint8_t> q(ggml_row_bytes(t, 256));
     quantize_row_ref(t, x.data(), q.data(), 256);
