@@ -76,6 +76,9 @@ class Session {
   // on any error the session is unchanged.
   void save_state(const std::string& path) const;
   void load_state(const std::string& path);
+  // The checksum a session file ends with, over its other bytes (for tests
+  // and tools that write or alter such files).
+  static std::uint64_t state_checksum(const void* data, std::size_t n);
 
   const Model& model() const { return *model_; }
   const SessionOptions& options() const { return opts_; }

@@ -95,6 +95,12 @@ std::int64_t tiles_for(std::int64_t n, std::int64_t tile) { return (n + tile - 1
 
 }  // namespace
 
+std::uint64_t Session::state_checksum(const void* data, std::size_t n) {
+  Checksum c;
+  c.add(data, n);
+  return c.value();
+}
+
 void Session::save_state(const std::string& path) const {
   const ModelParams& p = model_->params();
   const LatentCacheConfig& cc = cache_.config();
