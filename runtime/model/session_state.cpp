@@ -63,6 +63,7 @@ T get(const std::uint8_t* at) {
 class Checksum {
  public:
   void add(const void* data, std::size_t n) {
+    if (n == 0) return;  // data may be null (an empty session's tokens)
     const auto* p = static_cast<const std::uint8_t*>(data);
     for (; n > 0 && n_pending_ > 0; --n) {  // complete a word begun by an earlier call
       pending_[n_pending_++] = *p++;
@@ -126,6 +127,7 @@ void Session::save_state(const std::string& path) const {
   if (!out) throw Error(Status::io_error, "save session: cannot create '" + tmp + "': " + std::strerror(errno));
   Checksum sum;
   const auto write = [&](const void* data, std::size_t n) {
+    if (n == 0) return;  // data may be null
     out.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
     sum.add(data, n);
   };
@@ -165,6 +167,7 @@ void Session::load_state(const std::string& path) {
 
   Checksum sum;
   const auto read = [&](void* data, std::size_t n) {
+    if (n == 0) return;  // data may be null
     in.read(static_cast<char*>(data), static_cast<std::streamsize>(n));
     if (static_cast<std::size_t>(in.gcount()) != n)
       throw Error(Status::bad_file, what + " is truncated (it changed while being read?)");
