@@ -85,6 +85,8 @@ GgufWriter every_tensor_type() {
   add(w, "q4_k", GgmlType::Q4_K, {256});
   add(w, "q5_k", GgmlType::Q5_K, {256});
   add(w, "q6_k", GgmlType::Q6_K, {256, 1, 1, 1});
+  add(w, "iq4_nl", GgmlType::IQ4_NL, {64});
+  add(w, "iq4_xs", GgmlType::IQ4_XS, {256});
   return w;
 }
 

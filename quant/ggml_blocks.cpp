@@ -146,6 +146,30 @@ void deq_q3_k(const BlockQ3_K* b, float* y, std::size_t nb) {
     }
   }
 }
+void deq_iq4_nl(const BlockIQ4_NL* b, float* y, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i, y += 32) {
+    const float d = h(b[i].d);
+    for (int j = 0; j < 16; ++j) {
+      y[j] = d * static_cast<float>(kIq4nlValues[b[i].qs[j] & 15]);
+      y[j + 16] = d * static_cast<float>(kIq4nlValues[b[i].qs[j] >> 4]);
+    }
+  }
+}
+int iq4_xs_scale(const BlockIQ4_XS& b, int sub) {
+  return (((b.scales_l[sub / 2] >> (4 * (sub % 2))) & 15) | (((b.scales_h >> (2 * sub)) & 3) << 4)) - 32;
+}
+void deq_iq4_xs(const BlockIQ4_XS* b, float* y, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i) {
+    const float d = h(b[i].d);
+    for (int sub = 0; sub < 8; ++sub, y += 32) {
+      const float dl = d * static_cast<float>(iq4_xs_scale(b[i], sub));
+      for (int j = 0; j < 16; ++j) {
+        y[j] = dl * static_cast<float>(kIq4nlValues[b[i].qs[16 * sub + j] & 15]);
+        y[j + 16] = dl * static_cast<float>(kIq4nlValues[b[i].qs[16 * sub + j] >> 4]);
+      }
+    }
+  }
+}
 void deq_q4_k(const BlockQ4_K* b, float* y, std::size_t nb) {
   for (std::size_t i = 0; i < nb; ++i) {
     const float d = h(b[i].d), dmin = h(b[i].dmin);
@@ -391,6 +415,50 @@ void quant_q3_k(const float* x, BlockQ3_K* b, std::size_t nb) {
   }
 }
 
+// The IQ4_NL table index whose value is nearest v.
+std::uint8_t iq4nl_nearest(float v) {
+  int best = 0;
+  for (int k = 1; k < 16; ++k)
+    if (std::fabs(v - kIq4nlValues[k]) < std::fabs(v - kIq4nlValues[best])) best = k;
+  return static_cast<std::uint8_t>(best);
+}
+// 32 values -> 16 nibble pairs against scale ds (0: all index 8, value 1 * 0).
+void iq4nl_pack(const float* x, float ds, std::uint8_t* qs) {
+  const float id = ds != 0 ? 1.f / ds : 0.f;
+  for (int j = 0; j < 16; ++j)
+    qs[j] = static_cast<std::uint8_t>(iq4nl_nearest(x[j] * id) | (iq4nl_nearest(x[j + 16] * id) << 4));
+}
+// IQ4_NL: the signed absmax mapped to -127 (the table's widest end).
+void quant_iq4_nl(const float* x, BlockIQ4_NL* b, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i, x += 32) {
+    const float d = fp16_to_f32(f32_to_fp16(signed_absmax(x, 32) / -127.f));
+    b[i].d = f32_to_fp16(d);
+    iq4nl_pack(x, d, b[i].qs);
+  }
+}
+// IQ4_XS: per sub-block of 32 the signed absmax / -127, those 8 scales
+// quantized to -32..31 against d = max |scale| / 32.
+void quant_iq4_xs(const float* x, BlockIQ4_XS* b, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i, x += 256) {
+    float sc[8], amax = 0;
+    for (int sub = 0; sub < 8; ++sub) {
+      sc[sub] = signed_absmax(x + 32 * sub, 32) / -127.f;
+      amax = std::max(amax, std::fabs(sc[sub]));
+    }
+    const float d = fp16_to_f32(f32_to_fp16(amax / 32.f));
+    b[i].d = f32_to_fp16(d);
+    b[i].scales_h = 0;
+    std::memset(b[i].scales_l, 0, 4);
+    for (int sub = 0; sub < 8; ++sub) {
+      const int ls = d > 0 ? std::clamp(static_cast<int>(std::lround(sc[sub] / d)), -32, 31) : 0;
+      const int v = ls + 32;
+      b[i].scales_l[sub / 2] |= static_cast<std::uint8_t>((v & 15) << (4 * (sub % 2)));
+      b[i].scales_h = static_cast<std::uint16_t>(b[i].scales_h | ((v >> 4) << (2 * sub)));
+      iq4nl_pack(x + 32 * sub, d * static_cast<float>(ls), b[i].qs + 16 * sub);
+    }
+  }
+}
+
 // Q6_K: per sub-block of 16 a symmetric scale amax/31, scales quantized to
 // int8 against d = max|scale| / 127.
 void quant_q6_k(const float* x, BlockQ6_K* b, std::size_t nb) {
@@ -464,6 +532,8 @@ void dequantize_row_ref(GgmlType type, const void* src, float* dst, std::size_t 
     case GgmlType::Q4_K: deq_q4_k(static_cast<const BlockQ4_K*>(src), dst, nb); return;
     case GgmlType::Q5_K: deq_q5_k(static_cast<const BlockQ5_K*>(src), dst, nb); return;
     case GgmlType::Q6_K: deq_q6_k(static_cast<const BlockQ6_K*>(src), dst, nb); return;
+    case GgmlType::IQ4_NL: deq_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, nb); return;
+    case GgmlType::IQ4_XS: deq_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, nb); return;
   }
   throw std::invalid_argument("dequantize_row_ref: unsupported type");
 }
@@ -495,6 +565,8 @@ void quantize_row_ref(GgmlType type, const float* src, void* dst, std::size_t n)
     case GgmlType::Q4_K: quant_k45<BlockQ4_K, 15>(src, static_cast<BlockQ4_K*>(dst), nb); return;
     case GgmlType::Q5_K: quant_k45<BlockQ5_K, 31>(src, static_cast<BlockQ5_K*>(dst), nb); return;
     case GgmlType::Q6_K: quant_q6_k(src, static_cast<BlockQ6_K*>(dst), nb); return;
+    case GgmlType::IQ4_NL: quant_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), nb); return;
+    case GgmlType::IQ4_XS: quant_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), nb); return;
   }
   throw std::invalid_argument("quantize_row_ref: unsupported type");
 }

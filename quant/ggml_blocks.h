@@ -86,6 +86,27 @@ struct BlockQ6_K {
   std::uint16_t d;        // last
 };
 
+// Non-linear 4-bit: x = d * kIq4nlValues[q] (q a nibble as Q4_0's).
+struct BlockIQ4_NL {
+  std::uint16_t d;
+  std::uint8_t qs[16];
+};
+// IQ4_NL's values in 8 sub-blocks of 32 with 6-bit scales (stored + 32):
+// x = d * (ls - 32) * kIq4nlValues[q]; ls of sub-block b: 4 low bits from
+// scales_l[b / 2] (low nibble for even b), 2 high bits at bit 2b of
+// scales_h; qs[16b + j]: elements 32b + j (low nibble) and 32b + 16 + j.
+struct BlockIQ4_XS {
+  std::uint16_t d;
+  std::uint16_t scales_h;
+  std::uint8_t scales_l[4];
+  std::uint8_t qs[128];
+};
+// The 16 values IQ4_NL / IQ4_XS nibbles stand for (llama.cpp's kvalues_iq4nl).
+inline constexpr std::int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                 1,    13,   25,  38,  53,  69,  89,  113};
+
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
@@ -123,6 +144,8 @@ void dequantize_row_ref(GgmlType type, const void* src, float* dst, std::size_t 
 // F32/F16/BF16: conversion (round to nearest even). Q8_0/Q4_0/Q4_1/Q5_0/Q5_1:
 // round-to-nearest with llama.cpp's reference scale choice. Q2_K..Q6_K:
 // simple min/max (Q3_K, Q6_K: absmax) scales, no search: correct, not optimal.
+// IQ4_NL / IQ4_XS: the absmax value mapped to -127, each value to the
+// nearest table entry.
 void quantize_row_ref(GgmlType type, const float* src, void* dst, std::size_t n);
 
 }  // namespace latte

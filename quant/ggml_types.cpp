@@ -10,7 +10,8 @@ constexpr GgmlTypeInfo kTypes[] = {
     {GgmlType::Q5_1, "Q5_1", 32, 24},    {GgmlType::Q8_0, "Q8_0", 32, 34},
     {GgmlType::Q2_K, "Q2_K", 256, 84},   {GgmlType::Q3_K, "Q3_K", 256, 110},
     {GgmlType::Q4_K, "Q4_K", 256, 144},  {GgmlType::Q5_K, "Q5_K", 256, 176},
-    {GgmlType::Q6_K, "Q6_K", 256, 210},
+    {GgmlType::Q6_K, "Q6_K", 256, 210},  {GgmlType::IQ4_NL, "IQ4_NL", 32, 18},
+    {GgmlType::IQ4_XS, "IQ4_XS", 256, 136},
 };
 }  // namespace
 
@@ -20,9 +21,9 @@ std::optional<GgmlTypeInfo> ggml_type_info(std::uint32_t id) {
   return std::nullopt;
 }
 
-bool ggml_is_k_quant(GgmlType t) {
+bool ggml_has_super_blocks(GgmlType t) {
   return t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
-         t == GgmlType::Q6_K;
+         t == GgmlType::Q6_K || t == GgmlType::IQ4_XS;
 }
 
 const char* ggml_type_name(GgmlType t) {

@@ -21,6 +21,8 @@ enum class GgmlType : std::uint32_t {
   Q4_K = 12,
   Q5_K = 13,
   Q6_K = 14,
+  IQ4_NL = 20,
+  IQ4_XS = 23,
   BF16 = 30,
 };
 
@@ -34,8 +36,9 @@ struct GgmlTypeInfo {
 // nullopt for a type id Latte does not read (the caller names the tensor).
 std::optional<GgmlTypeInfo> ggml_type_info(std::uint32_t id);
 const char* ggml_type_name(GgmlType t);
-// Q2_K .. Q6_K: 256-element super-blocks, activations quantized per 256.
-// (Out of line: per-ISA kernel objects must not emit inline copies.)
-bool ggml_is_k_quant(GgmlType t);
+// Q2_K .. Q6_K and IQ4_XS: 256-element super-blocks, whose products
+// quantize the activations per 256 (ActQ8K). (Out of line: per-ISA kernel
+// objects must not emit inline copies.)
+bool ggml_has_super_blocks(GgmlType t);
 
 }  // namespace latte

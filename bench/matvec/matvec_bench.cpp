@@ -28,7 +28,7 @@ using latte::Isa;
 constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                                GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                                GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                               GgmlType::Q6_K};
+                               GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
 
 std::vector<float> random_floats(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);

@@ -26,7 +26,7 @@ void matvec_check_args(GgmlType type, std::size_t cols) {
 std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_tokens) {
   matvec_check_args(type, cols);
   if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) return 0;
-  if (ggml_is_k_quant(type)) return n_tokens * (cols / 256) * sizeof(ActQ8K);
+  if (ggml_has_super_blocks(type)) return n_tokens * (cols / 256) * sizeof(ActQ8K);
   if (type == GgmlType::Q8_0) return n_tokens * (cols / 32) * (sizeof(ActQ8) + sizeof(std::int32_t));
   return n_tokens * (cols / 32) * sizeof(ActQ8);
 }

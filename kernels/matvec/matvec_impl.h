@@ -101,6 +101,11 @@ inline I8x32 bit_x04(I8x32 v) {
   if constexpr (j <= 2) return _mm256_and_si256(_mm256_slli_epi16(v, 2 - j), splat8(4));
   else return _mm256_and_si256(_mm256_srli_epi16(v, j - 2), splat8(4));
 }
+// IQ4_NL / IQ4_XS: nibble indices (0..15) -> their signed table values
+inline I8x32 iq4nl_lookup(I8x32 idx) {
+  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues))),
+                             idx);
+}
 // 8 int32 lanes; lane l = sum of bytes 4l..4l+3 of u*x (u unsigned <= 127 or
 // 128 from abs(-128); x signed, never -128)
 inline __m256i dot_lanes_u8s8(I8x32 u, I8x32 x) {
@@ -145,6 +150,9 @@ inline KScales k_scales_u8(const std::uint8_t* sc8) {
 }
 inline KScales k_scales_s8(const std::int8_t* sc8) {
   return {_mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc8))))};
+}
+inline KScales k_scales_s8_word(std::uint64_t packed) {
+  return {_mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_cvtsi64_si128(static_cast<long long>(packed))))};
 }
 // int16 scale j0 in the lanes of bytes 0-15, j1 in those of bytes 16-31 (j < 8)
 template <int j0, int j1>
@@ -306,6 +314,10 @@ inline I8x32 bit_x04(I8x32 v) {
   };
   return {f(v.a), f(v.b)};
 }
+inline I8x32 iq4nl_lookup(I8x32 idx) {
+  const int8x16_t t = vld1q_s8(kIq4nlValues);
+  return {vqtbl1q_s8(t, u8(idx.a)), vqtbl1q_s8(t, u8(idx.b))};
+}
 inline Acc acc_zero() { return vdupq_n_f32(0.f); }
 // sdot is signed x signed: unsigned weights <= 127 are the same bytes.
 inline Acc fma_dot_s(Acc acc, I8x32 w, I8x32 x, float s) {
@@ -335,6 +347,11 @@ inline KScales k_scales_u8(const std::uint8_t* sc8) {
 inline KScales k_scales_s8(const std::int8_t* sc8) {
   KScales s;
   for (int j = 0; j < 8; ++j) s.v[j] = sc8[j];
+  return s;
+}
+inline KScales k_scales_s8_word(std::uint64_t packed) {
+  KScales s;
+  for (int j = 0; j < 8; ++j) s.v[j] = static_cast<std::int8_t>(packed >> (8 * j));
   return s;
 }
 struct KScale2 {
@@ -701,6 +718,71 @@ void row_q3_k(const BlockQ3_K* w, std::size_t nb, const ActQ8K* const* xq, float
   s.finish(out);
 }
 
+// IQ4_NL against ActQ8: each group's nibbles looked up in the 16-value table
+// (an in-lane byte shuffle / tbl), signed weights dotted as Q8_0's.
+template <int NT>
+void row_iq4_nl(const BlockIQ4_NL* w, std::size_t nb, const ActQ8* const* xq, float* out) {
+  Accs<NT> s;
+  auto step = [&](std::size_t i, int u) {
+    const float d = h2f(ld_u16(&w[i].d));
+    const I8x32 q = iq4nl_lookup(nib16(w[i].qs));
+    for (int t = 0; t < NT; ++t) s.v[u][t] = fma_dot_s(s.v[u][t], q, ld32(xq[t][i].qs), d * xq[t][i].d);
+  };
+  std::size_t i = 0;
+  for (; i + 2 <= nb; i += 2) { step(i, 0); step(i + 1, 1); }
+  if (i < nb) step(i, 0);
+  s.finish(out);
+}
+
+// IQ4_XS's 8 sub-block scales minus 32, one per byte of a word
+inline std::uint64_t iq4_xs_scales(const BlockIQ4_XS& b) {
+  std::uint32_t lo;
+  std::memcpy(&lo, b.scales_l, 4);
+  const std::uint32_t hi = ld_u16(&b.scales_h);
+  std::uint64_t packed = 0;
+  for (int k = 0; k < 8; ++k) {
+    const std::uint32_t v = ((lo >> (4 * k)) & 15) | (((hi >> (2 * k)) & 3) << 4);  // nibble k of scales_l
+    packed |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(v - 32)) << (8 * k);
+  }
+  return packed;
+}
+
+// IQ4_XS against ActQ8K: IQ4_NL's values in sub-blocks of 32 whose signed
+// 6-bit scales multiply the integer dots (as the K-quants).
+template <int NT>
+void row_iq4_xs(const BlockIQ4_XS* w, std::size_t nb, const ActQ8K* const* xq, float* out) {
+  Accs<NT> s;
+  auto step = [&](std::size_t i, auto u_) __attribute__((always_inline)) {  // u: as in row_k45
+    constexpr int u = decltype(u_)::value;
+    const float d = h2f(ld_u16(&w[i].d));
+    const KScales ks = k_scales_s8_word(iq4_xs_scales(w[i]));
+    I32 ai[NT];
+    for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
+    auto sub = [&](auto b_) __attribute__((always_inline)) {
+      constexpr int b = decltype(b_)::value;
+      const I8x32 q = iq4nl_lookup(nib16(w[i].qs + 16 * b));
+      const auto sg = k_scale<b, b>(ks);
+      for (int t = 0; t < NT; ++t) ai[t] = madd_sc_s(ai[t], q, ld32(xq[t][i].qs + 32 * b), sg);
+    };
+    sub(std::integral_constant<int, 0>{});
+    sub(std::integral_constant<int, 1>{});
+    sub(std::integral_constant<int, 2>{});
+    sub(std::integral_constant<int, 3>{});
+    sub(std::integral_constant<int, 4>{});
+    sub(std::integral_constant<int, 5>{});
+    sub(std::integral_constant<int, 6>{});
+    sub(std::integral_constant<int, 7>{});
+    for (int t = 0; t < NT; ++t) s.v[u][t] = fma_i32(s.v[u][t], ai[t], d * xq[t][i].d);
+  };
+  std::size_t i = 0;
+  for (; i + 2 <= nb; i += 2) {
+    step(i, std::integral_constant<int, 0>{});
+    step(i + 1, std::integral_constant<int, 1>{});
+  }
+  if (i < nb) step(i, std::integral_constant<int, 0>{});
+  s.finish(out);
+}
+
 // Q6_K against ActQ8K: group g (32 elements) of half h has scales sc[2g],
 // sc[2g+1] (16 elements each); weights q-32 signed.
 template <int NT>
@@ -929,6 +1011,22 @@ inline void deq_q3_k_simd(const BlockQ3_K* w, std::size_t nb, float* out) {
     half(std::integral_constant<int, 1>{});
   }
 }
+inline void deq_iq4_nl_simd(const BlockIQ4_NL* w, std::size_t nb, float* out) {
+  for (std::size_t i = 0; i < nb; ++i, out += 32) {
+    const float d = h2f(ld_u16(&w[i].d));
+    store32(iq4nl_lookup(nib16(w[i].qs)), d, d, 0.f, out);
+  }
+}
+inline void deq_iq4_xs_simd(const BlockIQ4_XS* w, std::size_t nb, float* out) {
+  for (std::size_t i = 0; i < nb; ++i) {
+    const float d = h2f(ld_u16(&w[i].d));
+    const std::uint64_t sc = iq4_xs_scales(w[i]);
+    for (int b = 0; b < 8; ++b, out += 32) {
+      const float dl = d * static_cast<float>(static_cast<std::int8_t>(sc >> (8 * b)));
+      store32(iq4nl_lookup(nib16(w[i].qs + 16 * b)), dl, dl, 0.f, out);
+    }
+  }
+}
 inline void deq_q6_k_simd(const BlockQ6_K* w, std::size_t nb, float* out) {
   const I8x32 k32 = splat8(32);
   for (std::size_t i = 0; i < nb; ++i) {
@@ -1077,6 +1175,8 @@ void dequantize_body(GgmlType type, const void* src, float* dst, std::size_t n) 
     case GgmlType::Q4_K: return deq_k45<BlockQ4_K, false>(reinterpret_cast<const BlockQ4_K*>(p), n / 256, dst);
     case GgmlType::Q5_K: return deq_k45<BlockQ5_K, true>(reinterpret_cast<const BlockQ5_K*>(p), n / 256, dst);
     case GgmlType::Q6_K: return deq_q6_k_simd(reinterpret_cast<const BlockQ6_K*>(p), n / 256, dst);
+    case GgmlType::IQ4_NL: return deq_iq4_nl_simd(reinterpret_cast<const BlockIQ4_NL*>(p), n / 32, dst);
+    case GgmlType::IQ4_XS: return deq_iq4_xs_simd(reinterpret_cast<const BlockIQ4_XS*>(p), n / 256, dst);
   }
 }
 
@@ -1120,7 +1220,9 @@ void row_of_type(const std::uint8_t* w, std::size_t cols, const float* const* xf
     row_k45<NT, BlockQ4_K, false>(reinterpret_cast<const BlockQ4_K*>(w), cols / 256, xk, out);
   else if constexpr (T == GgmlType::Q5_K)
     row_k45<NT, BlockQ5_K, true>(reinterpret_cast<const BlockQ5_K*>(w), cols / 256, xk, out);
-  else row_q6_k<NT>(reinterpret_cast<const BlockQ6_K*>(w), cols / 256, xk, out);
+  else if constexpr (T == GgmlType::Q6_K) row_q6_k<NT>(reinterpret_cast<const BlockQ6_K*>(w), cols / 256, xk, out);
+  else if constexpr (T == GgmlType::IQ4_NL) row_iq4_nl<NT>(reinterpret_cast<const BlockIQ4_NL*>(w), cols / 32, xq, out);
+  else row_iq4_xs<NT>(reinterpret_cast<const BlockIQ4_XS*>(w), cols / 256, xk, out);
 }
 
 // fn(std::integral_constant<GgmlType, type>{}): a run-time type to a
@@ -1141,6 +1243,8 @@ void with_type(GgmlType type, Fn&& fn) {
     case GgmlType::Q4_K: return fn(std::integral_constant<GgmlType, GgmlType::Q4_K>{});
     case GgmlType::Q5_K: return fn(std::integral_constant<GgmlType, GgmlType::Q5_K>{});
     case GgmlType::Q6_K: return fn(std::integral_constant<GgmlType, GgmlType::Q6_K>{});
+    case GgmlType::IQ4_NL: return fn(std::integral_constant<GgmlType, GgmlType::IQ4_NL>{});
+    case GgmlType::IQ4_XS: return fn(std::integral_constant<GgmlType, GgmlType::IQ4_XS>{});
   }
 }
 
@@ -1388,7 +1492,7 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   const std::size_t rb = ggml_row_bytes(type, cols);
   const auto* wb = static_cast<const std::uint8_t*>(w);
   const bool quant = !is_float_type(type);
-  const bool kq = ggml_is_k_quant(type);
+  const bool kq = ggml_has_super_blocks(type);
   // scratch: [n_tokens][cols/32] ActQ8, or [n_tokens][cols/256] ActQ8K for the K-quants
   auto* xb = static_cast<std::uint8_t*>(scratch);
   const std::size_t act_bytes = kq ? cols / 256 * sizeof(ActQ8K) : cols / 32 * sizeof(ActQ8);  // per token

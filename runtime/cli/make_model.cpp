@@ -41,7 +41,7 @@ int run_make_model(const MakeModelOptions& o) {
                o.layers, o.vocab, o.type.c_str());
   if (ggml_type_info(static_cast<std::uint32_t>(s.weight_type))->block_elems > 32)
     std::fprintf(stderr, "(matrices whose rows a %s block does not divide are written as llama.cpp's quantizer "
-                         "writes them: Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, else F16)\n", o.type.c_str());
+                         "writes them: Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL, else F16)\n", o.type.c_str());
   return 0;
 }
 

@@ -38,6 +38,7 @@ GgmlType row_type_for(GgmlType want, std::uint64_t cols) {
   if (want == GgmlType::Q4_K) fallback = GgmlType::Q5_0;
   if (want == GgmlType::Q5_K) fallback = GgmlType::Q5_1;
   if (want == GgmlType::Q6_K) fallback = GgmlType::Q8_0;
+  if (want == GgmlType::IQ4_XS) fallback = GgmlType::IQ4_NL;
   return cols % block_elems(fallback) == 0 ? fallback : GgmlType::F16;
 }
 

@@ -48,7 +48,8 @@ struct RandomModelSpec {
 
 // The type a matrix with rows of `cols` elements is written in: `want`, or
 // where its block does not divide the row, llama.cpp's quantizer fallback
-// (Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0), or F16.
+// (Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS ->
+// IQ4_NL), or F16.
 GgmlType row_type_for(GgmlType want, std::uint64_t cols);
 
 std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& spec);

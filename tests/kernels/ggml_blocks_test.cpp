@@ -159,6 +159,39 @@ TEST(GgmlBlocks, Q3_KHandBuilt) {
   EXPECT_EQ(y[133], 0.f);   // sub-block 8: scale 0
 }
 
+TEST(GgmlBlocks, IQ4_NLHandBuilt) {
+  BlockIQ4_NL b{};
+  b.d = 0x3800;     // 0.5
+  b.qs[0] = 0x80;   // element 0: index 0 (-127), element 16: index 8 (1)
+  b.qs[5] = 0xF3;   // element 5: index 3 (-65), element 21: index 15 (113)
+  auto y = deq(GgmlType::IQ4_NL, b, 32);
+  EXPECT_EQ(y[0], -63.5f);
+  EXPECT_EQ(y[16], 0.5f);
+  EXPECT_EQ(y[5], -32.5f);
+  EXPECT_EQ(y[21], 56.5f);
+  EXPECT_EQ(y[1], -63.5f);  // index 0
+}
+
+TEST(GgmlBlocks, IQ4_XSHandBuilt) {
+  BlockIQ4_XS b{};
+  b.d = 0x3C00;  // 1
+  // sub-block 0: ls 34 (+2): low 2, high 2 -> scales_l[0] low nibble 2, scales_h bits 0-1 = 2;
+  // sub-block 3: ls 27 (-5): low 11, high 1 -> scales_l[1] high nibble 11, scales_h bits 6-7 = 1;
+  // the others ls 32 (0): low 0, high 2.
+  b.scales_l[0] = 0x02;
+  b.scales_l[1] = 0xB0;
+  b.scales_h = 0xAAAA & ~(3 << 6);
+  b.scales_h |= 1 << 6;
+  b.qs[0] = 0x0F;           // sub-block 0: element 0 index 15 (113), element 16 index 0 (-127)
+  b.qs[16 * 3 + 2] = 0x70;  // sub-block 3: element 98 index 0 (-127), element 114 index 7 (-10)
+  auto y = deq(GgmlType::IQ4_XS, b, 256);
+  EXPECT_EQ(y[0], 226.f);    // 2 * 113
+  EXPECT_EQ(y[16], -254.f);  // 2 * -127
+  EXPECT_EQ(y[98], 635.f);   // -5 * -127
+  EXPECT_EQ(y[114], 50.f);   // -5 * -10
+  EXPECT_EQ(y[40], 0.f);     // sub-block 1: scale 0
+}
+
 TEST(GgmlBlocks, Q4_KHandBuilt) {
   BlockQ4_K b{};
   b.d = 0x3C00;     // 1
@@ -242,6 +275,8 @@ TEST(GgmlBlocks, RowBytesAndValidation) {
   EXPECT_EQ(ggml_row_bytes(GgmlType::Q6_K, 512), 420u);
   EXPECT_EQ(ggml_row_bytes(GgmlType::Q2_K, 512), 168u);
   EXPECT_EQ(ggml_row_bytes(GgmlType::Q3_K, 256), 110u);
+  EXPECT_EQ(ggml_row_bytes(GgmlType::IQ4_NL, 64), 36u);
+  EXPECT_EQ(ggml_row_bytes(GgmlType::IQ4_XS, 512), 272u);
   EXPECT_EQ(ggml_row_bytes(GgmlType::BF16, 3), 6u);
   EXPECT_THROW(ggml_row_bytes(GgmlType::Q4_K, 1408), std::invalid_argument);
   EXPECT_THROW(ggml_row_bytes(static_cast<GgmlType>(99), 32), std::invalid_argument);
@@ -261,14 +296,16 @@ struct RoundTrip {
 // signed extreme at -2^(b-1), so the opposite extreme may clip by a full step
 // (Q3_K: levels -4..3 of amax/4, so +amax clips by one step, 0.25). Q2_K has
 // 4 levels over [lo, hi]: half a step is 1/3 (measured: NMSE 0.087, max 0.33;
-// Q3_K 0.022, 0.25).
+// Q3_K 0.022, 0.25). IQ4_NL maps the absmax to -127, so a value at the
+// other extreme lands on 113: 1 - 113/127 = 0.11 (measured 0.0047, 0.109;
+// IQ4_XS with its 6-bit scales 0.0048, 0.135).
 TEST(GgmlBlocks, QuantizeRoundTrip) {
   const RoundTrip cases[] = {
       {GgmlType::F32, 0, 0},           {GgmlType::F16, 1e-7, 5e-4},     {GgmlType::BF16, 2e-5, 4e-3},
       {GgmlType::Q8_0, 3e-5, 0.0045},  {GgmlType::Q4_0, 8e-3, 0.126},  {GgmlType::Q4_1, 8e-3, 0.07},
       {GgmlType::Q5_0, 2e-3, 0.063},   {GgmlType::Q5_1, 2e-3, 0.035},   {GgmlType::Q4_K, 1.2e-2, 0.14},
       {GgmlType::Q5_K, 3e-3, 0.07},    {GgmlType::Q6_K, 6e-4, 0.04},    {GgmlType::Q2_K, 0.1, 0.36},
-      {GgmlType::Q3_K, 0.03, 0.27},
+      {GgmlType::Q3_K, 0.03, 0.27},    {GgmlType::IQ4_NL, 6e-3, 0.12},  {GgmlType::IQ4_XS, 6e-3, 0.15},
   };
   const std::size_t n = 4096;
   auto x = test::random_vector(n, 7);
@@ -289,7 +326,8 @@ TEST(GgmlBlocks, QuantizeRoundTrip) {
 // Zero blocks and blocks with one large outlier must not produce NaN/inf.
 TEST(GgmlBlocks, QuantizeDegenerate) {
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                     GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+                     GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                     GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
     std::vector<float> x(256, 0.f), y(256);
     std::vector<std::uint8_t> q(ggml_row_bytes(t, 256));
     quantize_row_ref(t, x.data(), q.data(), 256);

@@ -27,7 +27,7 @@ namespace {
 constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                                GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                                GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                               GgmlType::Q6_K};
+                               GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
 
 bool is_float(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
 
@@ -49,7 +49,7 @@ Weights make_weights(GgmlType t, std::size_t rows, std::size_t cols, std::uint64
   return w;
 }
 
-bool is_k(GgmlType t) { return ggml_is_k_quant(t); }
+bool is_k(GgmlType t) { return ggml_has_super_blocks(t); }
 
 // Per-output bound for the int8-activation paths (see the file comment).
 double act_bound(GgmlType t, const float* wrow, const float* x, std::size_t cols) {

@@ -127,13 +127,13 @@ TEST(RandomModel, DecodeWeightBytesCountWhatDecodeReads) {
   }
 }
 
-// K-quant weights, as Q2_K .. Q6_K files hold them (rows of 256 columns and
-// more in the K type, the rest in llama.cpp's fallback): decode's row
+// K-quant and IQ4_XS weights, as such files hold them (rows of 256 columns
+// and more in that type, the rest in llama.cpp's fallback, IQ4_NL for IQ4_XS): decode's row
 // kernels and prefill's GEMMs over dequantized panels against the reference
 // on the same weights. The row kernels quantize the activations per 256
 // (per 32 for Q8_0), so their bound is looser.
 TEST(RandomModel, KQuantWeightsMatchReference) {
-  for (GgmlType type : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
     RandomModelSpec spec = base();
     spec.weight_type = type;
     spec.d_model = 256;
