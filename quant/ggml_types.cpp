@@ -1,5 +1,7 @@
 #include "quant/ggml_types.h"
 
+#include <string>
+
 namespace latte {
 
 namespace {
@@ -24,6 +26,24 @@ std::optional<GgmlTypeInfo> ggml_type_info(std::uint32_t id) {
 bool ggml_has_super_blocks(GgmlType t) {
   return t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
          t == GgmlType::Q6_K || t == GgmlType::IQ4_XS;
+}
+
+const char* ggml_type_id_name(std::uint32_t id) {
+  static const char* const kNames[] = {
+      "F32",    "F16",   "Q4_0", "Q4_1",    "Q4_2", "Q4_3",  "Q5_0",   "Q5_1",  "Q8_0",  "Q8_1",
+      "Q2_K",   "Q3_K",  "Q4_K", "Q5_K",    "Q6_K", "Q8_K",  "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",
+      "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8",   "I16",   "I32",    "I64",   "F64",   "IQ1_M",
+      "BF16",   nullptr, nullptr, nullptr,  "TQ1_0", "TQ2_0", nullptr, nullptr, nullptr, "MXFP4"};
+  return id < sizeof(kNames) / sizeof(kNames[0]) ? kNames[id] : nullptr;
+}
+
+const char* ggml_supported_type_names() {
+  static const std::string names = [] {
+    std::string s;
+    for (const auto& t : kTypes) s += (s.empty() ? "" : ", ") + std::string(t.name);
+    return s;
+  }();
+  return names.c_str();
 }
 
 const char* ggml_type_name(GgmlType t) {

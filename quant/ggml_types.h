@@ -36,6 +36,11 @@ struct GgmlTypeInfo {
 // nullopt for a type id Latte does not read (the caller names the tensor).
 std::optional<GgmlTypeInfo> ggml_type_info(std::uint32_t id);
 const char* ggml_type_name(GgmlType t);
+// For messages: llama.cpp's name of any ggml type id it defines (Latte
+// reading it or not: "IQ2_XXS" for 16), or nullptr for an id it does not.
+const char* ggml_type_id_name(std::uint32_t id);
+// The names of the types Latte reads, comma separated.
+const char* ggml_supported_type_names();
 // Q2_K .. Q6_K and IQ4_XS: 256-element super-blocks, whose products
 // quantize the activations per 256 (ActQ8K). (Out of line: per-ISA kernel
 // objects must not emit inline copies.)

@@ -579,10 +579,13 @@ void GgufFile::parse() {
     }
     const std::uint32_t type_id = in.read<std::uint32_t>("type");
     const auto info = ggml_type_info(type_id);
-    if (!info)
+    if (!info) {
+      const char* known = ggml_type_id_name(type_id);
       in.fail_here(Status::unsupported,
-                   "unknown or unsupported ggml type id " +
-                       std::to_string(static_cast<std::int32_t>(type_id)));
+                   (known ? std::string("ggml type ") + known + " (id " + std::to_string(type_id) + "), which Latte does not read"
+                          : "unknown ggml type id " + std::to_string(static_cast<std::int32_t>(type_id))) +
+                       " (Latte reads " + ggml_supported_type_names() + ")");
+    }
     t.type = info->type;
     if (t.ne[0] % info->block_elems != 0)
       in.fail_here(Status::bad_file, "ne[0] = " + std::to_string(t.ne[0]) +

@@ -690,10 +690,11 @@ TEST(GgufValidation, RowNotMultipleOfBlock) {
 TEST(GgufValidation, UnknownTensorType) {
   GgufWriter w = unchecked();
   w.add_tensor_raw("blk.3.attn_q.weight", 99, {32}, std::vector<std::uint8_t>(64));
-  expect_parse_error(w, Status::unsupported, {"'blk.3.attn_q.weight'", "type id 99"});
+  expect_parse_error(w, Status::unsupported, {"'blk.3.attn_q.weight'", "unknown ggml type id 99", "Latte reads F32"});
   GgufWriter w2 = unchecked();
   w2.add_tensor_raw("iq2", 16, {256}, std::vector<std::uint8_t>(66));  // IQ2_XXS: valid ggml, not read by Latte
-  expect_parse_error(w2, Status::unsupported, {"'iq2'", "16"});
+  expect_parse_error(w2, Status::unsupported,
+                     {"'iq2'", "ggml type IQ2_XXS (id 16), which Latte does not read", "IQ4_NL, IQ4_XS)"});
 }
 
 TEST(GgufValidation, UnalignedTensorOffset) {
