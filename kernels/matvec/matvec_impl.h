@@ -39,6 +39,14 @@ namespace latte::kernels {
 namespace {
 
 inline std::size_t mv_min(std::size_t a, std::size_t b) { return a < b ? a : b; }
+
+// IQ4_NL's table, copied by value into this file's own (internal) array:
+// taking the address of the header's inline variable here made it a weak
+// symbol of this per-ISA object (isa_object_hygiene).
+alignas(16) constexpr std::int8_t kIq4Table[16] = {
+    kIq4nlValues[0], kIq4nlValues[1], kIq4nlValues[2],  kIq4nlValues[3],  kIq4nlValues[4],  kIq4nlValues[5],
+    kIq4nlValues[6], kIq4nlValues[7], kIq4nlValues[8],  kIq4nlValues[9],  kIq4nlValues[10], kIq4nlValues[11],
+    kIq4nlValues[12], kIq4nlValues[13], kIq4nlValues[14], kIq4nlValues[15]};
 inline float mv_fmax(float a, float b) { return a > b ? a : b; }
 
 // ------------------------------------------------------------ int8 primitives
@@ -103,8 +111,7 @@ inline I8x32 bit_x04(I8x32 v) {
 }
 // IQ4_NL / IQ4_XS: nibble indices (0..15) -> their signed table values
 inline I8x32 iq4nl_lookup(I8x32 idx) {
-  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues))),
-                             idx);
+  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4Table))), idx);
 }
 // 8 int32 lanes; lane l = sum of bytes 4l..4l+3 of u*x (u unsigned <= 127 or
 // 128 from abs(-128); x signed, never -128)
@@ -315,7 +322,7 @@ inline I8x32 bit_x04(I8x32 v) {
   return {f(v.a), f(v.b)};
 }
 inline I8x32 iq4nl_lookup(I8x32 idx) {
-  const int8x16_t t = vld1q_s8(kIq4nlValues);
+  const int8x16_t t = vld1q_s8(kIq4Table);
   return {vqtbl1q_s8(t, u8(idx.a)), vqtbl1q_s8(t, u8(idx.b))};
 }
 inline Acc acc_zero() { return vdupq_n_f32(0.f); }
