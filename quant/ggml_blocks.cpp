@@ -343,6 +343,19 @@ void quant_k45(const float* x, Block* b, std::size_t nb) {
   }
 }
 
+// scale[k] = max |x| over sub-block k of 16 (of 256), / levels; returns the
+// largest (Q3_K and Q6_K's symmetric scales).
+float sub16_symmetric_scales(const float* x, float levels, float* scale) {
+  float max_scale = 0;
+  for (int k = 0; k < 16; ++k) {
+    float amax = 0;
+    for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * k + l]));
+    scale[k] = amax / levels;
+    max_scale = std::max(max_scale, scale[k]);
+  }
+  return max_scale;
+}
+
 // Q2_K: per sub-block of 16 an asymmetric range [lo <= 0, hi] over 3 steps;
 // the 16 scales and mins quantized to 4 bits against the block's d, dmin.
 void quant_q2_k(const float* x, BlockQ2_K* b, std::size_t nb) {
@@ -382,14 +395,8 @@ void quant_q2_k(const float* x, BlockQ2_K* b, std::size_t nb) {
 // clamped), the scales quantized to 0..31 against d = max / 31 and stored + 32.
 void quant_q3_k(const float* x, BlockQ3_K* b, std::size_t nb) {
   for (std::size_t i = 0; i < nb; ++i, x += 256) {
-    float scale[16], max_scale = 0;
-    for (int k = 0; k < 16; ++k) {
-      float amax = 0;
-      for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * k + l]));
-      scale[k] = amax / 4.f;
-      max_scale = std::max(max_scale, scale[k]);
-    }
-    const float d = fp16_to_f32(f32_to_fp16(max_scale / 31.f));
+    float scale[16];
+    const float d = fp16_to_f32(f32_to_fp16(sub16_symmetric_scales(x, 4.f, scale) / 31.f));
     b[i].d = f32_to_fp16(d);
     std::uint8_t sc[16], q[256];
     for (int k = 0; k < 16; ++k) {
@@ -463,14 +470,8 @@ void quant_iq4_xs(const float* x, BlockIQ4_XS* b, std::size_t nb) {
 // int8 against d = max|scale| / 127.
 void quant_q6_k(const float* x, BlockQ6_K* b, std::size_t nb) {
   for (std::size_t i = 0; i < nb; ++i, x += 256) {
-    float scale[16], max_scale = 0;
-    for (int s = 0; s < 16; ++s) {
-      float amax = 0;
-      for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * s + l]));
-      scale[s] = amax / 31.f;
-      max_scale = std::max(max_scale, scale[s]);
-    }
-    const float d = fp16_to_f32(f32_to_fp16(max_scale / 127.f));
+    float scale[16];
+    const float d = fp16_to_f32(f32_to_fp16(sub16_symmetric_scales(x, 31.f, scale) / 127.f));
     b[i].d = f32_to_fp16(d);
     std::uint8_t q[256];
     for (int s = 0; s < 16; ++s) {

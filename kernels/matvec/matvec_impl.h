@@ -458,6 +458,20 @@ inline void store32(I8x32 q, float s0, float s1, float m, float* out) {
 // do not wait on one FMA chain: with one set, a single token is bound by the
 // FMA latency (about 4 cycles per 32 elements), not by loads or decoding.
 
+// step(i, u) over blocks i < nb, u (the accumulator set, a compile-time
+// constant: a run-time index put the accumulators on the stack, one
+// store-to-load chain per block) alternating 0, 1 so consecutive blocks do not
+// wait on one FMA chain.
+template <class Step>
+__attribute__((always_inline)) inline void for_block_pairs(std::size_t nb, Step& step) {
+  std::size_t i = 0;
+  for (; i + 2 <= nb; i += 2) {
+    step(i, std::integral_constant<int, 0>{});
+    step(i + 1, std::integral_constant<int, 1>{});
+  }
+  if (i < nb) step(i, std::integral_constant<int, 0>{});
+}
+
 template <int NT>
 struct Accs {
   Acc v[2][NT];
@@ -625,12 +639,7 @@ void row_k45(const Block* w, std::size_t nb, const ActQ8K* const* xq, float* out
       s.v[u][t] = fnma_mins(fma_i32(s.v[u][t], ai[t], d * a.d), mn, a.sums, dmin * a.d);
     }
   };
-  std::size_t i = 0;
-  for (; i + 2 <= nb; i += 2) {
-    step(i, std::integral_constant<int, 0>{});
-    step(i + 1, std::integral_constant<int, 1>{});
-  }
-  if (i < nb) step(i, std::integral_constant<int, 0>{});
+  for_block_pairs(nb, step);
   s.finish(out);
 }
 
@@ -669,12 +678,7 @@ void row_q2_k(const BlockQ2_K* w, std::size_t nb, const ActQ8K* const* xq, float
       s.v[u][t] = q2k_fnma_mins(fma_i32(s.v[u][t], ai[t], d * a.d), sc, a.sums16, dmin * a.d);
     }
   };
-  std::size_t i = 0;
-  for (; i + 2 <= nb; i += 2) {
-    step(i, std::integral_constant<int, 0>{});
-    step(i + 1, std::integral_constant<int, 1>{});
-  }
-  if (i < nb) step(i, std::integral_constant<int, 0>{});
+  for_block_pairs(nb, step);
   s.finish(out);
 }
 
@@ -716,12 +720,7 @@ void row_q3_k(const BlockQ3_K* w, std::size_t nb, const ActQ8K* const* xq, float
       s.v[u][t] = q3k_fnma(fma_i32(s.v[u][t], ai[t], d * a.d), sc, a.sums16, 4.f * d * a.d);
     }
   };
-  std::size_t i = 0;
-  for (; i + 2 <= nb; i += 2) {
-    step(i, std::integral_constant<int, 0>{});
-    step(i + 1, std::integral_constant<int, 1>{});
-  }
-  if (i < nb) step(i, std::integral_constant<int, 0>{});
+  for_block_pairs(nb, step);
   s.finish(out);
 }
 
@@ -781,12 +780,7 @@ void row_iq4_xs(const BlockIQ4_XS* w, std::size_t nb, const ActQ8K* const* xq, f
     sub(std::integral_constant<int, 7>{});
     for (int t = 0; t < NT; ++t) s.v[u][t] = fma_i32(s.v[u][t], ai[t], d * xq[t][i].d);
   };
-  std::size_t i = 0;
-  for (; i + 2 <= nb; i += 2) {
-    step(i, std::integral_constant<int, 0>{});
-    step(i + 1, std::integral_constant<int, 1>{});
-  }
-  if (i < nb) step(i, std::integral_constant<int, 0>{});
+  for_block_pairs(nb, step);
   s.finish(out);
 }
 
@@ -822,12 +816,7 @@ void row_q6_k(const BlockQ6_K* w, std::size_t nb, const ActQ8K* const* xq, float
     }
     for (int t = 0; t < NT; ++t) s.v[u][t] = fma_i32(s.v[u][t], ai[t], d * xq[t][i].d);
   };
-  std::size_t i = 0;
-  for (; i + 2 <= nb; i += 2) {
-    step(i, std::integral_constant<int, 0>{});
-    step(i + 1, std::integral_constant<int, 1>{});
-  }
-  if (i < nb) step(i, std::integral_constant<int, 0>{});
+  for_block_pairs(nb, step);
   s.finish(out);
 }
 

@@ -26,9 +26,8 @@ struct Result {
   std::string output;  // stdout + stderr
 };
 
-// stdout + stderr, or with stdout_only the text a command generates alone.
-Result run(const std::string& args, bool stdout_only = false) {
-  const std::string cmd = std::string(LATTE_CLI) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
+// The exit code and stdout of a shell command line.
+Result run_command(const std::string& cmd) {
   Result r{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -40,18 +39,13 @@ Result run(const std::string& args, bool stdout_only = false) {
   return r;
 }
 
-// A shell command line as it is (stdout + stderr).
-Result run_shell(const std::string& cmd) {
-  Result r{-1, ""};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+// latte's stdout + stderr, or with stdout_only the text a command generates alone.
+Result run(const std::string& args, bool stdout_only = false) {
+  return run_command(std::string(LATTE_CLI) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1"));
 }
+
+// A shell command line as it is (stdout + stderr).
+Result run_shell(const std::string& cmd) { return run_command(cmd + " 2>&1"); }
 
 std::string tokens_csv() {
   std::ifstream in(kTestdata + "/tokens.txt");
