@@ -28,6 +28,26 @@ inline void check(latte_status s) {
   if (s != LATTE_OK) throw Exception(s, latte_last_error());
 }
 
+// The C API's buffer rule, once: fill(nullptr, 0, &n) asks the size, then
+// fill(buf, capacity, &n) writes it (text with its NUL, not kept).
+template <class Fill>
+std::string fetch_text(Fill fill) {
+  std::size_t n = 0;
+  check(fill(nullptr, 0, &n));
+  std::string s(n + 1, '\0');
+  check(fill(s.data(), s.size(), &n));
+  s.resize(n);
+  return s;
+}
+template <class Fill>
+std::vector<int32_t> fetch_tokens(Fill fill) {
+  std::size_t n = 0;
+  check(fill(nullptr, 0, &n));
+  std::vector<int32_t> t(n);
+  check(fill(t.data(), t.size(), &n));
+  return t;
+}
+
 class Model {
  public:
   explicit Model(const std::string& path) { check(latte_model_load(path.c_str(), &m_)); }
@@ -55,27 +75,19 @@ class Model {
   bool has_tokenizer() const { return latte_model_has_tokenizer(m_) == 1; }
   // add_bos: 1, 0, or -1 for the file's default.
   std::vector<int32_t> tokenize(std::string_view text, int add_bos = -1, bool parse_special = false) const {
-    std::size_t n = 0;
-    check(latte_tokenize(m_, text.data(), text.size(), add_bos, parse_special, nullptr, 0, &n));
-    std::vector<int32_t> ids(n);
-    check(latte_tokenize(m_, text.data(), text.size(), add_bos, parse_special, ids.data(), ids.size(), &n));
-    return ids;
+    return fetch_tokens([&](int32_t* buf, std::size_t cap, std::size_t* n) {
+      return latte_tokenize(m_, text.data(), text.size(), add_bos, parse_special, buf, cap, n);
+    });
   }
   std::string detokenize(std::span<const int32_t> tokens, bool hide_control = false) const {
-    std::size_t n = 0;
-    check(latte_detokenize(m_, tokens.data(), tokens.size(), hide_control, nullptr, 0, &n));
-    std::string s(n + 1, '\0');
-    check(latte_detokenize(m_, tokens.data(), tokens.size(), hide_control, s.data(), s.size(), &n));
-    s.resize(n);
-    return s;
+    return fetch_text([&](char* buf, std::size_t cap, std::size_t* n) {
+      return latte_detokenize(m_, tokens.data(), tokens.size(), hide_control, buf, cap, n);
+    });
   }
   std::string token_to_piece(int32_t token, bool hide_control = false) const {
-    std::size_t n = 0;
-    check(latte_token_to_piece(m_, token, hide_control, nullptr, 0, &n));
-    std::string s(n + 1, '\0');
-    check(latte_token_to_piece(m_, token, hide_control, s.data(), s.size(), &n));
-    s.resize(n);
-    return s;
+    return fetch_text([&](char* buf, std::size_t cap, std::size_t* n) {
+      return latte_token_to_piece(m_, token, hide_control, buf, cap, n);
+    });
   }
   int32_t bos() const { return latte_token_bos(m_); }
   int32_t eos() const { return latte_token_eos(m_); }
@@ -101,12 +113,10 @@ class Model {
     m.reserve(messages.size());
     for (const ChatMessage& x : messages) m.push_back({x.role.c_str(), x.content.c_str()});
     const char* f = format.empty() ? nullptr : format.c_str();
-    std::size_t n = 0;
     int32_t bos = 0;
-    check(latte_chat_apply(m_, f, m.data(), m.size(), add_generation_prompt, nullptr, 0, &n, &bos));
-    std::string s(n + 1, '\0');
-    check(latte_chat_apply(m_, f, m.data(), m.size(), add_generation_prompt, s.data(), s.size(), &n, &bos));
-    s.resize(n);
+    std::string s = fetch_text([&](char* buf, std::size_t cap, std::size_t* n) {
+      return latte_chat_apply(m_, f, m.data(), m.size(), add_generation_prompt, buf, cap, n, &bos);
+    });
     return {std::move(s), bos == 1};
   }
 
@@ -152,11 +162,9 @@ class Session {
   // Forgets the tokens at positions >= n_tokens; logits() is empty until the next token.
   void truncate(int64_t n_tokens) { check(latte_session_truncate(s_, n_tokens)); }
   std::vector<int32_t> tokens() const {
-    std::size_t n = 0;
-    check(latte_session_tokens(s_, nullptr, 0, &n));
-    std::vector<int32_t> t(n);
-    check(latte_session_tokens(s_, t.data(), t.size(), &n));
-    return t;
+    return fetch_tokens([&](int32_t* buf, std::size_t cap, std::size_t* n) {
+      return latte_session_tokens(s_, buf, cap, n);
+    });
   }
   void save(const std::string& path) const { check(latte_session_save(s_, path.c_str())); }
   void load(const std::string& path) { check(latte_session_load(s_, path.c_str())); }

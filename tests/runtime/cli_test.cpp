@@ -191,15 +191,9 @@ TEST(Cli, TinyTemperatureSamplesLikeGreedy) {
 TEST(Cli, BadIsaNameIsRefused) {
   const Result r = run("info --models");  // sanity: runs
   ASSERT_EQ(r.code, 0);
-  const std::string cmd = "LATTE_ISA=sse9 " + std::string(LATTE_CLI) + " info --models 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 1024> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  EXPECT_EQ(WEXITSTATUS(status), 1);
-  EXPECT_NE(out.find("LATTE_ISA='sse9'"), std::string::npos) << out;
+  const Result bad = run_shell("LATTE_ISA=sse9 " + std::string(LATTE_CLI) + " info --models");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.output.find("LATTE_ISA='sse9'"), std::string::npos) << bad.output;
 }
 
 TEST(Cli, BenchReportsEveryDepth) {
