@@ -28,7 +28,11 @@ std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_
   if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) return 0;
   if (ggml_has_super_blocks(type)) return n_tokens * (cols / 256) * sizeof(ActQ8K);
   if (type == GgmlType::Q8_0) return n_tokens * (cols / 32) * (sizeof(ActQ8) + sizeof(std::int32_t));
-  return n_tokens * (cols / 32) * sizeof(ActQ8);
+  // + one token's ActPairs (matvec_impl.h: the AVX-512 decode rows of the
+  // other block-32 types), whatever n_tokens: a scratch sized for a prefill
+  // chunk also serves decode.
+  const std::size_t nb = cols / 32;
+  return n_tokens * nb * sizeof(ActQ8) + nb / 2 * 64 + 2 * sizeof(float) * ((nb + 15) / 16 * 16);
 }
 
 void matmul_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,

@@ -784,6 +784,125 @@ void row_iq4_xs(const BlockIQ4_XS* w, std::size_t nb, const ActQ8K* const* xq, f
   s.finish(out);
 }
 
+// ------------------------------------ block-32 decode rows, two groups a zmm
+// One token's activations for row_b32_zmm, rearranged once per call:
+//   qs (nb / 2, 64): pair p = [x_2p[0:16], x_2p+1[0:16], x_2p[16:32], x_2p+1[16:32]],
+//       the order of a pair of weight groups' low and high nibbles as one
+//       shift and one insert leave them; or, `natural`, [x_2p, x_2p+1]
+//       (Q5_0 / Q5_1: their fifth bits are then a byte mask as they stand);
+//   dx, sx (nb rounded up to 16): each group's d and s, zero-padded.
+struct ActPairs {
+  const std::int8_t* qs;
+  const float* dx;
+  const float* sx;
+};
+inline std::size_t act_pairs_bytes(std::size_t nb) { return nb / 2 * 64 + 2 * sizeof(float) * ((nb + 15) / 16 * 16); }
+inline ActPairs build_act_pairs(const ActQ8* xq, std::size_t nb, std::uint8_t* buf, bool natural) {
+  auto* qs = reinterpret_cast<std::int8_t*>(buf);
+  auto* dx = reinterpret_cast<float*>(buf + nb / 2 * 64);
+  const std::size_t padded = (nb + 15) / 16 * 16;
+  float* sx = dx + padded;
+  for (std::size_t p = 0; p < nb / 2; ++p) {
+    std::int8_t* o = qs + 64 * p;
+    if (natural) {
+      std::memcpy(o, xq[2 * p].qs, 32);
+      std::memcpy(o + 32, xq[2 * p + 1].qs, 32);
+    } else {
+      std::memcpy(o, xq[2 * p].qs, 16);
+      std::memcpy(o + 16, xq[2 * p + 1].qs, 16);
+      std::memcpy(o + 32, xq[2 * p].qs + 16, 16);
+      std::memcpy(o + 48, xq[2 * p + 1].qs + 16, 16);
+    }
+  }
+  for (std::size_t i = 0; i < padded; ++i) {
+    dx[i] = i < nb ? xq[i].d : 0.f;
+    sx[i] = i < nb ? xq[i].s : 0.f;
+  }
+  return {qs, dx, sx};
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+// IQ4_NL's values + 128, unsigned, so they enter vpdpbusd as they are; the
+// -128 comes back through the activation sums, as Q4_0's -8 does.
+alignas(16) constexpr std::uint8_t kIq4TableU[16] = {
+    static_cast<std::uint8_t>(kIq4Table[0] + 128),  static_cast<std::uint8_t>(kIq4Table[1] + 128),
+    static_cast<std::uint8_t>(kIq4Table[2] + 128),  static_cast<std::uint8_t>(kIq4Table[3] + 128),
+    static_cast<std::uint8_t>(kIq4Table[4] + 128),  static_cast<std::uint8_t>(kIq4Table[5] + 128),
+    static_cast<std::uint8_t>(kIq4Table[6] + 128),  static_cast<std::uint8_t>(kIq4Table[7] + 128),
+    static_cast<std::uint8_t>(kIq4Table[8] + 128),  static_cast<std::uint8_t>(kIq4Table[9] + 128),
+    static_cast<std::uint8_t>(kIq4Table[10] + 128), static_cast<std::uint8_t>(kIq4Table[11] + 128),
+    static_cast<std::uint8_t>(kIq4Table[12] + 128), static_cast<std::uint8_t>(kIq4Table[13] + 128),
+    static_cast<std::uint8_t>(kIq4Table[14] + 128), static_cast<std::uint8_t>(kIq4Table[15] + 128)};
+
+// One token, one row of Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL (value = d*u +
+// m, u unsigned: m = -8d, -16d, the stored m, or -128d against kIq4TableU).
+// The 256-bit row kernels spend most of each group on scalar work: its
+// fp16 scale converted, multiplied by the activation's and broadcast, and
+// m * s added. Here 16 groups' scales come in one gather and one multiply,
+// the m * s terms in one FMA, and two groups share each zmm of weights:
+// vpdpbusd, then a permute spreads the pair's two scales over the lanes.
+template <class Block, bool kFive, bool kHasMin, bool kIq4>
+float row_b32_zmm(const Block* w, std::size_t nb, const ActQ8* xq, const ActPairs& ap) {
+  const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(static_cast<int>(sizeof(Block))));
+  // which group of the pair each int32 lane of the dot products belongs to
+  const __m512i pair_lanes = kFive ? _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1)
+                                   : _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
+  const __m512i m4 = _mm512_set1_epi8(15);
+  __m512i tab = _mm512_setzero_si512();
+  if constexpr (kIq4) tab = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4TableU)));
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}, cm = _mm512_setzero_ps();
+  const std::size_t npair = nb / 2 * 2;  // groups taken in pairs; an odd last one below
+  for (std::size_t i0 = 0; i0 < npair; i0 += 16) {
+    const int n = static_cast<int>(mv_min(16, npair - i0));  // even
+    // the groups' first 4 bytes: d (and Q4_1 / Q5_1's m above it)
+    const __m512i g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), static_cast<__mmask16>((1u << n) - 1), vidx,
+                                                  static_cast<const void*>(w + i0), 1);
+    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g));
+    const __m512 sc = _mm512_mul_ps(dw, _mm512_loadu_ps(ap.dx + i0));
+    if constexpr (kHasMin)
+      cm = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16))), _mm512_loadu_ps(ap.sx + i0), cm);
+    else
+      cm = _mm512_fmadd_ps(dw, _mm512_loadu_ps(ap.sx + i0), cm);
+    for (int p = 0; p < n / 2; ++p) {
+      const Block* b = w + i0 + 2 * p;
+      const __m256i v = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)), 1);
+      // [lo 0, lo 1, hi 0, hi 1] (16-byte lanes; lo g = group g's low nibbles)
+      __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1);
+      if constexpr (kFive) {
+        // [lo 0, hi 0, lo 1, hi 1]: each group's 32 weights in order, so
+        // its 32 fifth bits (qh, little-endian) mask its bytes directly
+        q = _mm512_and_si512(_mm512_shuffle_i64x2(q, q, 0xD8), m4);
+        std::uint32_t h0, h1;
+        std::memcpy(&h0, b[0].qh, 4);
+        std::memcpy(&h1, b[1].qh, 4);
+        const __mmask64 bits = _mm512_kunpackd(_cvtu32_mask32(h1), _cvtu32_mask32(h0));
+        q = _mm512_mask_add_epi8(q, bits, q, _mm512_set1_epi8(16));
+      } else {
+        q = _mm512_and_si512(q, m4);
+      }
+      if constexpr (kIq4) q = _mm512_shuffle_epi8(tab, q);
+      const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q,
+                                            _mm512_loadu_si512(ap.qs + (i0 / 2 + static_cast<std::size_t>(p)) * 64));
+      const __m512 s2 = _mm512_permutexvar_ps(_mm512_add_epi32(pair_lanes, _mm512_set1_epi32(2 * p)), sc);
+      acc[p & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s2, acc[p & 1]);
+    }
+  }
+  constexpr float kM = kHasMin ? 1.f : kIq4 ? -128.f : kFive ? -16.f : -8.f;
+  float r = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1])) + kM * _mm512_reduce_add_ps(cm);
+  if (npair < nb) {  // the odd last group, with the 256-bit kernel
+    const ActQ8* xt = xq + npair;
+    float o;
+    if constexpr (kIq4) row_iq4_nl<1>(reinterpret_cast<const BlockIQ4_NL*>(w + npair), 1, &xt, &o);
+    else row_q32<1, Block, kFive, kHasMin>(w + npair, 1, &xt, &o);
+    r += o;
+  }
+  return r;
+}
+#endif
+
 // Q6_K against ActQ8K: group g (32 elements) of half h has scales sc[2g],
 // sc[2g+1] (16 elements each); weights q-32 signed.
 template <int NT>
@@ -1255,12 +1374,52 @@ void matvec_row(GgmlType type, const std::uint8_t* w, std::size_t cols, const fl
 // dispatched once per call rather than per row. Decode streams every weight
 // through this loop; the per-row switch, call and tile bookkeeping of the
 // general path cost ~8% of decode tok/s at depth 0 (F16, 2 threads).
+// The block-32 types with a two-groups-a-zmm decode row (row_b32_zmm).
+constexpr bool has_b32_zmm_row(GgmlType t) {
+  return t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1 ||
+         t == GgmlType::IQ4_NL;
+}
+
+template <class Arch>
+constexpr bool uses_b32_zmm_rows() {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+  return std::is_same_v<Arch, xsimd::avx512bw>;
+#else
+  return false;
+#endif
+}
+
+// One token: rows [r0, r1) straight through with the row kernel of `type`,
+// dispatched once per call rather than per row. Decode streams every weight
+// through this loop; the per-row switch, call and tile bookkeeping of the
+// general path cost ~8% of decode tok/s at depth 0 (F16, 2 threads).
+// pairs: the ActPairs of act where uses_b32_zmm_rows and has_b32_zmm_row.
 template <class Arch>
 void rows_1(GgmlType type, const std::uint8_t* w, std::size_t rb, std::size_t r0, std::size_t r1, std::size_t cols,
-            const float* x, const void* act, float* y) {
+            const float* x, const void* act, const ActPairs* pairs, float* y) {
   const float* xf[1] = {x};
   const void* xv[1] = {act};
   with_type<Arch>(type, [&](auto T) {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+    if constexpr (uses_b32_zmm_rows<Arch>() && has_b32_zmm_row(T.value)) {
+      const auto* xq = static_cast<const ActQ8*>(act);
+      const std::size_t nb = cols / 32;
+      for (std::size_t r = r0; r < r1; ++r) {
+        const std::uint8_t* wr = w + r * rb;
+        if constexpr (T.value == GgmlType::Q4_0)
+          y[r] = row_b32_zmm<BlockQ4_0, false, false, false>(reinterpret_cast<const BlockQ4_0*>(wr), nb, xq, *pairs);
+        else if constexpr (T.value == GgmlType::Q4_1)
+          y[r] = row_b32_zmm<BlockQ4_1, false, true, false>(reinterpret_cast<const BlockQ4_1*>(wr), nb, xq, *pairs);
+        else if constexpr (T.value == GgmlType::Q5_0)
+          y[r] = row_b32_zmm<BlockQ5_0, true, false, false>(reinterpret_cast<const BlockQ5_0*>(wr), nb, xq, *pairs);
+        else if constexpr (T.value == GgmlType::Q5_1)
+          y[r] = row_b32_zmm<BlockQ5_1, true, true, false>(reinterpret_cast<const BlockQ5_1*>(wr), nb, xq, *pairs);
+        else
+          y[r] = row_b32_zmm<BlockIQ4_NL, false, false, true>(reinterpret_cast<const BlockIQ4_NL*>(wr), nb, xq, *pairs);
+      }
+      return;
+    }
+#endif
     for (std::size_t r = r0; r < r1; ++r) row_of_type<Arch, 1, T.value>(w + r * rb, cols, xf, xv, y + r);
   });
 }
@@ -1517,11 +1676,15 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
     // rows into 16 interleaved streams measured at half the DRAM bandwidth).
     constexpr std::size_t kRows = 16;
     const std::size_t tiles = (rows + kRows - 1) / kRows;
+    ActPairs pairs{};
+    if (uses_b32_zmm_rows<Arch>() && has_b32_zmm_row(type))  // after the ActQ8s (matvec_scratch_bytes)
+      pairs = build_act_pairs(reinterpret_cast<const ActQ8*>(xb), cols / 32, xb + act_bytes,
+                              type == GgmlType::Q5_0 || type == GgmlType::Q5_1);
 #pragma omp parallel num_threads(nth) if (nth > 1)
     {
       const auto t = static_cast<std::size_t>(omp_get_thread_num()), nt = static_cast<std::size_t>(omp_get_num_threads());
       const std::size_t r0 = mv_min(rows, tiles * t / nt * kRows), r1 = mv_min(rows, tiles * (t + 1) / nt * kRows);
-      rows_1<Arch>(type, wb, rb, r0, r1, cols, x, quant ? xb : nullptr, y);
+      rows_1<Arch>(type, wb, rb, r0, r1, cols, x, quant ? xb : nullptr, &pairs, y);
     }
     return;
   }

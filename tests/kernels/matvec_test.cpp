@@ -109,6 +109,10 @@ TEST(Matvec, OddShapesEveryTypeEveryIsa) {
       for (std::size_t rows : {1, 3, 17}) {
         for (std::size_t nblk : {1, 2, 3, 5, 7}) check(isa, t, rows, nblk * blk, 1, 1, rows * 10 + nblk);
       }
+      // Block-32 types: AVX-512 decode takes 16 groups at a time, in pairs;
+      // full, partial and odd runs of 16.
+      if (blk == 32)
+        for (std::size_t nblk : {16, 17, 30, 33, 47}) check(isa, t, 5, nblk * blk, 1, 1, nblk);
       if (is_float(t)) {  // no block constraint: ragged tails, also after the unrolled decode loop
         for (std::size_t cols : {1, 5, 33, 67, 300, 1000}) check(isa, t, 3, cols, 1, 1, cols);
       }
@@ -289,7 +293,9 @@ TEST(Matvec, RejectsBadArguments) {
   }
   EXPECT_THROW(matvec_scratch_bytes(GgmlType::Q8_0, 33, 1), std::invalid_argument);
   EXPECT_EQ(matvec_scratch_bytes(GgmlType::F16, 64, 3), 0u);
-  EXPECT_EQ(matvec_scratch_bytes(GgmlType::Q4_0, 64, 3), 3u * 2u * sizeof(ActQ8));
+  // 3 tokens' ActQ8s, then one token's pairs of groups for the AVX-512
+  // decode rows: 64 bytes per pair, d and s padded to 16 groups.
+  EXPECT_EQ(matvec_scratch_bytes(GgmlType::Q4_0, 64, 3), 3u * 2u * sizeof(ActQ8) + 64u + 2u * 4u * 16u);
   EXPECT_EQ(matvec_scratch_bytes(GgmlType::Q8_0, 64, 3), 3u * 2u * (sizeof(ActQ8) + 4u));
 }
 
