@@ -851,7 +851,7 @@ float row_b32_zmm(const Block* w, std::size_t nb, const ActQ8* xq, const ActPair
   const __m512i m4 = _mm512_set1_epi8(15);
   __m512i tab = _mm512_setzero_si512();
   if constexpr (kIq4) tab = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4TableU)));
-  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}, cm = _mm512_setzero_ps();
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), cm = _mm512_setzero_ps();
   const std::size_t npair = nb / 2 * 2;  // groups taken in pairs; an odd last one below
   for (std::size_t i0 = 0; i0 < npair; i0 += 16) {
     const int n = static_cast<int>(mv_min(16, npair - i0));  // even
@@ -864,7 +864,7 @@ float row_b32_zmm(const Block* w, std::size_t nb, const ActQ8* xq, const ActPair
       cm = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16))), _mm512_loadu_ps(ap.sx + i0), cm);
     else
       cm = _mm512_fmadd_ps(dw, _mm512_loadu_ps(ap.sx + i0), cm);
-    for (int p = 0; p < n / 2; ++p) {
+    auto pair = [&](int p, __m512& acc) __attribute__((always_inline)) {
       const Block* b = w + i0 + 2 * p;
       const __m256i v = _mm256_inserti128_si256(
           _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs))),
@@ -887,11 +887,17 @@ float row_b32_zmm(const Block* w, std::size_t nb, const ActQ8* xq, const ActPair
       const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q,
                                             _mm512_loadu_si512(ap.qs + (i0 / 2 + static_cast<std::size_t>(p)) * 64));
       const __m512 s2 = _mm512_permutexvar_ps(_mm512_add_epi32(pair_lanes, _mm512_set1_epi32(2 * p)), sc);
-      acc[p & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s2, acc[p & 1]);
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s2, acc);
+    };
+    int p = 0;
+    for (; p + 2 <= n / 2; p += 2) {  // two FMA chains
+      pair(p, acc0);
+      pair(p + 1, acc1);
     }
+    if (p < n / 2) pair(p, acc0);
   }
   constexpr float kM = kHasMin ? 1.f : kIq4 ? -128.f : kFive ? -16.f : -8.f;
-  float r = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1])) + kM * _mm512_reduce_add_ps(cm);
+  float r = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + kM * _mm512_reduce_add_ps(cm);
   if (npair < nb) {  // the odd last group, with the 256-bit kernel
     const ActQ8* xt = xq + npair;
     float o;
@@ -900,6 +906,55 @@ float row_b32_zmm(const Block* w, std::size_t nb, const ActQ8* xq, const ActPair
     r += o;
   }
   return r;
+}
+
+// One token, one row of IQ4_XS: two sub-blocks per zmm against the
+// activations as they lie in ActQ8K (the weights' 128-bit lanes shuffled to
+// [lo 2c, hi 2c, lo 2c+1, hi 2c+1] instead), the table unsigned as in
+// row_b32_zmm, and the signed 6-bit sub-block scales unpacked with vector
+// shifts and applied to the integer dots with vpmulld. The 256-bit row
+// spends an absolute value, a sign transfer and a scalar-unpacked scale on
+// every 32 weights. The -128 of the unsigned table returns through the
+// activations' sums per 32, times the same scales, in the block's integers.
+// Exact in int32: per lane at most 4 pairs x 4 x 241 x 127 x 32, and the
+// correction 8 x 32 x 4064 x 128, both < 2^25.
+inline float row_iq4_xs_zmm(const BlockIQ4_XS* w, std::size_t nb, const ActQ8K* xq) {
+  const __m512i m4 = _mm512_set1_epi8(15);
+  const __m512i tab = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4TableU)));
+  const __m256i sh_lo = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), sh_hi = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  // the sub-block of each int32 lane of a pair's dot products, pair 0
+  const __m512i pair_lanes = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  auto step = [&](std::size_t i, auto u_) __attribute__((always_inline)) {  // u: as in for_block_pairs
+    constexpr int u = decltype(u_)::value;
+    const BlockIQ4_XS& b = w[i];
+    const ActQ8K& a = xq[i];
+    std::uint32_t lo;
+    std::memcpy(&lo, b.scales_l, 4);
+    const __m256i sc = _mm256_sub_epi32(
+        _mm256_or_si256(
+            _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(lo)), sh_lo), _mm256_set1_epi32(15)),
+            _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(ld_u16(&b.scales_h)), sh_hi),
+                                               _mm256_set1_epi32(3)),
+                              4)),
+        _mm256_set1_epi32(32));  // (8) ls - 32
+    const __m512i scz = _mm512_zextsi256_si512(sc);
+    // -128 * sum over sub-blocks of scale * activation sum
+    __m512i ai = _mm512_zextsi256_si512(
+        _mm256_slli_epi32(_mm256_mullo_epi32(sc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.sums))), 7));
+    ai = _mm512_sub_epi32(_mm512_setzero_si512(), ai);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c));
+      __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1);
+      q = _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_shuffle_i64x2(q, q, 0xD8), m4));
+      const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, _mm512_loadu_si512(a.qs + 64 * c));
+      const __m512i s2 = _mm512_permutexvar_epi32(_mm512_add_epi32(pair_lanes, _mm512_set1_epi32(2 * c)), scz);
+      ai = _mm512_add_epi32(ai, _mm512_mullo_epi32(d, s2));
+    }
+    acc[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ai), _mm512_set1_ps(h2f(ld_u16(&b.d)) * a.d), acc[u]);
+  };
+  for_block_pairs(nb, step);
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
 }
 #endif
 
@@ -1401,6 +1456,12 @@ void rows_1(GgmlType type, const std::uint8_t* w, std::size_t rb, std::size_t r0
   const void* xv[1] = {act};
   with_type<Arch>(type, [&](auto T) {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+    if constexpr (uses_b32_zmm_rows<Arch>() && T.value == GgmlType::IQ4_XS) {
+      for (std::size_t r = r0; r < r1; ++r)
+        y[r] = row_iq4_xs_zmm(reinterpret_cast<const BlockIQ4_XS*>(w + r * rb), cols / 256,
+                              static_cast<const ActQ8K*>(act));
+      return;
+    }
     if constexpr (uses_b32_zmm_rows<Arch>() && has_b32_zmm_row(T.value)) {
       const auto* xq = static_cast<const ActQ8*>(act);
       const std::size_t nb = cols / 32;
