@@ -956,6 +956,93 @@ inline float row_iq4_xs_zmm(const BlockIQ4_XS* w, std::size_t nb, const ActQ8K* 
   for_block_pairs(nb, step);
   return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
 }
+
+// One token, one row of Q4_K / Q5_K: sub-blocks 2c and 2c + 1 (the low and
+// high nibbles of qs[32c, 32c + 32); Q5_K's fifth bits from bit planes 2c
+// and 2c + 1 of qh, by a byte test into a mask) in one zmm against the
+// activations as they lie, vpdpbusd, then vpmulld by the pair's 6-bit
+// scales; the mins meet the activations' sums per 32 in one vpmulld per
+// block. The 256-bit row spreads each sub-block's scale with a shuffle and
+// multiplies it in with vpmaddubsw + vpmaddwd, 32 weights at a time.
+template <class Block, bool kFive>
+float row_k45_zmm(const Block* w, std::size_t nb, const ActQ8K* xq) {
+  const __m512i m4 = _mm512_set1_epi8(15);
+  // byte test patterns of pair c: bit 2c in the first 32 bytes, 2c + 1 in the rest
+  const __m512i plane0 = _mm512_inserti64x4(_mm512_set1_epi8(1), _mm256_set1_epi8(2), 1);
+  const __m512i pair_lanes = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  __m256 accm[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  auto step = [&](std::size_t i, auto u_) __attribute__((always_inline)) {  // u: as in for_block_pairs
+    constexpr int u = decltype(u_)::value;
+    const Block& b = w[i];
+    const ActQ8K& a = xq[i];
+    __m512i qh = _mm512_setzero_si512();
+    if constexpr (kFive) qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh)));
+    alignas(8) std::uint8_t sc[8], mn[8];
+    unpack_k4_scales_u8(b.scales, sc, mn);
+    const __m512i scz = _mm512_zextsi256_si512(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
+    const __m256i mins = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn))),
+                                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.sums)));
+    __m512i ai = _mm512_setzero_si512();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c));
+      __m512i q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1), m4);
+      if constexpr (kFive) {
+        const __mmask64 hi = _mm512_test_epi8_mask(qh, _mm512_slli_epi16(plane0, 2 * c));
+        q = _mm512_mask_add_epi8(q, hi, q, _mm512_set1_epi8(16));
+      }
+      const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, _mm512_loadu_si512(a.qs + 64 * c));
+      const __m512i s2 = _mm512_permutexvar_epi32(_mm512_add_epi32(pair_lanes, _mm512_set1_epi32(2 * c)), scz);
+      ai = _mm512_add_epi32(ai, _mm512_mullo_epi32(d, s2));
+    }
+    acc[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ai), _mm512_set1_ps(h2f(ld_u16(&b.d)) * a.d), acc[u]);
+    accm[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_set1_ps(h2f(ld_u16(&b.dmin)) * a.d), accm[u]);
+  };
+  for_block_pairs(nb, step);
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1])) - hsum(_mm256_add_ps(accm[0], accm[1]));
+}
+
+// One token, one row of Q6_K: per half of 128, elements 0-63 (ql's low
+// nibbles) and 64-127 (its high ones) in two zmm, each with its 2 high bits
+// from qh by one 16-bit variable shift (a different count in each 32-byte
+// half), vpdpbusd against the activations as they lie, vpmulld by the int8
+// scales of their 16-element groups; the -32 returns through the
+// activations' sums per 16 times the same scales, in the block's integers.
+// Exact in int32: per lane at most 4 x (4 x 63 x 127 x 128), and the
+// correction 32 x 128 x 16 x 127 x 16.
+inline float row_q6_k_zmm(const BlockQ6_K* w, std::size_t nb, const ActQ8K* xq) {
+  const __m512i m4 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3);
+  // qh shift counts (16-bit lanes): elements 0-31 / 32-63 bits 0-1 / 2-3, elements 64-95 / 96-127 bits 4-5 / 6-7
+  const __m512i cnt_lo = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  const __m512i cnt_hi = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+  // the 16-element group of each int32 lane of a 64-element dot, from the first
+  const __m512i quarter = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  auto step = [&](std::size_t i, auto u_) __attribute__((always_inline)) {  // u: as in for_block_pairs
+    constexpr int u = decltype(u_)::value;
+    const BlockQ6_K& b = w[i];
+    const ActQ8K& a = xq[i];
+    const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));  // (16)
+    const __m512i corr = _mm512_mullo_epi32(sc, _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.sums16))));
+    __m512i ai = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(corr, 5));
+    for (int h = 0; h < 2; ++h) {
+      const __m512i l = _mm512_loadu_si512(b.ql + 64 * h);
+      const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
+      const __m512i q0 = _mm512_or_si512(_mm512_and_si512(l, m4),
+                                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, cnt_lo), m3), 4));
+      const __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, cnt_hi), m3), 4));
+      const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, _mm512_loadu_si512(a.qs + 128 * h));
+      const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q1, _mm512_loadu_si512(a.qs + 128 * h + 64));
+      const __m512i s0 = _mm512_permutexvar_epi32(_mm512_add_epi32(quarter, _mm512_set1_epi32(8 * h)), sc);
+      const __m512i s1 = _mm512_permutexvar_epi32(_mm512_add_epi32(quarter, _mm512_set1_epi32(8 * h + 4)), sc);
+      ai = _mm512_add_epi32(ai, _mm512_add_epi32(_mm512_mullo_epi32(d0, s0), _mm512_mullo_epi32(d1, s1)));
+    }
+    acc[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ai), _mm512_set1_ps(h2f(ld_u16(&b.d)) * a.d), acc[u]);
+  };
+  for_block_pairs(nb, step);
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
+}
 #endif
 
 // Q6_K against ActQ8K: group g (32 elements) of half h has scales sc[2g],
@@ -1456,6 +1543,18 @@ void rows_1(GgmlType type, const std::uint8_t* w, std::size_t rb, std::size_t r0
   const void* xv[1] = {act};
   with_type<Arch>(type, [&](auto T) {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+    if constexpr (uses_b32_zmm_rows<Arch>() && (T.value == GgmlType::Q4_K || T.value == GgmlType::Q5_K)) {
+      using Block = std::conditional_t<T.value == GgmlType::Q4_K, BlockQ4_K, BlockQ5_K>;
+      for (std::size_t r = r0; r < r1; ++r)
+        y[r] = row_k45_zmm<Block, T.value == GgmlType::Q5_K>(reinterpret_cast<const Block*>(w + r * rb), cols / 256,
+                                                             static_cast<const ActQ8K*>(act));
+      return;
+    }
+    if constexpr (uses_b32_zmm_rows<Arch>() && T.value == GgmlType::Q6_K) {
+      for (std::size_t r = r0; r < r1; ++r)
+        y[r] = row_q6_k_zmm(reinterpret_cast<const BlockQ6_K*>(w + r * rb), cols / 256, static_cast<const ActQ8K*>(act));
+      return;
+    }
     if constexpr (uses_b32_zmm_rows<Arch>() && T.value == GgmlType::IQ4_XS) {
       for (std::size_t r = r0; r < r1; ++r)
         y[r] = row_iq4_xs_zmm(reinterpret_cast<const BlockIQ4_XS*>(w + r * rb), cols / 256,
