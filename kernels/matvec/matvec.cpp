@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "kernels/matvec/matvec.h"
 
 #include <stdexcept>
@@ -26,13 +27,22 @@ void matvec_check_args(GgmlType type, std::size_t cols) {
 std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_tokens) {
   matvec_check_args(type, cols);
   if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) return 0;
-  if (ggml_has_super_blocks(type)) return n_tokens * (cols / 256) * sizeof(ActQ8K);
-  if (type == GgmlType::Q8_0) return n_tokens * (cols / 32) * (sizeof(ActQ8) + sizeof(std::int32_t));
+  const std::size_t nb = cols / 32;
+  std::size_t bytes;
+  if (ggml_has_super_blocks(type)) bytes = n_tokens * (cols / 256) * sizeof(ActQ8K);
+  else if (type == GgmlType::Q8_0) bytes = n_tokens * nb * (sizeof(ActQ8) + sizeof(std::int32_t));
   // + one token's ActPairs (matvec_impl.h: the AVX-512 decode rows of the
   // other block-32 types), whatever n_tokens: a scratch sized for a prefill
   // chunk also serves decode.
-  const std::size_t nb = cols / 32;
-  return n_tokens * nb * sizeof(ActQ8) + nb / 2 * 64 + 2 * sizeof(float) * ((nb + 15) / 16 * 16);
+  else bytes = n_tokens * nb * sizeof(ActQ8) + nb / 2 * 64 + 2 * sizeof(float) * ((nb + 15) / 16 * 16);
+  // From kQ8GemmMinTokens tokens on, the types with a packed GEMM (the list
+  // in matvec_impl.h's has_packed_gemm) quantize to ActQ8 plus integer sums.
+  const bool packed = type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1 ||
+                      type == GgmlType::Q5_0 || type == GgmlType::Q5_1 || type == GgmlType::IQ4_NL ||
+                      type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::IQ4_XS;
+  if (packed && n_tokens >= kQ8GemmMinTokens)
+    bytes = std::max(bytes, n_tokens * nb * (sizeof(ActQ8) + sizeof(std::int32_t)));
+  return bytes;
 }
 
 void matmul_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,

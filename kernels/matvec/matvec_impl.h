@@ -58,6 +58,7 @@ using Acc = __m256;     // f32 partial sums
 inline float h2f(std::uint16_t v) { return _cvtsh_ss(v); }
 inline std::uint16_t ld_u16(const void* p) { std::uint16_t v; std::memcpy(&v, p, 2); return v; }
 inline I8x32 ld32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline void st32(I8x32 v, void* p) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 inline I8x32 splat8(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
 inline I8x32 or8(I8x32 a, I8x32 b) { return _mm256_or_si256(a, b); }
 inline I8x32 sub8(I8x32 a, I8x32 b) { return _mm256_sub_epi8(a, b); }
@@ -260,6 +261,11 @@ inline std::uint16_t ld_u16(const void* p) { std::uint16_t v; std::memcpy(&v, p,
 inline I8x32 ld32(const void* p) {
   const auto* q = static_cast<const std::int8_t*>(p);
   return {vld1q_s8(q), vld1q_s8(q + 16)};
+}
+inline void st32(I8x32 v, void* p) {
+  auto* q = static_cast<std::int8_t*>(p);
+  vst1q_s8(q, v.a);
+  vst1q_s8(q + 16, v.b);
 }
 inline I8x32 splat8(int v) { return {vdupq_n_s8(static_cast<std::int8_t>(v)), vdupq_n_s8(static_cast<std::int8_t>(v))}; }
 inline I8x32 or8(I8x32 x, I8x32 y) { return {vorrq_s8(x.a, y.a), vorrq_s8(x.b, y.b)}; }
@@ -1595,9 +1601,15 @@ void rows_1(GgmlType type, const std::uint8_t* w, std::size_t rb, std::size_t r0
 // token's. Same quantized activations (ActQ8) as the row kernels, so the two
 // agree up to f32 summation order.
 //
-// Packed tile, per group g of 32 columns (36 * TR bytes):
-//   float d[TR]            the rows' Q8_0 scales (0 past the last row)
-//   byte  q[8][TR][4]      q[k][r][j] = W[r, 32g + 4k + j], XOR kFlip (the ISA's encoding)
+// Packed tile, per group g of 32 columns (kPackGroupBytes(kOff) * TR bytes):
+//   float d[TR]            the rows' scales of the group (0 past the last row)
+//   float o[TR]            kOff only: the rows' offsets, W = d * q + o
+//   byte  q[8][TR][4]      q[k][r][j] = the integer of W[r, 32g + 4k + j], XOR
+//                          kFlip (the ISA's encoding)
+// Besides Q8_0, every type whose 32-element groups are integers in
+// [-127, 127] times one scale plus one offset packs this way (Q4_0, Q4_1,
+// Q5_0, Q5_1, IQ4_NL, and Q4_K, Q5_K, IQ4_XS with their sub-block scales
+// and mins folded in): group_ints below.
 template <class Arch>
 struct Q8Dot;
 
@@ -1659,30 +1671,111 @@ struct Q8Dot<xsimd::neon64> {
 };
 #endif
 
+// The types q8_gemm packs, and whether their groups carry an offset.
+constexpr bool has_packed_gemm(GgmlType t) {
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
+         t == GgmlType::Q5_1 || t == GgmlType::IQ4_NL || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
+         t == GgmlType::IQ4_XS;
+}
+constexpr bool packed_offset(GgmlType t) {
+  return t == GgmlType::Q4_1 || t == GgmlType::Q5_1 || t == GgmlType::Q4_K || t == GgmlType::Q5_K;
+}
+constexpr std::size_t pack_group_bytes(bool off) { return off ? 40 : 36; }  // per row
+
+// Group g (32 elements) of a row of type T: W = d * q[i] + o, q in [-127, 127],
+// with the row kernels' decoding primitives (byte-wise scalar code here made
+// the packing 3-5x slower than the products of 16 tokens: its byte stores
+// could not forward to the word loads that interleave the rows).
+template <GgmlType T>
+inline void group_ints(const std::uint8_t* row, std::size_t g, std::int8_t* q, float& d, float& o) {
+  o = 0.f;
+  if constexpr (T == GgmlType::Q8_0) {
+    const auto& b = reinterpret_cast<const BlockQ8_0*>(row)[g];
+    d = h2f(ld_u16(&b.d));
+    std::memcpy(q, b.qs, 32);
+  } else if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q4_1 || T == GgmlType::IQ4_NL) {
+    using B = std::conditional_t<T == GgmlType::Q4_0, BlockQ4_0, std::conditional_t<T == GgmlType::Q4_1, BlockQ4_1, BlockIQ4_NL>>;
+    const auto& b = reinterpret_cast<const B*>(row)[g];
+    d = h2f(ld_u16(&b.d));
+    if constexpr (T == GgmlType::Q4_1) o = h2f(ld_u16(&b.m));
+    const I8x32 v = nib16(b.qs);
+    if constexpr (T == GgmlType::IQ4_NL) st32(iq4nl_lookup(v), q);
+    else if constexpr (T == GgmlType::Q4_0) st32(sub8(v, splat8(8)), q);
+    else st32(v, q);
+  } else if constexpr (T == GgmlType::Q5_0 || T == GgmlType::Q5_1) {
+    using B = std::conditional_t<T == GgmlType::Q5_0, BlockQ5_0, BlockQ5_1>;
+    const auto& b = reinterpret_cast<const B*>(row)[g];
+    d = h2f(ld_u16(&b.d));
+    if constexpr (T == GgmlType::Q5_1) o = h2f(ld_u16(&b.m));
+    std::uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);  // little-endian targets only, as row_q32
+    const I8x32 v = or8(nib16(b.qs), bits32_x10(qh));
+    st32(T == GgmlType::Q5_0 ? sub8(v, splat8(16)) : v, q);
+  } else if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
+    using B = std::conditional_t<T == GgmlType::Q4_K, BlockQ4_K, BlockQ5_K>;
+    const auto& b = reinterpret_cast<const B*>(row)[g / 8];
+    const int j = static_cast<int>(g % 8);  // sub-block: low (even j) or high nibbles of qs[32 (j / 2), +32)
+    std::uint8_t sc[8], mn[8];
+    unpack_k4_scales_u8(b.scales, sc, mn);
+    d = h2f(ld_u16(&b.d)) * sc[j];
+    o = -h2f(ld_u16(&b.dmin)) * mn[j];
+    const I8x32 v = ld32(b.qs + 32 * (j / 2));
+    I8x32 r = (j & 1) ? hi_nib(v) : lo_nib(v);
+    if constexpr (T == GgmlType::Q5_K) {
+      const I8x32 h = ld32(b.qh);
+      switch (j) {
+        case 0: r = or8(r, bitplane_x10<0>(h)); break;
+        case 1: r = or8(r, bitplane_x10<1>(h)); break;
+        case 2: r = or8(r, bitplane_x10<2>(h)); break;
+        case 3: r = or8(r, bitplane_x10<3>(h)); break;
+        case 4: r = or8(r, bitplane_x10<4>(h)); break;
+        case 5: r = or8(r, bitplane_x10<5>(h)); break;
+        case 6: r = or8(r, bitplane_x10<6>(h)); break;
+        default: r = or8(r, bitplane_x10<7>(h)); break;
+      }
+    }
+    st32(r, q);
+  } else {
+    static_assert(T == GgmlType::IQ4_XS);
+    const auto& b = reinterpret_cast<const BlockIQ4_XS*>(row)[g / 8];
+    const int j = static_cast<int>(g % 8);
+    const int ls = ((b.scales_l[j / 2] >> (4 * (j % 2))) & 15) | (((ld_u16(&b.scales_h) >> (2 * j)) & 3) << 4);
+    d = h2f(ld_u16(&b.d)) * static_cast<float>(ls - 32);
+    st32(iq4nl_lookup(nib16(b.qs + 16 * j)), q);
+  }
+}
+
 // Packs rows [0, nr) of a tile (nr <= TR; the rest zero weights, zero
-// scales) over groups [g0, g0 + ng) into dst (36 * TR * ng bytes).
-template <class Arch>
+// scales) over groups [g0, g0 + ng) into dst (pack_group_bytes * TR * ng bytes).
+template <class Arch, GgmlType T>
 void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::size_t g0, std::size_t ng,
                   std::uint8_t* dst) {
   using D = Q8Dot<Arch>;
   constexpr int TR = D::V * D::MR;
+  constexpr bool kOff = packed_offset(T);
+  constexpr std::size_t kGB = pack_group_bytes(kOff) * TR;
   for (std::size_t g = 0; g < ng; ++g) {
-    std::uint8_t* blk = dst + g * 36 * TR;
+    std::uint8_t* blk = dst + g * kGB;
     float* d = reinterpret_cast<float*>(blk);
-    std::uint8_t* q = blk + 4 * TR;
+    float* o = d + TR;  // kOff only
+    std::uint8_t* q = blk + (kOff ? 8 : 4) * TR;
     // 4 bytes at a time (a transpose of (rows, 8) words); kFlip encodes
     std::uint32_t* qw = reinterpret_cast<std::uint32_t*>(q);
     for (int r = 0; r < TR; ++r) {
       if (static_cast<std::size_t>(r) < nr) {
-        const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(w + r * rb) + g0 + g;
-        d[r] = h2f(ld_u16(&b->d));
+        alignas(4) std::int8_t qi[32];
+        float dr, orr;
+        group_ints<T>(w + r * rb, g0 + g, qi, dr, orr);
+        d[r] = dr;
+        if constexpr (kOff) o[r] = orr;
         for (int k = 0; k < 8; ++k) {
           std::uint32_t v;
-          std::memcpy(&v, b->qs + 4 * k, 4);
+          std::memcpy(&v, qi + 4 * k, 4);
           qw[k * TR + r] = v ^ D::kFlip;
         }
       } else {
         d[r] = 0.f;
+        if constexpr (kOff) o[r] = 0.f;
         for (int k = 0; k < 8; ++k) qw[k * TR + r] = D::kFlip;
       }
     }
@@ -1692,7 +1785,7 @@ void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::si
 // y[t] (the tile's outputs; only the first nr written) for tokens t < N over
 // ng packed groups: = (first) or += the products. xq[t], xs[t]: token t's
 // ActQ8 groups and their integer sums, from the packed range's first.
-template <class Arch, int N>
+template <class Arch, int N, bool kOff>
 void q8_tile_tokens(const std::uint8_t* pk, std::size_t ng, const ActQ8* const* xq, const std::int32_t* const* xs,
                     float* const* y, int nr, bool first) {
   using D = Q8Dot<Arch>;
@@ -1715,9 +1808,9 @@ void q8_tile_tokens(const std::uint8_t* pk, std::size_t ng, const ActQ8* const* 
     }
   }
   for (std::size_t g = 0; g < ng; ++g) {
-    const std::uint8_t* blk = pk + g * 36 * TR;
+    const std::uint8_t* blk = pk + g * pack_group_bytes(kOff) * TR;
     const float* dw = reinterpret_cast<const float*>(blk);
-    const std::uint8_t* q = blk + 4 * TR;
+    const std::uint8_t* q = blk + (kOff ? 8 : 4) * TR;
     typename D::I s[MR][N];  // int32 dots of the group
     for (int t = 0; t < N; ++t) {
       const typename D::I s0 = D::start(D::kOffset ? -128 * xs[t][g] : 0);
@@ -1735,6 +1828,10 @@ void q8_tile_tokens(const std::uint8_t* pk, std::size_t ng, const ActQ8* const* 
     for (int m = 0; m < MR; ++m) {
       const F d = F::load_aligned(dw + m * V);
       for (int t = 0; t < N; ++t) acc[m][t] = xsimd::fma(F(D::to_f(s[m][t])), d * F(xq[t][g].d), acc[m][t]);
+      if constexpr (kOff) {  // + o * sum(x of the group)
+        const F o = F::load_aligned(dw + TR + m * V);
+        for (int t = 0; t < N; ++t) acc[m][t] = xsimd::fma(o, F(xq[t][g].s), acc[m][t]);
+      }
     }
   }
   for (int m = 0; m < MR; ++m) {
@@ -1752,37 +1849,38 @@ void q8_tile_tokens(const std::uint8_t* pk, std::size_t ng, const ActQ8* const* 
 }
 
 // q8_tile_tokens for n <= N tokens
-template <class Arch, int N>
+template <class Arch, int N, bool kOff>
 void q8_tile_upto(int n, const std::uint8_t* pk, std::size_t ng, const ActQ8* const* xq, const std::int32_t* const* xs,
                   float* const* y, int nr, bool first) {
   if constexpr (N > 1) {
-    if (n < N) return q8_tile_upto<Arch, N - 1>(n, pk, ng, xq, xs, y, nr, first);
+    if (n < N) return q8_tile_upto<Arch, N - 1, kOff>(n, pk, ng, xq, xs, y, nr, first);
   }
-  q8_tile_tokens<Arch, N>(pk, ng, xq, xs, y, nr, first);
+  q8_tile_tokens<Arch, N, kOff>(pk, ng, xq, xs, y, nr, first);
 }
 
-// Y (n_tokens, ldy) = X W^T for Q8_0 W, the activations already quantized
-// (xq: [n_tokens][cols/32] ActQ8; xs: their integer sums, same layout).
-// Threads take whole tiles; each packs its tile a column chunk at a time
-// (kQ8PackGroups groups: 36.9 KB for 32 rows, on the stack, in L1/L2) and
-// runs every token over it before the next chunk.
+// Y (n_tokens, ldy) = X W^T for W of a packed type T, the activations
+// already quantized (xq: [n_tokens][cols/32] ActQ8; xs: their integer sums,
+// same layout). Threads take whole tiles; each packs its tile a column chunk
+// at a time (kQ8PackGroups groups: 36.9 KB for 32 rows, 41 KB with offsets,
+// on the stack, in L1/L2) and runs every token over it before the next chunk.
 constexpr std::size_t kQ8PackGroups = 32;
 
-template <class Arch>
+template <class Arch, GgmlType T>
 void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_t cols, const ActQ8* xq,
              const std::int32_t* xs, std::size_t n_tokens, float* y, std::size_t ldy, int threads) {
   using D = Q8Dot<Arch>;
   constexpr int TR = D::V * D::MR, NT = D::NT;
+  constexpr bool kOff = packed_offset(T);
   const std::size_t groups = cols / 32;
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + TR - 1) / TR);
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::ptrdiff_t tile = 0; tile < tiles; ++tile) {
-    alignas(64) std::uint8_t pk[kQ8PackGroups * 36 * TR];  // one column chunk of the tile, packed
+    alignas(64) std::uint8_t pk[kQ8PackGroups * pack_group_bytes(kOff) * TR];  // one column chunk of the tile, packed
     const std::size_t r0 = static_cast<std::size_t>(tile) * TR;
     const int nr = static_cast<int>(mv_min(TR, rows - r0));
     for (std::size_t g0 = 0; g0 < groups; g0 += kQ8PackGroups) {
       const std::size_t ng = mv_min(kQ8PackGroups, groups - g0);
-      q8_pack_tile<Arch>(w + r0 * rb, rb, static_cast<std::size_t>(nr), g0, ng, pk);
+      q8_pack_tile<Arch, T>(w + r0 * rb, rb, static_cast<std::size_t>(nr), g0, ng, pk);
       for (std::size_t t0 = 0; t0 < n_tokens; t0 += NT) {
         const int n = static_cast<int>(mv_min(NT, n_tokens - t0));
         const ActQ8* xa[NT];
@@ -1793,7 +1891,7 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
           xi[k] = xs + (t0 + k) * groups + g0;
           yo[k] = y + (t0 + k) * ldy + r0;
         }
-        q8_tile_upto<Arch, NT>(n, pk, ng, xa, xi, yo, nr, g0 == 0);
+        q8_tile_upto<Arch, NT, kOff>(n, pk, ng, xa, xi, yo, nr, g0 == 0);
       }
     }
   }
@@ -1807,13 +1905,14 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   const std::size_t rb = ggml_row_bytes(type, cols);
   const auto* wb = static_cast<const std::uint8_t*>(w);
   const bool quant = !is_float_type(type);
-  const bool kq = ggml_has_super_blocks(type);
+  const bool q8_packed = has_packed_gemm(type) && n_tokens >= kQ8GemmMinTokens;
+  // The packed GEMM takes ActQ8 (one scale per 32) whatever the type.
+  const bool kq = ggml_has_super_blocks(type) && !q8_packed;
   // scratch: [n_tokens][cols/32] ActQ8, or [n_tokens][cols/256] ActQ8K for the K-quants
   auto* xb = static_cast<std::uint8_t*>(scratch);
   const std::size_t act_bytes = kq ? cols / 256 * sizeof(ActQ8K) : cols / 32 * sizeof(ActQ8);  // per token
   const int nth = threads > 1 ? threads : 1;
-  const bool q8_packed = type == GgmlType::Q8_0 && n_tokens >= kQ8GemmMinTokens;
-  // Q8_0 packed: the activations' integer sums (n_tokens, cols/32), after the
+  // Packed: the activations' integer sums (n_tokens, cols/32), after the
   // ActQ8s (matvec_scratch_bytes)
   std::int32_t* xs = q8_packed ? reinterpret_cast<std::int32_t*>(xb + n_tokens * act_bytes) : nullptr;
   if (quant) {
@@ -1827,7 +1926,10 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
     }
   }
   if (q8_packed) {
-    q8_gemm<Arch>(wb, rb, rows, cols, reinterpret_cast<const ActQ8*>(xb), xs, n_tokens, y, ldy, nth);
+    with_type<Arch>(type, [&](auto T) {
+      if constexpr (has_packed_gemm(T.value))
+        q8_gemm<Arch, T.value>(wb, rb, rows, cols, reinterpret_cast<const ActQ8*>(xb), xs, n_tokens, y, ldy, nth);
+    });
     return;
   }
   if (n_tokens == 1) {

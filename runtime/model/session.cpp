@@ -39,8 +39,17 @@ namespace {
 // to 512 tokens (64 products per instruction against 16 f32 FMAs); with
 // AVX2's maddubs + madd (as many products as f32 FMAs) 1.24x at 384 tokens
 // and even at 512 (README, "Prefill GEMMs").
+// The other types the packed GEMM takes (their groups integers times a
+// scale plus an offset): never with AVX-512 VNNI (Q4_K and Q4_0 copies, 512
+// tokens: 2564-2718 against 1280-1357 tok/s with oneDNN); with AVX2 from
+// 320 tokens as before (512 tokens: 1085-1162 packed against 1226-1322), the
+// packed GEMM below (256 tokens: 1185-1280 against 715-900 for the row
+// kernels). NEON: not measured on hardware, 320 as before.
 int default_gemm_min_tokens(GgmlType t, Isa isa) {
   if (t == GgmlType::Q8_0 && isa != Isa::ref) return std::numeric_limits<int>::max();
+  const bool packed = t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1 ||
+                      t == GgmlType::IQ4_NL || t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::IQ4_XS;
+  if (packed && isa == Isa::avx512) return std::numeric_limits<int>::max();
   return t == GgmlType::F32 ? 160 : 320;
 }
 constexpr std::int64_t kGemmPanelRows = 256;

@@ -230,21 +230,36 @@ TEST(Matvec, NonFiniteAndTinyActivations) {
   }
 }
 
-// Q8_0 from kQ8GemmMinTokens tokens on: packed row tiles (32 rows on
-// AVX-512, 16 elsewhere), column chunks of 32 groups, token groups of 4 or 2.
+// From kQ8GemmMinTokens tokens on, Q8_0 and the types whose 32-element
+// groups are integers times a scale plus an offset (Q4_0, Q4_1, Q5_0, Q5_1,
+// IQ4_NL, Q4_K, Q5_K, IQ4_XS): packed row tiles (32 rows on AVX-512, 16
+// elsewhere), column chunks of 32 groups, token groups of 6 or 2.
 // Rows and columns around those edges, every token count up to two groups
 // past the threshold, odd thread counts. Beside the reference bound (check),
 // each output must equal the single-token path's (the row kernels, the same
 // int8 activations) up to f32 summation order: 1e-5 of sum |w x|.
+// The K-quants' and IQ4_XS's row kernels quantize the activations per 256,
+// the packed GEMM per 32: for them only the reference bound applies.
 TEST(Matvec, Q8PackedTilesMatchRowKernels) {
-  const GgmlType t = GgmlType::Q8_0;
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
+                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::IQ4_XS}) {
+  SCOPED_TRACE(ggml_type_name(t));
+  const bool k256 = ggml_block_elems(t) == 256;
   struct Case { std::size_t rows, cols, n_tokens; int threads; };
   std::vector<Case> cases;
+  // Q8_0 every edge; the other types (the same tiles, their own packing)
+  // fewer: one chunk of 32 groups and more than one.
+  const bool all = t == GgmlType::Q8_0;
+  const std::vector<std::size_t> col_set = k256 ? std::vector<std::size_t>{256, 2304}
+                                           : all ? std::vector<std::size_t>{32, 96, 1024, 1056, 2080}
+                                                 : std::vector<std::size_t>{96, 1056};
   for (std::size_t rows : {1, 15, 16, 17, 31, 32, 33, 70})
-    for (std::size_t cols : {32, 96, 1024, 1056, 2080}) cases.push_back({rows, cols, kQ8GemmMinTokens + rows % 5, 1});
-  for (std::size_t n = kQ8GemmMinTokens; n <= kQ8GemmMinTokens + 9; ++n) cases.push_back({37, 64, n, 1});
-  cases.push_back({100, 1056, 13, 2});
-  cases.push_back({65, 2080, 9, 3});
+    if (all || rows % 16 == 1 || rows == 70)
+      for (std::size_t cols : col_set) cases.push_back({rows, cols, kQ8GemmMinTokens + rows % 5, 1});
+  for (std::size_t n = kQ8GemmMinTokens; n <= kQ8GemmMinTokens + 9; n += all ? 1 : 4)
+    cases.push_back({37, k256 ? 256u : 64u, n, 1});
+  cases.push_back({100, k256 ? 1280u : 1056u, 13, 2});
+  cases.push_back({65, k256 ? 2304u : 2080u, 9, 3});
   for (Isa isa : supported_isas()) {
     const auto& k = matvec_kernels(isa);
     for (const Case& c : cases) {
@@ -257,7 +272,7 @@ TEST(Matvec, Q8PackedTilesMatchRowKernels) {
       std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, c.cols, c.n_tokens));
       std::vector<float> y(c.n_tokens * ldy, -7.f), y1(c.rows);
       k.matmul(t, w.bytes.data(), c.rows, c.cols, x.data(), ldx, c.n_tokens, y.data(), ldy, scratch.data(), c.threads);
-      for (std::size_t tok = 0; tok < c.n_tokens; ++tok) {
+      for (std::size_t tok = 0; tok < c.n_tokens && !k256; ++tok) {
         k.matvec(t, w.bytes.data(), c.rows, c.cols, x.data() + tok * ldx, y1.data(), scratch.data(), 1);
         for (std::size_t r = 0; r < c.rows; ++r) {
           double mag = 0;
@@ -268,7 +283,7 @@ TEST(Matvec, Q8PackedTilesMatchRowKernels) {
       }
     }
     // A non-finite activation poisons only its own token's outputs.
-    const std::size_t rows = 33, cols = 1056, n = 6;
+    const std::size_t rows = 33, cols = k256 ? 1280 : 1056, n = kQ8GemmMinTokens + 2;
     Weights w = make_weights(t, rows, cols, 5);
     auto x = test::random_vector(n * cols, 6, -2.f, 2.f);
     x[3 * cols + 1040] = NAN;
@@ -278,6 +293,7 @@ TEST(Matvec, Q8PackedTilesMatchRowKernels) {
     for (std::size_t tok = 0; tok < n; ++tok)
       for (std::size_t r = 0; r < rows; ++r)
         EXPECT_EQ(std::isfinite(y[tok * rows + r]), tok != 3) << isa_name(isa) << " token " << tok << " row " << r;
+  }
   }
 }
 
