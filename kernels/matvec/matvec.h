@@ -39,9 +39,10 @@ struct ActQ8K {
 };
 static_assert(sizeof(ActQ8K) == 324);
 
-// From this many tokens on, matmul over Q8_0 weights repacks each tile of
-// rows once per call (rows interleaved, so a register holds one int32 dot
-// per row) instead of decoding every weight group once per 4 tokens. The
+// From this many tokens on, matmul over Q8_0 weights (and Q4_0, Q4_1, Q5_0,
+// Q5_1, IQ4_NL, Q4_K, Q5_K, IQ4_XS, decoded to integers per group) repacks
+// each tile of rows once per call (rows interleaved, so a register holds one
+// int32 dot per row) instead of decoding every weight group once per 4 tokens. The
 // repacking is a pass over the weights as long as ~12 tokens' products: in
 // the V2-Lite-shaped model (AVX-512, 2 threads) 8-token chunks prefilled at
 // 445-477 tok/s packed against 505-558, 16-token ones at 585-735 against
@@ -68,8 +69,9 @@ struct MatvecKernels {
   // Y[t, r] = sum_c X[t, c] * W[r, c] for t < n_tokens, r < rows.
   //   x: [n_tokens][ldx] (ldx >= cols); y: [n_tokens][ldy] (ldy >= rows)
   //   scratch: matvec_scratch_bytes(type, cols, n_tokens) bytes
-  // Each weight block is decoded once per group of up to 4 tokens (Q8_0 from
-  // kQ8GemmMinTokens tokens on: once per call, into packed tiles).
+  // Each weight block is decoded once per group of up to 4 tokens (Q8_0 and
+  // the other packed types from kQ8GemmMinTokens tokens on: once per call,
+  // into packed tiles).
   void (*matmul)(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
                  std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch,
                  int threads);
