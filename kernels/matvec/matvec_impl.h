@@ -1522,11 +1522,15 @@ void matvec_row(GgmlType type, const std::uint8_t* w, std::size_t cols, const fl
 // dispatched once per call rather than per row. Decode streams every weight
 // through this loop; the per-row switch, call and tile bookkeeping of the
 // general path cost ~8% of decode tok/s at depth 0 (F16, 2 threads).
+namespace {  // not Arch-templated: internal, as above
+
 // The block-32 types with a two-groups-a-zmm decode row (row_b32_zmm).
 constexpr bool has_b32_zmm_row(GgmlType t) {
   return t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1 ||
          t == GgmlType::IQ4_NL;
 }
+
+}  // namespace
 
 template <class Arch>
 constexpr bool uses_b32_zmm_rows() {
@@ -1671,6 +1675,8 @@ struct Q8Dot<xsimd::neon64> {
 };
 #endif
 
+namespace {  // not Arch-templated: internal, so no other ISA's object shares them
+
 // The types q8_gemm packs, and whether their groups carry an offset.
 constexpr bool has_packed_gemm(GgmlType t) {
   return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
@@ -1682,11 +1688,13 @@ constexpr bool packed_offset(GgmlType t) {
 }
 constexpr std::size_t pack_group_bytes(bool off) { return off ? 40 : 36; }  // per row
 
+}  // namespace
+
 // Group g (32 elements) of a row of type T: W = d * q[i] + o, q in [-127, 127],
 // with the row kernels' decoding primitives (byte-wise scalar code here made
 // the packing 3-5x slower than the products of 16 tokens: its byte stores
 // could not forward to the word loads that interleave the rows).
-template <GgmlType T>
+template <class Arch, GgmlType T>
 inline void group_ints(const std::uint8_t* row, std::size_t g, std::int8_t* q, float& d, float& o) {
   o = 0.f;
   if constexpr (T == GgmlType::Q8_0) {
@@ -1765,7 +1773,7 @@ void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::si
       if (static_cast<std::size_t>(r) < nr) {
         alignas(4) std::int8_t qi[32];
         float dr, orr;
-        group_ints<T>(w + r * rb, g0 + g, qi, dr, orr);
+        group_ints<Arch, T>(w + r * rb, g0 + g, qi, dr, orr);
         d[r] = dr;
         if constexpr (kOff) o[r] = orr;
         for (int k = 0; k < 8; ++k) {
