@@ -746,16 +746,16 @@ void row_iq4_nl(const BlockIQ4_NL* w, std::size_t nb, const ActQ8* const* xq, fl
   s.finish(out);
 }
 
+// IQ4_XS sub-block j's scale minus 32: its 4 low bits are nibble j of
+// scales_l, its 2 high bits at bit 2j of scales_h
+inline int iq4_xs_scale(const BlockIQ4_XS& b, int j) {
+  return ((((b.scales_l[j / 2] >> (4 * (j % 2))) & 15) | (((ld_u16(&b.scales_h) >> (2 * j)) & 3) << 4))) - 32;
+}
 // IQ4_XS's 8 sub-block scales minus 32, one per byte of a word
 inline std::uint64_t iq4_xs_scales(const BlockIQ4_XS& b) {
-  std::uint32_t lo;
-  std::memcpy(&lo, b.scales_l, 4);
-  const std::uint32_t hi = ld_u16(&b.scales_h);
   std::uint64_t packed = 0;
-  for (int k = 0; k < 8; ++k) {
-    const std::uint32_t v = ((lo >> (4 * k)) & 15) | (((hi >> (2 * k)) & 3) << 4);  // nibble k of scales_l
-    packed |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(v - 32)) << (8 * k);
-  }
+  for (int k = 0; k < 8; ++k)
+    packed |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(iq4_xs_scale(b, k))) << (8 * k);
   return packed;
 }
 
@@ -790,6 +790,42 @@ void row_iq4_xs(const BlockIQ4_XS* w, std::size_t nb, const ActQ8K* const* xq, f
   s.finish(out);
 }
 
+// The block-32 types besides Q8_0 (per 32-weight group: value = d * u + m,
+// u unsigned, or IQ4_NL's table value): each one's block and how its
+// weights decode, for the decode rows and the GEMM's packing.
+template <GgmlType T>
+struct Block32;
+template <>
+struct Block32<GgmlType::Q4_0> {
+  using Block = BlockQ4_0;
+  static constexpr bool kFive = false, kHasMin = false, kIq4 = false;
+};
+template <>
+struct Block32<GgmlType::Q4_1> {
+  using Block = BlockQ4_1;
+  static constexpr bool kFive = false, kHasMin = true, kIq4 = false;
+};
+template <>
+struct Block32<GgmlType::Q5_0> {
+  using Block = BlockQ5_0;
+  static constexpr bool kFive = true, kHasMin = false, kIq4 = false;
+};
+template <>
+struct Block32<GgmlType::Q5_1> {
+  using Block = BlockQ5_1;
+  static constexpr bool kFive = true, kHasMin = true, kIq4 = false;
+};
+template <>
+struct Block32<GgmlType::IQ4_NL> {
+  using Block = BlockIQ4_NL;
+  static constexpr bool kFive = false, kHasMin = false, kIq4 = true;
+};
+// The types Block32 describes (each with a two-groups-a-zmm decode row).
+constexpr bool has_b32_zmm_row(GgmlType t) {
+  return t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1 ||
+         t == GgmlType::IQ4_NL;
+}
+
 // ------------------------------------ block-32 decode rows, two groups a zmm
 // One token's activations for row_b32_zmm, rearranged once per call:
 //   qs (nb / 2, 64): pair p = [x_2p[0:16], x_2p+1[0:16], x_2p[16:32], x_2p+1[16:32]],
@@ -802,7 +838,6 @@ struct ActPairs {
   const float* dx;
   const float* sx;
 };
-inline std::size_t act_pairs_bytes(std::size_t nb) { return nb / 2 * 64 + 2 * sizeof(float) * ((nb + 15) / 16 * 16); }
 inline ActPairs build_act_pairs(const ActQ8* xq, std::size_t nb, std::uint8_t* buf, bool natural) {
   auto* qs = reinterpret_cast<std::int8_t*>(buf);
   auto* dx = reinterpret_cast<float*>(buf + nb / 2 * 64);
@@ -1518,22 +1553,10 @@ void matvec_row(GgmlType type, const std::uint8_t* w, std::size_t cols, const fl
   with_type<Arch>(type, [&](auto T) { row_of_type<Arch, NT, T.value>(w, cols, xf, xv, out); });
 }
 
-// One token: rows [r0, r1) straight through with the row kernel of `type`,
-// dispatched once per call rather than per row. Decode streams every weight
-// through this loop; the per-row switch, call and tile bookkeeping of the
-// general path cost ~8% of decode tok/s at depth 0 (F16, 2 threads).
-namespace {  // not Arch-templated: internal, as above
-
-// The block-32 types with a two-groups-a-zmm decode row (row_b32_zmm).
-constexpr bool has_b32_zmm_row(GgmlType t) {
-  return t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1 ||
-         t == GgmlType::IQ4_NL;
-}
-
-}  // namespace
-
+// True where the AVX-512 VNNI decode rows (row_b32_zmm, row_k45_zmm,
+// row_q6_k_zmm, row_iq4_xs_zmm) replace the 256-bit ones.
 template <class Arch>
-constexpr bool uses_b32_zmm_rows() {
+constexpr bool uses_zmm_rows() {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
   return std::is_same_v<Arch, xsimd::avx512bw>;
 #else
@@ -1545,7 +1568,7 @@ constexpr bool uses_b32_zmm_rows() {
 // dispatched once per call rather than per row. Decode streams every weight
 // through this loop; the per-row switch, call and tile bookkeeping of the
 // general path cost ~8% of decode tok/s at depth 0 (F16, 2 threads).
-// pairs: the ActPairs of act where uses_b32_zmm_rows and has_b32_zmm_row.
+// pairs: the ActPairs of act where uses_zmm_rows and has_b32_zmm_row.
 template <class Arch>
 void rows_1(GgmlType type, const std::uint8_t* w, std::size_t rb, std::size_t r0, std::size_t r1, std::size_t cols,
             const float* x, const void* act, const ActPairs* pairs, float* y) {
@@ -1553,40 +1576,31 @@ void rows_1(GgmlType type, const std::uint8_t* w, std::size_t rb, std::size_t r0
   const void* xv[1] = {act};
   with_type<Arch>(type, [&](auto T) {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-    if constexpr (uses_b32_zmm_rows<Arch>() && (T.value == GgmlType::Q4_K || T.value == GgmlType::Q5_K)) {
+    if constexpr (uses_zmm_rows<Arch>() && (T.value == GgmlType::Q4_K || T.value == GgmlType::Q5_K)) {
       using Block = std::conditional_t<T.value == GgmlType::Q4_K, BlockQ4_K, BlockQ5_K>;
       for (std::size_t r = r0; r < r1; ++r)
         y[r] = row_k45_zmm<Block, T.value == GgmlType::Q5_K>(reinterpret_cast<const Block*>(w + r * rb), cols / 256,
                                                              static_cast<const ActQ8K*>(act));
       return;
     }
-    if constexpr (uses_b32_zmm_rows<Arch>() && T.value == GgmlType::Q6_K) {
+    if constexpr (uses_zmm_rows<Arch>() && T.value == GgmlType::Q6_K) {
       for (std::size_t r = r0; r < r1; ++r)
         y[r] = row_q6_k_zmm(reinterpret_cast<const BlockQ6_K*>(w + r * rb), cols / 256, static_cast<const ActQ8K*>(act));
       return;
     }
-    if constexpr (uses_b32_zmm_rows<Arch>() && T.value == GgmlType::IQ4_XS) {
+    if constexpr (uses_zmm_rows<Arch>() && T.value == GgmlType::IQ4_XS) {
       for (std::size_t r = r0; r < r1; ++r)
         y[r] = row_iq4_xs_zmm(reinterpret_cast<const BlockIQ4_XS*>(w + r * rb), cols / 256,
                               static_cast<const ActQ8K*>(act));
       return;
     }
-    if constexpr (uses_b32_zmm_rows<Arch>() && has_b32_zmm_row(T.value)) {
+    if constexpr (uses_zmm_rows<Arch>() && has_b32_zmm_row(T.value)) {
       const auto* xq = static_cast<const ActQ8*>(act);
       const std::size_t nb = cols / 32;
-      for (std::size_t r = r0; r < r1; ++r) {
-        const std::uint8_t* wr = w + r * rb;
-        if constexpr (T.value == GgmlType::Q4_0)
-          y[r] = row_b32_zmm<BlockQ4_0, false, false, false>(reinterpret_cast<const BlockQ4_0*>(wr), nb, xq, *pairs);
-        else if constexpr (T.value == GgmlType::Q4_1)
-          y[r] = row_b32_zmm<BlockQ4_1, false, true, false>(reinterpret_cast<const BlockQ4_1*>(wr), nb, xq, *pairs);
-        else if constexpr (T.value == GgmlType::Q5_0)
-          y[r] = row_b32_zmm<BlockQ5_0, true, false, false>(reinterpret_cast<const BlockQ5_0*>(wr), nb, xq, *pairs);
-        else if constexpr (T.value == GgmlType::Q5_1)
-          y[r] = row_b32_zmm<BlockQ5_1, true, true, false>(reinterpret_cast<const BlockQ5_1*>(wr), nb, xq, *pairs);
-        else
-          y[r] = row_b32_zmm<BlockIQ4_NL, false, false, true>(reinterpret_cast<const BlockIQ4_NL*>(wr), nb, xq, *pairs);
-      }
+      using B = Block32<T.value>;
+      for (std::size_t r = r0; r < r1; ++r)
+        y[r] = row_b32_zmm<typename B::Block, B::kFive, B::kHasMin, B::kIq4>(
+            reinterpret_cast<const typename B::Block*>(w + r * rb), nb, xq, *pairs);
       return;
     }
 #endif
@@ -1701,24 +1715,20 @@ inline void group_ints(const std::uint8_t* row, std::size_t g, std::int8_t* q, f
     const auto& b = reinterpret_cast<const BlockQ8_0*>(row)[g];
     d = h2f(ld_u16(&b.d));
     std::memcpy(q, b.qs, 32);
-  } else if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q4_1 || T == GgmlType::IQ4_NL) {
-    using B = std::conditional_t<T == GgmlType::Q4_0, BlockQ4_0, std::conditional_t<T == GgmlType::Q4_1, BlockQ4_1, BlockIQ4_NL>>;
-    const auto& b = reinterpret_cast<const B*>(row)[g];
+  } else if constexpr (has_b32_zmm_row(T)) {
+    using B = Block32<T>;
+    const auto& b = reinterpret_cast<const typename B::Block*>(row)[g];
     d = h2f(ld_u16(&b.d));
-    if constexpr (T == GgmlType::Q4_1) o = h2f(ld_u16(&b.m));
-    const I8x32 v = nib16(b.qs);
-    if constexpr (T == GgmlType::IQ4_NL) st32(iq4nl_lookup(v), q);
-    else if constexpr (T == GgmlType::Q4_0) st32(sub8(v, splat8(8)), q);
-    else st32(v, q);
-  } else if constexpr (T == GgmlType::Q5_0 || T == GgmlType::Q5_1) {
-    using B = std::conditional_t<T == GgmlType::Q5_0, BlockQ5_0, BlockQ5_1>;
-    const auto& b = reinterpret_cast<const B*>(row)[g];
-    d = h2f(ld_u16(&b.d));
-    if constexpr (T == GgmlType::Q5_1) o = h2f(ld_u16(&b.m));
-    std::uint32_t qh;
-    std::memcpy(&qh, b.qh, 4);  // little-endian targets only, as row_q32
-    const I8x32 v = or8(nib16(b.qs), bits32_x10(qh));
-    st32(T == GgmlType::Q5_0 ? sub8(v, splat8(16)) : v, q);
+    if constexpr (B::kHasMin) o = h2f(ld_u16(&b.m));
+    I8x32 v = nib16(b.qs);
+    if constexpr (B::kFive) {
+      std::uint32_t qh;
+      std::memcpy(&qh, b.qh, 4);  // little-endian targets only, as row_q32
+      v = or8(v, bits32_x10(qh));
+    }
+    if constexpr (B::kIq4) v = iq4nl_lookup(v);
+    else if constexpr (!B::kHasMin) v = sub8(v, splat8(B::kFive ? 16 : 8));  // Q4_0's -8, Q5_0's -16
+    st32(v, q);
   } else if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
     using B = std::conditional_t<T == GgmlType::Q4_K, BlockQ4_K, BlockQ5_K>;
     const auto& b = reinterpret_cast<const B*>(row)[g / 8];
@@ -1747,8 +1757,7 @@ inline void group_ints(const std::uint8_t* row, std::size_t g, std::int8_t* q, f
     static_assert(T == GgmlType::IQ4_XS);
     const auto& b = reinterpret_cast<const BlockIQ4_XS*>(row)[g / 8];
     const int j = static_cast<int>(g % 8);
-    const int ls = ((b.scales_l[j / 2] >> (4 * (j % 2))) & 15) | (((ld_u16(&b.scales_h) >> (2 * j)) & 3) << 4);
-    d = h2f(ld_u16(&b.d)) * static_cast<float>(ls - 32);
+    d = h2f(ld_u16(&b.d)) * static_cast<float>(iq4_xs_scale(b, j));
     st32(iq4nl_lookup(nib16(b.qs + 16 * j)), q);
   }
 }
@@ -1947,7 +1956,7 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
     constexpr std::size_t kRows = 16;
     const std::size_t tiles = (rows + kRows - 1) / kRows;
     ActPairs pairs{};
-    if (uses_b32_zmm_rows<Arch>() && has_b32_zmm_row(type))  // after the ActQ8s (matvec_scratch_bytes)
+    if (uses_zmm_rows<Arch>() && has_b32_zmm_row(type))  // after the ActQ8s (matvec_scratch_bytes)
       pairs = build_act_pairs(reinterpret_cast<const ActQ8*>(xb), cols / 32, xb + act_bytes,
                               type == GgmlType::Q5_0 || type == GgmlType::Q5_1);
 #pragma omp parallel num_threads(nth) if (nth > 1)
