@@ -24,6 +24,21 @@ void matvec_check_args(GgmlType type, std::size_t cols) {
                                 " is not a multiple of its block size " + std::to_string(info->block_elems));
 }
 
+bool matvec_has_packed_gemm(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::IQ4_NL:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::IQ4_XS: return true;
+    default: return false;
+  }
+}
+
 std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_tokens) {
   matvec_check_args(type, cols);
   if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) return 0;
@@ -31,16 +46,13 @@ std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_
   std::size_t bytes;
   if (ggml_has_super_blocks(type)) bytes = n_tokens * (cols / 256) * sizeof(ActQ8K);
   else if (type == GgmlType::Q8_0) bytes = n_tokens * nb * (sizeof(ActQ8) + sizeof(std::int32_t));
-  // + one token's ActPairs (matvec_impl.h: the AVX-512 decode rows of the
-  // other block-32 types), whatever n_tokens: a scratch sized for a prefill
-  // chunk also serves decode.
+  // + one token's ActPairs (matvec_impl.h's build_act_pairs: the AVX-512
+  // decode rows of the other block-32 types), whatever n_tokens: a scratch
+  // sized for a prefill chunk also serves decode.
   else bytes = n_tokens * nb * sizeof(ActQ8) + nb / 2 * 64 + 2 * sizeof(float) * ((nb + 15) / 16 * 16);
-  // From kQ8GemmMinTokens tokens on, the types with a packed GEMM (the list
-  // in matvec_impl.h's has_packed_gemm) quantize to ActQ8 plus integer sums.
-  const bool packed = type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1 ||
-                      type == GgmlType::Q5_0 || type == GgmlType::Q5_1 || type == GgmlType::IQ4_NL ||
-                      type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::IQ4_XS;
-  if (packed && n_tokens >= kQ8GemmMinTokens)
+  // From kQ8GemmMinTokens tokens on, the packed GEMM's types quantize to
+  // ActQ8 plus integer sums.
+  if (matvec_has_packed_gemm(type) && n_tokens >= kQ8GemmMinTokens)
     bytes = std::max(bytes, n_tokens * nb * (sizeof(ActQ8) + sizeof(std::int32_t)));
   return bytes;
 }

@@ -96,6 +96,12 @@ void dequantize_bf16_ref(GgmlType type, const void* src, std::uint16_t* dst, std
 
 // True for the types matvec/matmul accept.
 bool matvec_supports(GgmlType type);
+// True for the types matmul runs as a packed int8 GEMM from kQ8GemmMinTokens
+// tokens on (Q8_0, and the types whose 32-element groups are integers times
+// one scale plus one offset: Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K,
+// IQ4_XS). The kernels keep their own compile-time copy of this list
+// (matvec_impl.h's has_packed_gemm) for their template dispatch.
+bool matvec_has_packed_gemm(GgmlType type);
 // Throws std::invalid_argument naming the type unless matvec_supports(type)
 // and cols is a multiple of its block size (every entry point calls it).
 void matvec_check_args(GgmlType type, std::size_t cols);

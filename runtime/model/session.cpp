@@ -47,9 +47,7 @@ namespace {
 // kernels). NEON: not measured on hardware, 320 as before.
 int default_gemm_min_tokens(GgmlType t, Isa isa) {
   if (t == GgmlType::Q8_0 && isa != Isa::ref) return std::numeric_limits<int>::max();
-  const bool packed = t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1 ||
-                      t == GgmlType::IQ4_NL || t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::IQ4_XS;
-  if (packed && isa == Isa::avx512) return std::numeric_limits<int>::max();
+  if (kernels::matvec_has_packed_gemm(t) && isa == Isa::avx512) return std::numeric_limits<int>::max();
   return t == GgmlType::F32 ? 160 : 320;
 }
 constexpr std::int64_t kGemmPanelRows = 256;

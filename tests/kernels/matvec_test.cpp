@@ -240,9 +240,7 @@ TEST(Matvec, NonFiniteAndTinyActivations) {
 // int8 activations) up to f32 summation order: 1e-5 of sum |w x|.
 // The K-quants' and IQ4_XS's row kernels quantize the activations per 256,
 // the packed GEMM per 32: for them only the reference bound applies.
-TEST(Matvec, Q8PackedTilesMatchRowKernels) {
-  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
-                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::IQ4_XS}) {
+void check_packed_tiles(GgmlType t) {
   SCOPED_TRACE(ggml_type_name(t));
   const bool k256 = ggml_block_elems(t) == 256;
   struct Case { std::size_t rows, cols, n_tokens; int threads; };
@@ -294,7 +292,16 @@ TEST(Matvec, Q8PackedTilesMatchRowKernels) {
       for (std::size_t r = 0; r < rows; ++r)
         EXPECT_EQ(std::isfinite(y[tok * rows + r]), tok != 3) << isa_name(isa) << " token " << tok << " row " << r;
   }
+}
+
+TEST(Matvec, Q8PackedTilesMatchRowKernels) {
+  int n_packed = 0;
+  for (GgmlType t : kTypes) {
+    if (!matvec_has_packed_gemm(t)) continue;
+    check_packed_tiles(t);
+    ++n_packed;
   }
+  EXPECT_EQ(n_packed, 9);  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, IQ4_XS
 }
 
 TEST(Matvec, RejectsBadArguments) {
