@@ -34,7 +34,10 @@ bool matvec_has_packed_gemm(GgmlType type) {
     case GgmlType::IQ4_NL:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
-    case GgmlType::IQ4_XS: return true;
+    case GgmlType::IQ4_XS:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q6_K: return true;
     default: return false;
   }
 }
@@ -51,9 +54,9 @@ std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_
   // sized for a prefill chunk also serves decode.
   else bytes = n_tokens * nb * sizeof(ActQ8) + nb / 2 * 64 + 2 * sizeof(float) * ((nb + 15) / 16 * 16);
   // From kQ8GemmMinTokens tokens on, the packed GEMM's types quantize to
-  // ActQ8 plus integer sums.
+  // ActQ8 plus integer sums per 16.
   if (matvec_has_packed_gemm(type) && n_tokens >= kQ8GemmMinTokens)
-    bytes = std::max(bytes, n_tokens * nb * (sizeof(ActQ8) + sizeof(std::int32_t)));
+    bytes = std::max(bytes, n_tokens * nb * (sizeof(ActQ8) + 2 * sizeof(std::int32_t)));
   return bytes;
 }
 

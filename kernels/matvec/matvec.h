@@ -40,7 +40,7 @@ struct ActQ8K {
 static_assert(sizeof(ActQ8K) == 324);
 
 // From this many tokens on, matmul over Q8_0 weights (and Q4_0, Q4_1, Q5_0,
-// Q5_1, IQ4_NL, Q4_K, Q5_K, IQ4_XS, decoded to integers per group) repacks
+// Q5_1, IQ4_NL, Q2_K..Q6_K, IQ4_XS, decoded to integers per group) repacks
 // each tile of rows once per call (rows interleaved, so a register holds one
 // int32 dot per row) instead of decoding every weight group once per 4 tokens. The
 // repacking is a pass over the weights as long as ~12 tokens' products: in
@@ -99,7 +99,7 @@ bool matvec_supports(GgmlType type);
 // True for the types matmul runs as a packed int8 GEMM from kQ8GemmMinTokens
 // tokens on (Q8_0, and the types whose 32-element groups are integers times
 // one scale plus one offset: Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K,
-// IQ4_XS). The kernels keep their own compile-time copy of this list
+// IQ4_XS; or whose 16-element halves are: Q2_K, Q3_K, Q6_K). The kernels keep their own compile-time copy of this list
 // (matvec_impl.h's has_packed_gemm) for their template dispatch.
 bool matvec_has_packed_gemm(GgmlType type);
 // Throws std::invalid_argument naming the type unless matvec_supports(type)

@@ -114,6 +114,14 @@ inline I8x32 bit_x04(I8x32 v) {
 inline I8x32 iq4nl_lookup(I8x32 idx) {
   return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4Table))), idx);
 }
+// bytes 0..15 times a, 16..31 times b (the products must fit a signed byte):
+// in 16 bits, packed back (packs interleaves the 128-bit lanes; the permute
+// undoes it)
+inline I8x32 mul8_halves(I8x32 v, int a, int b) {
+  const __m256i lo = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(v)), _mm256_set1_epi16(static_cast<short>(a)));
+  const __m256i hi = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1)), _mm256_set1_epi16(static_cast<short>(b)));
+  return _mm256_permute4x64_epi64(_mm256_packs_epi16(lo, hi), 0xD8);
+}
 // 8 int32 lanes; lane l = sum of bytes 4l..4l+3 of u*x (u unsigned <= 127 or
 // 128 from abs(-128); x signed, never -128)
 inline __m256i dot_lanes_u8s8(I8x32 u, I8x32 x) {
@@ -330,6 +338,10 @@ inline I8x32 bit_x04(I8x32 v) {
 inline I8x32 iq4nl_lookup(I8x32 idx) {
   const int8x16_t t = vld1q_s8(kIq4Table);
   return {vqtbl1q_s8(t, u8(idx.a)), vqtbl1q_s8(t, u8(idx.b))};
+}
+// bytes 0..15 times a, 16..31 times b (the products must fit a signed byte)
+inline I8x32 mul8_halves(I8x32 v, int a, int b) {
+  return {vmulq_s8(v.a, vdupq_n_s8(static_cast<std::int8_t>(a))), vmulq_s8(v.b, vdupq_n_s8(static_cast<std::int8_t>(b)))};
 }
 inline Acc acc_zero() { return vdupq_n_f32(0.f); }
 // sdot is signed x signed: unsigned weights <= 127 are the same bytes.
@@ -1404,24 +1416,32 @@ float act_quantize_block(const float* x, std::size_t n, std::int32_t* qi) {
   return xsimd::all(finite) ? amax : __builtin_nanf("");
 }
 
-// x [cols] -> xq [cols/32]; and, where sums is not null, sums [cols/32] the
-// integer sum of each group's qs (the packed Q8_0 GEMM's offset term)
+// x [cols] -> xq [cols/32]; and, where sums16 is not null, sums16 [cols/16]
+// the integer sum of each half group's qs (the packed GEMM's offset terms:
+// per 32 from two, per 16 for the types with 16-element sub-blocks)
 template <class Arch>
-void matvec_quantize_act(const float* x, std::size_t cols, ActQ8* xq, std::int32_t* sums = nullptr) {
+void matvec_quantize_act(const float* x, std::size_t cols, ActQ8* xq, std::int32_t* sums16 = nullptr) {
   static_assert(32 % xsimd::batch<float, Arch>::size == 0);
   for (std::size_t b = 0; b < cols / 32; ++b) {
     alignas(64) std::int32_t qi[32];
     const float amax = act_quantize_block<Arch>(x + 32 * b, 32, qi);
     const bool bad = __builtin_isnan(amax);  // see act_quantize_block
-    int sum = 0;
-    for (int j = 0; j < 32; ++j) {
-      const int v = bad ? 0 : qi[j];
-      xq[b].qs[j] = static_cast<std::int8_t>(v);
-      sum += v;
+    int sum[2];
+    for (int h = 0; h < 2; ++h) {  // two plain loops, which vectorize
+      int s = 0;
+      for (int j = 16 * h; j < 16 * h + 16; ++j) {
+        const int v = bad ? 0 : qi[j];
+        xq[b].qs[j] = static_cast<std::int8_t>(v);
+        s += v;
+      }
+      sum[h] = s;
     }
     xq[b].d = amax / 127.f;
-    xq[b].s = xq[b].d * static_cast<float>(sum);
-    if (sums) sums[b] = sum;
+    xq[b].s = xq[b].d * static_cast<float>(sum[0] + sum[1]);
+    if (sums16) {
+      sums16[2 * b] = sum[0];
+      sums16[2 * b + 1] = sum[1];
+    }
   }
 }
 
@@ -1619,15 +1639,20 @@ void rows_1(GgmlType type, const std::uint8_t* w, std::size_t rb, std::size_t r0
 // token's. Same quantized activations (ActQ8) as the row kernels, so the two
 // agree up to f32 summation order.
 //
-// Packed tile, per group g of 32 columns (kPackGroupBytes(kOff) * TR bytes):
-//   float d[TR]            the rows' scales of the group (0 past the last row)
-//   float o[TR]            kOff only: the rows' offsets, W = d * q + o
+// Packed tile, per group g of 32 columns (pack_group_bytes(T) * TR bytes):
+//   float d[kS][TR]        the rows' scales of the group, or of its two
+//                          16-element halves (0 past the last row)
+//   float o[kO][TR]        the rows' offsets (none, per group or per half),
+//                          W = d * q + o
 //   byte  q[8][TR][4]      q[k][r][j] = the integer of W[r, 32g + 4k + j], XOR
 //                          kFlip (the ISA's encoding)
 // Besides Q8_0, every type whose 32-element groups are integers in
 // [-127, 127] times one scale plus one offset packs this way (Q4_0, Q4_1,
 // Q5_0, Q5_1, IQ4_NL, and Q4_K, Q5_K, IQ4_XS with their sub-block scales
-// and mins folded in): group_ints below.
+// and mins folded in). Of the types with 16-element sub-blocks, Q2_K and
+// Q3_K fold their small sub-block scales into the integers too (Q2_K keeps
+// an offset per half); Q6_K's 8-bit scales times its 6-bit integers do not
+// fit a byte, so it keeps a scale per half: group_ints below.
 template <class Arch>
 struct Q8Dot;
 
@@ -1691,35 +1716,46 @@ struct Q8Dot<xsimd::neon64> {
 
 namespace {  // not Arch-templated: internal, so no other ISA's object shares them
 
-// The types q8_gemm packs, and whether their groups carry an offset.
+// The types q8_gemm packs; per 32-element group and row, how many scales
+// (2: one per 16-element sub-block) and offsets (1 per group, 2 per
+// sub-block) their packing carries besides the integers.
 constexpr bool has_packed_gemm(GgmlType t) {
   return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
          t == GgmlType::Q5_1 || t == GgmlType::IQ4_NL || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
-         t == GgmlType::IQ4_XS;
+         t == GgmlType::IQ4_XS || t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q6_K;
 }
-constexpr bool packed_offset(GgmlType t) {
-  return t == GgmlType::Q4_1 || t == GgmlType::Q5_1 || t == GgmlType::Q4_K || t == GgmlType::Q5_K;
+constexpr int packed_scales(GgmlType t) { return t == GgmlType::Q6_K ? 2 : 1; }
+constexpr int packed_offsets(GgmlType t) {
+  return t == GgmlType::Q2_K                                                                        ? 2
+         : t == GgmlType::Q4_1 || t == GgmlType::Q5_1 || t == GgmlType::Q4_K || t == GgmlType::Q5_K ? 1
+                                                                                                    : 0;
 }
-constexpr std::size_t pack_group_bytes(bool off) { return off ? 40 : 36; }  // per row
+constexpr std::size_t pack_group_bytes(GgmlType t) {  // per row
+  return 32 + 4 * static_cast<std::size_t>(packed_scales(t) + packed_offsets(t));
+}
 
 }  // namespace
 
-// Group g (32 elements) of a row of type T: W = d * q[i] + o, q in [-127, 127],
-// with the row kernels' decoding primitives (byte-wise scalar code here made
-// the packing 3-5x slower than the products of 16 tokens: its byte stores
-// could not forward to the word loads that interleave the rows).
+// Group g (32 elements) of a row of type T: W[i] = d[h] * q[i] + o[h] for
+// i in sub-block h (16 elements each; one d and o for the group unless
+// packed_scales / packed_offsets say 2), q in [-127, 127] (Q3_K: -128 too,
+// which every ISA's encoding takes: AVX-512's +128, AVX2's abs as unsigned
+// and sign moved to x, sdot), with the row
+// kernels' decoding primitives (byte-wise scalar code here made the packing
+// 3-5x slower than the products of 16 tokens: its byte stores could not
+// forward to the word loads that interleave the rows).
 template <class Arch, GgmlType T>
-inline void group_ints(const std::uint8_t* row, std::size_t g, std::int8_t* q, float& d, float& o) {
-  o = 0.f;
+inline void group_ints(const std::uint8_t* row, std::size_t g, std::int8_t* q, float (&d)[2], float (&o)[2]) {
+  o[0] = o[1] = 0.f;
   if constexpr (T == GgmlType::Q8_0) {
     const auto& b = reinterpret_cast<const BlockQ8_0*>(row)[g];
-    d = h2f(ld_u16(&b.d));
+    d[0] = h2f(ld_u16(&b.d));
     std::memcpy(q, b.qs, 32);
   } else if constexpr (has_b32_zmm_row(T)) {
     using B = Block32<T>;
     const auto& b = reinterpret_cast<const typename B::Block*>(row)[g];
-    d = h2f(ld_u16(&b.d));
-    if constexpr (B::kHasMin) o = h2f(ld_u16(&b.m));
+    d[0] = h2f(ld_u16(&b.d));
+    if constexpr (B::kHasMin) o[0] = h2f(ld_u16(&b.m));
     I8x32 v = nib16(b.qs);
     if constexpr (B::kFive) {
       std::uint32_t qh;
@@ -1735,8 +1771,8 @@ inline void group_ints(const std::uint8_t* row, std::size_t g, std::int8_t* q, f
     const int j = static_cast<int>(g % 8);  // sub-block: low (even j) or high nibbles of qs[32 (j / 2), +32)
     std::uint8_t sc[8], mn[8];
     unpack_k4_scales_u8(b.scales, sc, mn);
-    d = h2f(ld_u16(&b.d)) * sc[j];
-    o = -h2f(ld_u16(&b.dmin)) * mn[j];
+    d[0] = h2f(ld_u16(&b.d)) * sc[j];
+    o[0] = -h2f(ld_u16(&b.dmin)) * mn[j];
     const I8x32 v = ld32(b.qs + 32 * (j / 2));
     I8x32 r = (j & 1) ? hi_nib(v) : lo_nib(v);
     if constexpr (T == GgmlType::Q5_K) {
@@ -1753,46 +1789,110 @@ inline void group_ints(const std::uint8_t* row, std::size_t g, std::int8_t* q, f
       }
     }
     st32(r, q);
+  } else if constexpr (T == GgmlType::Q2_K || T == GgmlType::Q3_K) {
+    // Group g = 4 n + j: bits 2j, 2j+1 of qs[32 n + l] (l < 32), sub-block
+    // scales 2g and 2g + 1; Q3_K's third bit is bit g of hmask[l].
+    using B = std::conditional_t<T == GgmlType::Q2_K, BlockQ2_K, BlockQ3_K>;
+    const auto& b = reinterpret_cast<const B*>(row)[g / 8];
+    const int gi = static_cast<int>(g % 8);
+    const I8x32 v = ld32(b.qs + 32 * (gi / 4));
+    I8x32 r;
+    switch (gi % 4) {
+      case 0: r = crumb<0>(v); break;
+      case 1: r = crumb<2>(v); break;
+      case 2: r = crumb<4>(v); break;
+      default: r = crumb<6>(v); break;
+    }
+    const float dd = h2f(ld_u16(&b.d));
+    if constexpr (T == GgmlType::Q2_K) {  // q (0..3) times the 4-bit scale: 0..45
+      const float dm = h2f(ld_u16(&b.dmin));
+      const std::uint8_t s0 = b.scales[2 * gi], s1 = b.scales[2 * gi + 1];
+      r = mul8_halves(r, s0 & 15, s1 & 15);
+      d[0] = dd;
+      o[0] = -dm * static_cast<float>(s0 >> 4);
+      o[1] = -dm * static_cast<float>(s1 >> 4);
+    } else {
+      const I8x32 hm = ld32(b.hmask);
+      switch (gi) {
+        case 0: r = or8(r, bit_x04<0>(hm)); break;
+        case 1: r = or8(r, bit_x04<1>(hm)); break;
+        case 2: r = or8(r, bit_x04<2>(hm)); break;
+        case 3: r = or8(r, bit_x04<3>(hm)); break;
+        case 4: r = or8(r, bit_x04<4>(hm)); break;
+        case 5: r = or8(r, bit_x04<5>(hm)); break;
+        case 6: r = or8(r, bit_x04<6>(hm)); break;
+        default: r = or8(r, bit_x04<7>(hm)); break;
+      }
+      // q (-4..3) times minus the scale (-31..32): -128..124, so W = -d *
+      // that (the scale itself, -32..31, could make +128)
+      int msc[2];
+      for (int h = 0; h < 2; ++h) {  // scale k: low 4 bits in scales[k % 8], top 2 at bit 2 (k / 4) of scales[8 + k % 4]
+        const int k = 2 * gi + h;
+        const int lo = (b.scales[k % 8] >> (k < 8 ? 0 : 4)) & 15, hi = (b.scales[8 + k % 4] >> (2 * (k / 4))) & 3;
+        msc[h] = 32 - (lo | hi << 4);
+      }
+      r = mul8_halves(sub8(r, splat8(4)), msc[0], msc[1]);
+      d[0] = -dd;
+    }
+    st32(r, q);
+  } else if constexpr (T == GgmlType::Q6_K) {
+    // Group g = 4 n + j: the low nibbles (j < 2) or high ones of ql[64 n +
+    // 32 (j % 2) + l], bits 2j, 2j+1 of qh[32 n + l]; scales 2g, 2g + 1.
+    const auto& b = reinterpret_cast<const BlockQ6_K*>(row)[g / 8];
+    const int gi = static_cast<int>(g % 8), n = gi / 4, j = gi % 4;
+    const I8x32 l = ld32(b.ql + 64 * n + 32 * (j % 2)), h = ld32(b.qh + 32 * n);
+    I8x32 r = j < 2 ? lo_nib(l) : hi_nib(l);
+    switch (j) {
+      case 0: r = or8(r, q6_hi<0>(h)); break;
+      case 1: r = or8(r, q6_hi<1>(h)); break;
+      case 2: r = or8(r, q6_hi<2>(h)); break;
+      default: r = or8(r, q6_hi<3>(h)); break;
+    }
+    st32(sub8(r, splat8(32)), q);
+    const float dd = h2f(ld_u16(&b.d));
+    d[0] = dd * static_cast<float>(b.scales[2 * gi]);
+    d[1] = dd * static_cast<float>(b.scales[2 * gi + 1]);
   } else {
     static_assert(T == GgmlType::IQ4_XS);
     const auto& b = reinterpret_cast<const BlockIQ4_XS*>(row)[g / 8];
     const int j = static_cast<int>(g % 8);
-    d = h2f(ld_u16(&b.d)) * static_cast<float>(iq4_xs_scale(b, j));
+    d[0] = h2f(ld_u16(&b.d)) * static_cast<float>(iq4_xs_scale(b, j));
     st32(iq4nl_lookup(nib16(b.qs + 16 * j)), q);
   }
 }
 
 // Packs rows [0, nr) of a tile (nr <= TR; the rest zero weights, zero
-// scales) over groups [g0, g0 + ng) into dst (pack_group_bytes * TR * ng bytes).
+// scales) over groups [g0, g0 + ng) into dst (pack_group_bytes(T) * TR * ng
+// bytes).
 template <class Arch, GgmlType T>
 void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::size_t g0, std::size_t ng,
                   std::uint8_t* dst) {
   using D = Q8Dot<Arch>;
   constexpr int TR = D::V * D::MR;
-  constexpr bool kOff = packed_offset(T);
-  constexpr std::size_t kGB = pack_group_bytes(kOff) * TR;
+  constexpr int kS = packed_scales(T), kO = packed_offsets(T);
+  constexpr std::size_t kGB = pack_group_bytes(T) * TR;
   for (std::size_t g = 0; g < ng; ++g) {
     std::uint8_t* blk = dst + g * kGB;
-    float* d = reinterpret_cast<float*>(blk);
-    float* o = d + TR;  // kOff only
-    std::uint8_t* q = blk + (kOff ? 8 : 4) * TR;
+    float* d = reinterpret_cast<float*>(blk);  // (kS, TR)
+    float* o = d + kS * TR;                    // (kO, TR)
+    std::uint8_t* q = blk + 4 * (kS + kO) * TR;
     // 4 bytes at a time (a transpose of (rows, 8) words); kFlip encodes
     std::uint32_t* qw = reinterpret_cast<std::uint32_t*>(q);
     for (int r = 0; r < TR; ++r) {
       if (static_cast<std::size_t>(r) < nr) {
         alignas(4) std::int8_t qi[32];
-        float dr, orr;
+        float dr[2], orr[2];
         group_ints<Arch, T>(w + r * rb, g0 + g, qi, dr, orr);
-        d[r] = dr;
-        if constexpr (kOff) o[r] = orr;
+        for (int h = 0; h < kS; ++h) d[h * TR + r] = dr[h];
+        for (int h = 0; h < kO; ++h) o[h * TR + r] = orr[h];
         for (int k = 0; k < 8; ++k) {
           std::uint32_t v;
           std::memcpy(&v, qi + 4 * k, 4);
           qw[k * TR + r] = v ^ D::kFlip;
         }
       } else {
-        d[r] = 0.f;
-        if constexpr (kOff) o[r] = 0.f;
+        for (int h = 0; h < kS; ++h) d[h * TR + r] = 0.f;
+        for (int h = 0; h < kO; ++h) o[h * TR + r] = 0.f;
         for (int k = 0; k < 8; ++k) qw[k * TR + r] = D::kFlip;
       }
     }
@@ -1800,14 +1900,19 @@ void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::si
 }
 
 // y[t] (the tile's outputs; only the first nr written) for tokens t < N over
-// ng packed groups: = (first) or += the products. xq[t], xs[t]: token t's
-// ActQ8 groups and their integer sums, from the packed range's first.
-template <class Arch, int N, bool kOff>
+// ng packed groups of a type with kS scales and kO offsets per group: =
+// (first) or += the products. xq[t], xs[t]: token t's ActQ8 groups and
+// their integer sums per 16, from the packed range's first.
+// With two scales a group is two 16-element halves, each 4 dot steps then
+// its own conversion and FMA (the sub-block scales differ per row, so they
+// cannot fold into the activations' scale).
+template <class Arch, int N, int kS, int kO>
 void q8_tile_tokens(const std::uint8_t* pk, std::size_t ng, const ActQ8* const* xq, const std::int32_t* const* xs,
                     float* const* y, int nr, bool first) {
   using D = Q8Dot<Arch>;
   using F = xsimd::batch<float, Arch>;
   constexpr int V = D::V, MR = D::MR, TR = V * MR;
+  constexpr std::size_t kGB = (32 + 4 * static_cast<std::size_t>(kS + kO)) * TR;
   static_assert(F::size == V);
   F acc[MR][N];  // (rows of the tile / V, tokens)
   alignas(64) float tmp[V];
@@ -1825,30 +1930,43 @@ void q8_tile_tokens(const std::uint8_t* pk, std::size_t ng, const ActQ8* const* 
     }
   }
   for (std::size_t g = 0; g < ng; ++g) {
-    const std::uint8_t* blk = pk + g * pack_group_bytes(kOff) * TR;
-    const float* dw = reinterpret_cast<const float*>(blk);
-    const std::uint8_t* q = blk + (kOff ? 8 : 4) * TR;
-    typename D::I s[MR][N];  // int32 dots of the group
-    for (int t = 0; t < N; ++t) {
-      const typename D::I s0 = D::start(D::kOffset ? -128 * xs[t][g] : 0);
-      for (int m = 0; m < MR; ++m) s[m][t] = s0;
-    }
-    for (int k = 0; k < 8; ++k) {
-      typename D::Wv wv[MR];
-      for (int m = 0; m < MR; ++m) wv[m] = D::load_w(q + (k * TR + m * V) * 4);
+    const std::uint8_t* blk = pk + g * kGB;
+    const float* dw = reinterpret_cast<const float*>(blk);  // (kS, TR) scales, then (kO, TR) offsets
+    const std::uint8_t* q = blk + 4 * (kS + kO) * TR;
+    for (int h = 0; h < kS; ++h) {  // steps [k0, k1) of 4 bytes
+      const int k0 = kS == 1 ? 0 : 4 * h, k1 = kS == 1 ? 8 : k0 + 4;
+      typename D::I s[MR][N];  // int32 dots of the group (or half)
       for (int t = 0; t < N; ++t) {
-        std::int32_t x4;
-        std::memcpy(&x4, xq[t][g].qs + 4 * k, 4);
-        for (int m = 0; m < MR; ++m) s[m][t] = D::dot(s[m][t], wv[m], x4);
+        const std::int32_t xsum = kS == 1 ? xs[t][2 * g] + xs[t][2 * g + 1] : xs[t][2 * g + h];
+        const typename D::I s0 = D::start(D::kOffset ? -128 * xsum : 0);
+        for (int m = 0; m < MR; ++m) s[m][t] = s0;
+      }
+      for (int k = k0; k < k1; ++k) {
+        typename D::Wv wv[MR];
+        for (int m = 0; m < MR; ++m) wv[m] = D::load_w(q + (k * TR + m * V) * 4);
+        for (int t = 0; t < N; ++t) {
+          std::int32_t x4;
+          std::memcpy(&x4, xq[t][g].qs + 4 * k, 4);
+          for (int m = 0; m < MR; ++m) s[m][t] = D::dot(s[m][t], wv[m], x4);
+        }
+      }
+      for (int m = 0; m < MR; ++m) {
+        const F d = F::load_aligned(dw + h * TR + m * V);
+        for (int t = 0; t < N; ++t) acc[m][t] = xsimd::fma(F(D::to_f(s[m][t])), d * F(xq[t][g].d), acc[m][t]);
       }
     }
-    for (int m = 0; m < MR; ++m) {
-      const F d = F::load_aligned(dw + m * V);
-      for (int t = 0; t < N; ++t) acc[m][t] = xsimd::fma(F(D::to_f(s[m][t])), d * F(xq[t][g].d), acc[m][t]);
-      if constexpr (kOff) {  // + o * sum(x of the group)
-        const F o = F::load_aligned(dw + TR + m * V);
+    if constexpr (kO == 1) {  // + o * sum(x of the group)
+      for (int m = 0; m < MR; ++m) {
+        const F o = F::load_aligned(dw + kS * TR + m * V);
         for (int t = 0; t < N; ++t) acc[m][t] = xsimd::fma(o, F(xq[t][g].s), acc[m][t]);
       }
+    } else if constexpr (kO == 2) {  // + o[h] * sum(x of half h)
+      for (int h = 0; h < 2; ++h)
+        for (int m = 0; m < MR; ++m) {
+          const F o = F::load_aligned(dw + (kS + h) * TR + m * V);
+          for (int t = 0; t < N; ++t)
+            acc[m][t] = xsimd::fma(o, F(xq[t][g].d * static_cast<float>(xs[t][2 * g + h])), acc[m][t]);
+        }
     }
   }
   for (int m = 0; m < MR; ++m) {
@@ -1866,20 +1984,21 @@ void q8_tile_tokens(const std::uint8_t* pk, std::size_t ng, const ActQ8* const* 
 }
 
 // q8_tile_tokens for n <= N tokens
-template <class Arch, int N, bool kOff>
+template <class Arch, int N, int kS, int kO>
 void q8_tile_upto(int n, const std::uint8_t* pk, std::size_t ng, const ActQ8* const* xq, const std::int32_t* const* xs,
                   float* const* y, int nr, bool first) {
   if constexpr (N > 1) {
-    if (n < N) return q8_tile_upto<Arch, N - 1, kOff>(n, pk, ng, xq, xs, y, nr, first);
+    if (n < N) return q8_tile_upto<Arch, N - 1, kS, kO>(n, pk, ng, xq, xs, y, nr, first);
   }
-  q8_tile_tokens<Arch, N, kOff>(pk, ng, xq, xs, y, nr, first);
+  q8_tile_tokens<Arch, N, kS, kO>(pk, ng, xq, xs, y, nr, first);
 }
 
 // Y (n_tokens, ldy) = X W^T for W of a packed type T, the activations
-// already quantized (xq: [n_tokens][cols/32] ActQ8; xs: their integer sums,
-// same layout). Threads take whole tiles; each packs its tile a column chunk
-// at a time (kQ8PackGroups groups: 36.9 KB for 32 rows, 41 KB with offsets,
-// on the stack, in L1/L2) and runs every token over it before the next chunk.
+// already quantized (xq: [n_tokens][cols/32] ActQ8; xs: [n_tokens][cols/16]
+// their integer sums per 16). Threads take whole tiles; each packs its tile
+// a column chunk at a time (kQ8PackGroups groups: 36.9 KB for 32 rows, 41
+// KB with one scale and one offset, 45 KB with two and two, on the stack,
+// in L1/L2) and runs every token over it before the next chunk.
 constexpr std::size_t kQ8PackGroups = 32;
 
 template <class Arch, GgmlType T>
@@ -1887,12 +2006,11 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
              const std::int32_t* xs, std::size_t n_tokens, float* y, std::size_t ldy, int threads) {
   using D = Q8Dot<Arch>;
   constexpr int TR = D::V * D::MR, NT = D::NT;
-  constexpr bool kOff = packed_offset(T);
   const std::size_t groups = cols / 32;
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + TR - 1) / TR);
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::ptrdiff_t tile = 0; tile < tiles; ++tile) {
-    alignas(64) std::uint8_t pk[kQ8PackGroups * pack_group_bytes(kOff) * TR];  // one column chunk of the tile, packed
+    alignas(64) std::uint8_t pk[kQ8PackGroups * pack_group_bytes(T) * TR];  // one column chunk of the tile, packed
     const std::size_t r0 = static_cast<std::size_t>(tile) * TR;
     const int nr = static_cast<int>(mv_min(TR, rows - r0));
     for (std::size_t g0 = 0; g0 < groups; g0 += kQ8PackGroups) {
@@ -1905,13 +2023,26 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
         float* yo[NT];
         for (int k = 0; k < n; ++k) {
           xa[k] = xq + (t0 + k) * groups + g0;
-          xi[k] = xs + (t0 + k) * groups + g0;
+          xi[k] = xs + (t0 + k) * 2 * groups + 2 * g0;
           yo[k] = y + (t0 + k) * ldy + r0;
         }
-        q8_tile_upto<Arch, NT, kOff>(n, pk, ng, xa, xi, yo, nr, g0 == 0);
+        q8_tile_upto<Arch, NT, packed_scales(T), packed_offsets(T)>(n, pk, ng, xa, xi, yo, nr, g0 == 0);
       }
     }
   }
+}
+
+// From how many tokens matmul takes the packed GEMM: kQ8GemmMinTokens, but
+// for Q2_K and Q3_K on AVX2 (two tokens per pass over a packed tile; the
+// scale folding costs more per group there), whose row kernels ran 16
+// tokens faster (2048 x 2048, 1 thread: 1.4-1.8 against 2.0-2.2 ms), 32 as
+// fast and 64 slower (6.2-6.6 against 5.4-5.9).
+template <class Arch>
+std::size_t packed_min_tokens(GgmlType t) {
+#if defined(__AVX2__)
+  if (std::is_same_v<Arch, xsimd::fma3<xsimd::avx2>> && (t == GgmlType::Q2_K || t == GgmlType::Q3_K)) return 32;
+#endif
+  return kQ8GemmMinTokens;
 }
 
 template <class Arch>
@@ -1922,14 +2053,14 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   const std::size_t rb = ggml_row_bytes(type, cols);
   const auto* wb = static_cast<const std::uint8_t*>(w);
   const bool quant = !is_float_type(type);
-  const bool q8_packed = has_packed_gemm(type) && n_tokens >= kQ8GemmMinTokens;
+  const bool q8_packed = has_packed_gemm(type) && n_tokens >= packed_min_tokens<Arch>(type);
   // The packed GEMM takes ActQ8 (one scale per 32) whatever the type.
   const bool kq = ggml_has_super_blocks(type) && !q8_packed;
   // scratch: [n_tokens][cols/32] ActQ8, or [n_tokens][cols/256] ActQ8K for the K-quants
   auto* xb = static_cast<std::uint8_t*>(scratch);
   const std::size_t act_bytes = kq ? cols / 256 * sizeof(ActQ8K) : cols / 32 * sizeof(ActQ8);  // per token
   const int nth = threads > 1 ? threads : 1;
-  // Packed: the activations' integer sums (n_tokens, cols/32), after the
+  // Packed: the activations' integer sums (n_tokens, cols/16), after the
   // ActQ8s (matvec_scratch_bytes)
   std::int32_t* xs = q8_packed ? reinterpret_cast<std::int32_t*>(xb + n_tokens * act_bytes) : nullptr;
   if (quant) {
@@ -1937,7 +2068,7 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
     for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(n_tokens); ++t) {
       const float* xt = x + static_cast<std::size_t>(t) * ldx;
       void* dst = xb + static_cast<std::size_t>(t) * act_bytes;
-      std::int32_t* sums = q8_packed ? xs + static_cast<std::size_t>(t) * (cols / 32) : nullptr;
+      std::int32_t* sums = q8_packed ? xs + static_cast<std::size_t>(t) * (cols / 16) : nullptr;
       if (kq) matvec_quantize_act_k<Arch>(xt, cols, static_cast<ActQ8K*>(dst));
       else matvec_quantize_act<Arch>(xt, cols, static_cast<ActQ8*>(dst), sums);
     }

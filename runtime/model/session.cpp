@@ -41,10 +41,11 @@ namespace {
 // and even at 512 (README, "Prefill GEMMs").
 // The other types the packed GEMM takes (their groups integers times a
 // scale plus an offset): never with AVX-512 VNNI (Q4_K and Q4_0 copies, 512
-// tokens: 2564-2718 against 1280-1357 tok/s with oneDNN); with AVX2 from
-// 320 tokens as before (512 tokens: 1085-1162 packed against 1226-1322), the
-// packed GEMM below (256 tokens: 1185-1280 against 715-900 for the row
-// kernels). NEON: not measured on hardware, 320 as before.
+// tokens: 2564-2718 against 1280-1357 tok/s with oneDNN; Q2_K, Q3_K, Q6_K
+// copies 2000-2613 against 1202-1485); with AVX2 from 320 tokens as before
+// (512 tokens: 1085-1162 packed against 1226-1322), the packed GEMM below
+// (256 tokens: 1185-1280 against 715-900 for the row kernels; Q3_K and Q6_K
+// 1169-1264 against 844-981). NEON: not measured on hardware, 320 as before.
 int default_gemm_min_tokens(GgmlType t, Isa isa) {
   if (t == GgmlType::Q8_0 && isa != Isa::ref) return std::numeric_limits<int>::max();
   if (kernels::matvec_has_packed_gemm(t) && isa == Isa::avx512) return std::numeric_limits<int>::max();

@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -68,10 +70,9 @@ double act_bound(GgmlType t, const float* wrow, const float* x, std::size_t cols
 
 // Runs matmul (and matvec when n_tokens == 1) on `isa` and checks every
 // output; returns the NMSE over all of them.
-double check(Isa isa, GgmlType t, std::size_t rows, std::size_t cols, std::size_t n_tokens, int threads,
-             std::uint64_t seed) {
+double check_weights(Isa isa, GgmlType t, const Weights& w, std::size_t rows, std::size_t cols, std::size_t n_tokens,
+                     int threads, std::uint64_t seed) {
   const auto& k = matvec_kernels(isa);
-  Weights w = make_weights(t, rows, cols, seed);
   const std::size_t ldx = cols + 3, ldy = rows + 5;
   auto x = test::random_vector(n_tokens * ldx, seed + 1, -2.f, 2.f);
   std::vector<float> ref(n_tokens * ldy, 0.f), got(n_tokens * ldy, -7.f);
@@ -98,6 +99,11 @@ double check(Isa isa, GgmlType t, std::size_t rows, std::size_t cols, std::size_
       EXPECT_EQ(got[tok * ldy + row], -7.f) << "wrote past rows";
   }
   return test::nmse(g.data(), r.data(), g.size());
+}
+
+double check(Isa isa, GgmlType t, std::size_t rows, std::size_t cols, std::size_t n_tokens, int threads,
+             std::uint64_t seed) {
+  return check_weights(isa, t, make_weights(t, rows, cols, seed), rows, cols, n_tokens, threads, seed);
 }
 
 std::size_t block_of(GgmlType t) { return ggml_block_elems(t) == 1 ? 32 : ggml_block_elems(t); }
@@ -232,7 +238,7 @@ TEST(Matvec, NonFiniteAndTinyActivations) {
 
 // From kQ8GemmMinTokens tokens on, Q8_0 and the types whose 32-element
 // groups are integers times a scale plus an offset (Q4_0, Q4_1, Q5_0, Q5_1,
-// IQ4_NL, Q4_K, Q5_K, IQ4_XS): packed row tiles (32 rows on AVX-512, 16
+// IQ4_NL, Q4_K, Q5_K, IQ4_XS; Q2_K, Q3_K, Q6_K per 16-element half): packed row tiles (32 rows on AVX-512, 16
 // elsewhere), column chunks of 32 groups, token groups of 6 or 2.
 // Rows and columns around those edges, every token count up to two groups
 // past the threshold, odd thread counts. Beside the reference bound (check),
@@ -257,6 +263,7 @@ void check_packed_tiles(GgmlType t) {
   for (std::size_t n = kQ8GemmMinTokens; n <= kQ8GemmMinTokens + 9; n += all ? 1 : 4)
     cases.push_back({37, k256 ? 256u : 64u, n, 1});
   cases.push_back({100, k256 ? 1280u : 1056u, 13, 2});
+  cases.push_back({45, k256 ? 1280u : 1056u, 40, 2});  // AVX2 packs Q2_K, Q3_K from 32 tokens
   cases.push_back({65, k256 ? 2304u : 2080u, 9, 3});
   for (Isa isa : supported_isas()) {
     const auto& k = matvec_kernels(isa);
@@ -301,7 +308,83 @@ TEST(Matvec, Q8PackedTilesMatchRowKernels) {
     check_packed_tiles(t);
     ++n_packed;
   }
-  EXPECT_EQ(n_packed, 9);  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, IQ4_XS
+  EXPECT_EQ(n_packed, 12);  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS
+}
+
+// Blocks of random bytes, but for finite fp16 scales (d in [-0.05, 0.05],
+// dmin in [0, 0.05]): every scale and integer pattern a file can hold, which
+// Latte's own quantizer (its K-quant scales non-negative) never writes: Q3_K's
+// negative sub-block scales, down to -32 against q = -4 (the packed GEMM's
+// integer -128; row 0's first block is all of that), Q6_K's -128 scales.
+template <class Block>
+Weights random_blocks(GgmlType t, std::size_t rows, std::size_t cols, std::uint64_t seed, std::size_t d_off,
+                      std::size_t dmin_off) {
+  Weights w;
+  const std::size_t nb = rows * cols / 256;
+  w.bytes.resize(nb * sizeof(Block));
+  auto r = test::random_vector(w.bytes.size() + 2 * nb, seed, 0.f, 256.f);
+  for (std::size_t i = 0; i < w.bytes.size(); ++i) w.bytes[i] = static_cast<std::uint8_t>(r[i]);
+  for (std::size_t b = 0; b < nb; ++b) {
+    std::uint8_t* blk = w.bytes.data() + b * sizeof(Block);
+    const std::uint16_t d = f32_to_fp16((r[w.bytes.size() + 2 * b] - 128.f) / 2560.f);
+    std::memcpy(blk + d_off, &d, 2);
+    if (dmin_off != d_off) {
+      const std::uint16_t m = f32_to_fp16(r[w.bytes.size() + 2 * b + 1] / 5120.f);
+      std::memcpy(blk + dmin_off, &m, 2);
+    }
+  }
+  if (t == GgmlType::Q3_K) std::memset(w.bytes.data(), 0, offsetof(BlockQ3_K, d));  // scales -32, q -4
+  w.deq.resize(rows * cols);
+  const std::size_t rb = ggml_row_bytes(t, cols);
+  for (std::size_t row = 0; row < rows; ++row)
+    dequantize_row_ref(t, w.bytes.data() + row * rb, w.deq.data() + row * cols, cols);
+  return w;
+}
+
+// Checks w (rows, cols) on every path: against the reference bound with
+// random activations, and, with activations the int8 quantization holds
+// exactly (integers up to 127, each 32 reaching 127), against the reference
+// up to f32 summation order (1e-5 of sum |w x|): a wrong integer anywhere
+// shows there, where the bound's slack for activation rounding would hide it.
+void check_any_bits(Isa isa, GgmlType t, const Weights& w, std::size_t rows, std::size_t cols) {
+  const auto& k = matvec_kernels(isa);
+  for (std::size_t n : {std::size_t{1}, std::size_t{5}, kQ8GemmMinTokens + 2, std::size_t{40}}) {
+    SCOPED_TRACE(std::string(isa_name(isa)) + " " + ggml_type_name(t) + " tokens=" + std::to_string(n));
+    check_weights(isa, t, w, rows, cols, n, 1, n);
+    auto r = test::random_vector(n * cols, n + 9, -127.f, 127.f);
+    std::vector<float> x(n * cols);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = i % 32 == 7 ? 127.f : std::nearbyint(r[i]);
+    std::vector<float> ref(n * rows), got(n * rows);
+    matmul_ref(t, w.bytes.data(), rows, cols, x.data(), cols, n, ref.data(), rows, nullptr, 1);
+    std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, cols, n));
+    if (n == 1) k.matvec(t, w.bytes.data(), rows, cols, x.data(), got.data(), scratch.data(), 1);
+    else k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, got.data(), rows, scratch.data(), 1);
+    for (std::size_t tok = 0; tok < n; ++tok)
+      for (std::size_t row = 0; row < rows; ++row) {
+        double mag = 0;
+        for (std::size_t c = 0; c < cols; ++c) mag += std::fabs(double(w.deq[row * cols + c]) * x[tok * cols + c]);
+        ASSERT_NEAR(got[tok * rows + row], ref[tok * rows + row], 1e-5 * mag + 1e-6)
+            << "exact activations, token " << tok << " row " << row;
+      }
+  }
+}
+
+TEST(Matvec, KQuantsAnyBitPattern) {
+  const std::size_t rows = 37, cols = 1280;
+  for (Isa isa : supported_isas()) {
+    check_any_bits(isa, GgmlType::Q2_K,
+                   random_blocks<BlockQ2_K>(GgmlType::Q2_K, rows, cols, 1, offsetof(BlockQ2_K, d),
+                                            offsetof(BlockQ2_K, dmin)),
+                   rows, cols);
+    check_any_bits(isa, GgmlType::Q3_K,
+                   random_blocks<BlockQ3_K>(GgmlType::Q3_K, rows, cols, 2, offsetof(BlockQ3_K, d),
+                                            offsetof(BlockQ3_K, d)),
+                   rows, cols);
+    check_any_bits(isa, GgmlType::Q6_K,
+                   random_blocks<BlockQ6_K>(GgmlType::Q6_K, rows, cols, 3, offsetof(BlockQ6_K, d),
+                                            offsetof(BlockQ6_K, d)),
+                   rows, cols);
+  }
 }
 
 TEST(Matvec, RejectsBadArguments) {
