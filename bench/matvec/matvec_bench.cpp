@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
@@ -101,6 +102,39 @@ void BM_Matmul(benchmark::State& state) {
   state.SetLabel(std::string(latte::isa_name(isa)) + " " + latte::ggml_type_name(type));
 }
 
+// Matmul with the weights coming from memory, as in a model (where each
+// matrix is read once per chunk and the others evict it from the LLC): the
+// matrix copied until the copies exceed 256 MB, one copy per iteration in
+// turn. Few-token products are where this differs from Matmul: the packed
+// GEMM reads a tile's rows a column chunk at a time, 32 short streams, where
+// the row kernels read each row whole.
+// args: isa, type, rows, cols, tokens, threads
+void BM_MatmulDram(benchmark::State& state) {
+  const auto isa = static_cast<Isa>(state.range(0));
+  const auto type = static_cast<GgmlType>(state.range(1));
+  const std::size_t rows = state.range(2), cols = state.range(3), nt = state.range(4);
+  const int threads = static_cast<int>(state.range(5));
+  const auto& k = latte::kernels::matvec_kernels(isa);
+  const auto w = make_weights(type, rows, cols);
+  const std::size_t copies = (std::size_t{256} << 20) / w.size() + 1;
+  std::vector<std::uint8_t> all(copies * w.size());
+  for (std::size_t c = 0; c < copies; ++c) std::copy(w.begin(), w.end(), all.begin() + c * w.size());
+  auto x = random_floats(nt * cols, 2);
+  std::vector<float> y(nt * rows);
+  std::vector<std::uint8_t> scratch(latte::kernels::matvec_scratch_bytes(type, cols, nt) + 1);
+  std::size_t c = 0;
+  for (auto _ : state) {
+    k.matmul(type, all.data() + c * w.size(), rows, cols, x.data(), cols, nt, y.data(), rows, scratch.data(), threads);
+    c = c + 1 == copies ? 0 : c + 1;
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(2.0 * nt * rows * cols * state.iterations() / 1e9,
+                                                benchmark::Counter::kIsRate);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * w.size()));
+  state.SetLabel(std::string(latte::isa_name(isa)) + " " + latte::ggml_type_name(type));
+}
+
 // oneDNN matmul: Y[nt, rows] = X[nt, cols] * W^T, W dequantized [rows, cols]
 // and stored in `wdt` (f32, or bf16: 2 bytes/weight like F16 files, uses
 // AVX512_BF16 where the CPU has it); X is given in the same type (for bf16 the
@@ -178,11 +212,19 @@ void register_all() {
         ->MinTime(0.2)
         ->UseRealTime();
   const Isa best = latte::active_isa();
-  // 16 tokens: where the session's prefill switches to oneDNN.
   for (GgmlType t : kTypes)
-    for (long nt : {16L, 32L, 64L, 128L, 256L, 512L})
+    for (long nt : {4L, 8L, 16L, 32L, 64L, 128L, 256L, 512L})
       for (long threads : {1L, 2L})
         benchmark::RegisterBenchmark("Matmul", BM_Matmul)
+            ->Args({static_cast<long>(best), static_cast<long>(t), 2048, 2048, nt, threads})
+            ->ArgNames({"isa", "type", "rows", "cols", "tok", "thr"})
+            ->MinTime(0.2)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+  for (GgmlType t : kTypes)
+    for (long nt : {2L, 3L, 4L, 6L, 8L, 12L, 16L})
+      for (long threads : {1L, 2L})
+        benchmark::RegisterBenchmark("MatmulDram", BM_MatmulDram)
             ->Args({static_cast<long>(best), static_cast<long>(t), 2048, 2048, nt, threads})
             ->ArgNames({"isa", "type", "rows", "cols", "tok", "thr"})
             ->MinTime(0.2)

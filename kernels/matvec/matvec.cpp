@@ -48,14 +48,14 @@ std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_
   const std::size_t nb = cols / 32;
   std::size_t bytes;
   if (ggml_has_super_blocks(type)) bytes = n_tokens * (cols / 256) * sizeof(ActQ8K);
-  else if (type == GgmlType::Q8_0) bytes = n_tokens * nb * (sizeof(ActQ8) + sizeof(std::int32_t));
+  else if (type == GgmlType::Q8_0) bytes = n_tokens * nb * sizeof(ActQ8);
   // + one token's ActPairs (matvec_impl.h's build_act_pairs: the AVX-512
   // decode rows of the other block-32 types), whatever n_tokens: a scratch
   // sized for a prefill chunk also serves decode.
   else bytes = n_tokens * nb * sizeof(ActQ8) + nb / 2 * 64 + 2 * sizeof(float) * ((nb + 15) / 16 * 16);
-  // From kQ8GemmMinTokens tokens on, the packed GEMM's types quantize to
-  // ActQ8 plus integer sums per 16.
-  if (matvec_has_packed_gemm(type) && n_tokens >= kQ8GemmMinTokens)
+  // Where the packed GEMM may take them (kPackedGemmMinTokens), its types
+  // quantize to ActQ8 plus integer sums per 16.
+  if (matvec_has_packed_gemm(type) && n_tokens >= kPackedGemmMinTokens)
     bytes = std::max(bytes, n_tokens * nb * (sizeof(ActQ8) + 2 * sizeof(std::int32_t)));
   return bytes;
 }

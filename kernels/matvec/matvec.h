@@ -39,18 +39,19 @@ struct ActQ8K {
 };
 static_assert(sizeof(ActQ8K) == 324);
 
-// From this many tokens on, matmul over Q8_0 weights (and Q4_0, Q4_1, Q5_0,
-// Q5_1, IQ4_NL, Q2_K..Q6_K, IQ4_XS, decoded to integers per group) repacks
-// each tile of rows once per call (rows interleaved, so a register holds one
-// int32 dot per row) instead of decoding every weight group once per 4 tokens. The
-// repacking is a pass over the weights as long as ~12 tokens' products: in
-// the V2-Lite-shaped model (AVX-512, 2 threads) 8-token chunks prefilled at
-// 445-477 tok/s packed against 505-558, 16-token ones at 585-735 against
-// 565-620.
-inline constexpr std::size_t kQ8GemmMinTokens = 16;
+// Matmul over Q8_0 weights (and Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K..Q6_K,
+// IQ4_XS, decoded to integers per group) repacks each tile of rows once per
+// call (rows interleaved, so a register holds one int32 dot per row) instead
+// of decoding every weight group once per 4 tokens, from a token count that
+// depends on the ISA and the type (matvec_impl.h, packed_min_tokens: where
+// the repacking, a pass over the weights, costs less than the row kernels'
+// extra work): never below kPackedGemmMinTokens, always from
+// kPackedGemmAllTokens on.
+inline constexpr std::size_t kPackedGemmMinTokens = 8;
+inline constexpr std::size_t kPackedGemmAllTokens = 32;
 
 // Scratch bytes the kernels need for n_tokens rows of `cols` activations
-// (0 for F32/F16/BF16; for Q8_0 also the integer sum of each ActQ8). The
+// (0 for F32/F16/BF16; for the packed GEMM's types also integer sums). The
 // scratch must be at least 4-byte aligned (it holds ActQ8/ActQ8K); 64 is
 // best. One scratch per concurrent call.
 std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_tokens);
@@ -70,8 +71,8 @@ struct MatvecKernels {
   //   x: [n_tokens][ldx] (ldx >= cols); y: [n_tokens][ldy] (ldy >= rows)
   //   scratch: matvec_scratch_bytes(type, cols, n_tokens) bytes
   // Each weight block is decoded once per group of up to 4 tokens (Q8_0 and
-  // the other packed types from kQ8GemmMinTokens tokens on: once per call,
-  // into packed tiles).
+  // the other packed types from a few tokens on, see kPackedGemmMinTokens:
+  // once per call, into packed tiles).
   void (*matmul)(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
                  std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch,
                  int threads);
@@ -96,8 +97,8 @@ void dequantize_bf16_ref(GgmlType type, const void* src, std::uint16_t* dst, std
 
 // True for the types matvec/matmul accept.
 bool matvec_supports(GgmlType type);
-// True for the types matmul runs as a packed int8 GEMM from kQ8GemmMinTokens
-// tokens on (Q8_0, and the types whose 32-element groups are integers times
+// True for the types matmul runs as a packed int8 GEMM from a few tokens on
+// (kPackedGemmMinTokens) (Q8_0, and the types whose 32-element groups are integers times
 // one scale plus one offset: Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K,
 // IQ4_XS; or whose 16-element halves are: Q2_K, Q3_K, Q6_K). The kernels keep their own compile-time copy of this list
 // (matvec_impl.h's has_packed_gemm) for their template dispatch.

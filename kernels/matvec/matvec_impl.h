@@ -35,6 +35,7 @@
 #include "kernels/matvec/matvec.h"
 #include "quant/ggml_blocks.h"
 
+
 namespace latte::kernels {
 namespace {
 
@@ -121,6 +122,24 @@ inline I8x32 mul8_halves(I8x32 v, int a, int b) {
   const __m256i lo = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(v)), _mm256_set1_epi16(static_cast<short>(a)));
   const __m256i hi = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1)), _mm256_set1_epi16(static_cast<short>(b)));
   return _mm256_permute4x64_epi64(_mm256_packs_epi16(lo, hi), 0xD8);
+}
+inline I8x32 xor8(I8x32 a, I8x32 b) { return _mm256_xor_si256(a, b); }
+// v[i] holds 8 words of row i; afterwards v[k] holds word k of rows 0..7
+// (the packed GEMM's row interleave)
+inline void transpose8_words(I8x32 (&v)[8]) {
+  __m256i u[8];
+  for (int h = 0; h < 8; h += 4) {
+    const __m256i t0 = _mm256_unpacklo_epi32(v[h], v[h + 1]), t1 = _mm256_unpackhi_epi32(v[h], v[h + 1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(v[h + 2], v[h + 3]), t3 = _mm256_unpackhi_epi32(v[h + 2], v[h + 3]);
+    u[h] = _mm256_unpacklo_epi64(t0, t2);      // words 0 and 4 of rows h..h+3
+    u[h + 1] = _mm256_unpackhi_epi64(t0, t2);  // 1, 5
+    u[h + 2] = _mm256_unpacklo_epi64(t1, t3);  // 2, 6
+    u[h + 3] = _mm256_unpackhi_epi64(t1, t3);  // 3, 7
+  }
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x20);
+    v[k + 4] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x31);
+  }
 }
 // 8 int32 lanes; lane l = sum of bytes 4l..4l+3 of u*x (u unsigned <= 127 or
 // 128 from abs(-128); x signed, never -128)
@@ -342,6 +361,32 @@ inline I8x32 iq4nl_lookup(I8x32 idx) {
 // bytes 0..15 times a, 16..31 times b (the products must fit a signed byte)
 inline I8x32 mul8_halves(I8x32 v, int a, int b) {
   return {vmulq_s8(v.a, vdupq_n_s8(static_cast<std::int8_t>(a))), vmulq_s8(v.b, vdupq_n_s8(static_cast<std::int8_t>(b)))};
+}
+inline I8x32 xor8(I8x32 x, I8x32 y) { return {veorq_s8(x.a, y.a), veorq_s8(x.b, y.b)}; }
+// 4x4 transpose of 32-bit words
+inline void transpose4_words(int32x4_t& r0, int32x4_t& r1, int32x4_t& r2, int32x4_t& r3) {
+  const int32x4x2_t p = vtrnq_s32(r0, r1), q = vtrnq_s32(r2, r3);
+  r0 = vcombine_s32(vget_low_s32(p.val[0]), vget_low_s32(q.val[0]));
+  r1 = vcombine_s32(vget_low_s32(p.val[1]), vget_low_s32(q.val[1]));
+  r2 = vcombine_s32(vget_high_s32(p.val[0]), vget_high_s32(q.val[0]));
+  r3 = vcombine_s32(vget_high_s32(p.val[1]), vget_high_s32(q.val[1]));
+}
+// v[i] holds 8 words of row i; afterwards v[k] holds word k of rows 0..7
+// (the packed GEMM's row interleave)
+inline void transpose8_words(I8x32 (&v)[8]) {
+  int32x4_t lo[8], hi[8];  // words 0..3, 4..7 of each row
+  for (int i = 0; i < 8; ++i) {
+    lo[i] = vreinterpretq_s32_s8(v[i].a);
+    hi[i] = vreinterpretq_s32_s8(v[i].b);
+  }
+  for (int h = 0; h < 8; h += 4) {
+    transpose4_words(lo[h], lo[h + 1], lo[h + 2], lo[h + 3]);  // lo[h + k]: word k of rows h..h+3
+    transpose4_words(hi[h], hi[h + 1], hi[h + 2], hi[h + 3]);  // hi[h + k]: word 4 + k
+  }
+  for (int k = 0; k < 4; ++k) {
+    v[k] = {vreinterpretq_s8_s32(lo[k]), vreinterpretq_s8_s32(lo[k + 4])};
+    v[k + 4] = {vreinterpretq_s8_s32(hi[k]), vreinterpretq_s8_s32(hi[k + 4])};
+  }
 }
 inline Acc acc_zero() { return vdupq_n_f32(0.f); }
 // sdot is signed x signed: unsigned weights <= 127 are the same bytes.
@@ -1876,25 +1921,30 @@ void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::si
     float* d = reinterpret_cast<float*>(blk);  // (kS, TR)
     float* o = d + kS * TR;                    // (kO, TR)
     std::uint8_t* q = blk + 4 * (kS + kO) * TR;
-    // 4 bytes at a time (a transpose of (rows, 8) words); kFlip encodes
-    std::uint32_t* qw = reinterpret_cast<std::uint32_t*>(q);
-    for (int r = 0; r < TR; ++r) {
-      if (static_cast<std::size_t>(r) < nr) {
-        alignas(4) std::int8_t qi[32];
-        float dr[2], orr[2];
-        group_ints<Arch, T>(w + r * rb, g0 + g, qi, dr, orr);
-        for (int h = 0; h < kS; ++h) d[h * TR + r] = dr[h];
-        for (int h = 0; h < kO; ++h) o[h * TR + r] = orr[h];
-        for (int k = 0; k < 8; ++k) {
-          std::uint32_t v;
-          std::memcpy(&v, qi + 4 * k, 4);
-          qw[k * TR + r] = v ^ D::kFlip;
+    // 8 rows at a time: their groups' integers as (rows, 8) words,
+    // transposed in registers (one word per row and step k), kFlip encodes.
+    // (Word by word through scalar registers this was ~24 instructions per
+    // row and group.)
+    const I8x32 flip = splat8(static_cast<std::int8_t>(D::kFlip & 0xff));
+    for (int r0 = 0; r0 < TR; r0 += 8) {
+      alignas(32) std::int8_t qi[8][32];
+      I8x32 v[8];
+      for (int i = 0; i < 8; ++i) {
+        const int r = r0 + i;
+        if (static_cast<std::size_t>(r) < nr) {
+          float dr[2], orr[2];
+          group_ints<Arch, T>(w + r * rb, g0 + g, qi[i], dr, orr);
+          for (int h = 0; h < kS; ++h) d[h * TR + r] = dr[h];
+          for (int h = 0; h < kO; ++h) o[h * TR + r] = orr[h];
+          v[i] = ld32(qi[i]);
+        } else {
+          for (int h = 0; h < kS; ++h) d[h * TR + r] = 0.f;
+          for (int h = 0; h < kO; ++h) o[h * TR + r] = 0.f;
+          v[i] = splat8(0);
         }
-      } else {
-        for (int h = 0; h < kS; ++h) d[h * TR + r] = 0.f;
-        for (int h = 0; h < kO; ++h) o[h * TR + r] = 0.f;
-        for (int k = 0; k < 8; ++k) qw[k * TR + r] = D::kFlip;
       }
+      transpose8_words(v);
+      for (int k = 0; k < 8; ++k) st32(xor8(v[k], flip), q + (k * TR + r0) * 4);
     }
   }
 }
@@ -2013,9 +2063,30 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
     alignas(64) std::uint8_t pk[kQ8PackGroups * pack_group_bytes(T) * TR];  // one column chunk of the tile, packed
     const std::size_t r0 = static_cast<std::size_t>(tile) * TR;
     const int nr = static_cast<int>(mv_min(TR, rows - r0));
+    // After packing a chunk, the next one's rows (TR short runs of a row
+    // each, which the hardware prefetchers follow poorly) are prefetched
+    // before the products: with the weights in DRAM (`bench_matvec
+    // --benchmark_filter=MatmulDram`, 2 threads, AVX-512) 8 and 12 tokens of
+    // Q4_K took 0.346 and 0.368 ms against 0.396 and 0.460, Q8_0 0.266 and
+    // 0.293 against 0.287 and 0.306 (prefetcht0: in between).
     for (std::size_t g0 = 0; g0 < groups; g0 += kQ8PackGroups) {
       const std::size_t ng = mv_min(kQ8PackGroups, groups - g0);
       q8_pack_tile<Arch, T>(w + r0 * rb, rb, static_cast<std::size_t>(nr), g0, ng, pk);
+      {  // the next chunk's rows (this tile's, or the next tile's first)
+        const std::size_t gb = rb / groups;  // bytes per group
+        std::size_t pr0 = r0, pg = g0 + ng, pn = static_cast<std::size_t>(nr);
+        if (pg >= groups) {
+          pr0 = r0 + TR;
+          pg = 0;
+          pn = pr0 < rows ? mv_min(TR, rows - pr0) : 0;
+        }
+        const std::size_t b0 = pg * gb, b1 = mv_min(groups, pg + kQ8PackGroups) * gb;
+        for (std::size_t r = 0; r < pn; ++r) {
+          const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(w + (pr0 + r) * rb);
+          for (std::uintptr_t l = (a + b0) & ~std::uintptr_t{63}; l < a + b1; l += 64)
+            __builtin_prefetch(reinterpret_cast<const void*>(l), 0, 2);
+        }
+      }
       for (std::size_t t0 = 0; t0 < n_tokens; t0 += NT) {
         const int n = static_cast<int>(mv_min(NT, n_tokens - t0));
         const ActQ8* xa[NT];
@@ -2032,17 +2103,35 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
   }
 }
 
-// From how many tokens matmul takes the packed GEMM: kQ8GemmMinTokens, but
-// for Q2_K and Q3_K on AVX2 (two tokens per pass over a packed tile; the
-// scale folding costs more per group there), whose row kernels ran 16
-// tokens faster (2048 x 2048, 1 thread: 1.4-1.8 against 2.0-2.2 ms), 32 as
-// fast and 64 slower (6.2-6.6 against 5.4-5.9).
+// From how many tokens matmul takes the packed GEMM rather than the row
+// kernels. The repacking decodes each weight group once, where the row
+// kernels decode it once per 4 tokens, but it reads a tile's rows a column
+// chunk at a time (TR short runs), which streams from DRAM slower than the
+// row kernels' whole rows: with few tokens, where both are bound by the
+// weights' reads, the row kernels win. Crossovers with the weights in DRAM
+// (`bench_matvec --benchmark_filter=MatmulDram`, 2048 x 2048, 2 threads,
+// medians of 3, session 27; ms rows / packed):
+// - AVX-512: the block-32 types from 8 (Q8_0 at 4: 0.174 / 0.224, at 8:
+//   0.344 / 0.266; Q4_0 at 8: 0.463 / 0.247); Q4_K, Q5_K, Q6_K, IQ4_XS from
+//   8 (Q4_K at 8: 0.361 / 0.346, at 12: 0.494 / 0.368); Q2_K and Q3_K,
+//   which fold their scales when packing, from 12 (with the weights in
+//   cache they cross at 8, the others at 2 to 6).
+// - AVX2 (two tokens per pass over a packed tile): the block-32 types from
+//   8 (Q4_0 at 8: 0.488 / 0.409, Q8_0 0.424 / 0.434, at 12 0.619 / 0.563);
+//   Q4_K, Q5_K, Q6_K, IQ4_XS from 16 (Q6_K at 12: 0.687 / 0.682; with the
+//   weights in cache Q4_K's row kernels still win at 12, 0.936 / 1.07); Q2_K
+//   and Q3_K, whose byte multiply is a widen, multiply and pack there, from
+//   32 (Q3_K at 16: 1.4-1.8 / 2.0-2.2, at 64: 6.2-6.6 / 5.4-5.9).
+// - NEON: not measured on hardware; 16, the threshold before this table.
 template <class Arch>
 std::size_t packed_min_tokens(GgmlType t) {
-#if defined(__AVX2__)
-  if (std::is_same_v<Arch, xsimd::fma3<xsimd::avx2>> && (t == GgmlType::Q2_K || t == GgmlType::Q3_K)) return 32;
-#endif
-  return kQ8GemmMinTokens;
+  const bool small_k = t == GgmlType::Q2_K || t == GgmlType::Q3_K;
+  const bool k256 = small_k || t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K ||
+                    t == GgmlType::IQ4_XS;
+  static_assert(kPackedGemmMinTokens <= 8 && kPackedGemmAllTokens >= 32);
+  if constexpr (Q8Dot<Arch>::V == 16) return small_k ? 12 : 8;  // AVX-512 VNNI
+  else if constexpr (Q8Dot<Arch>::V == 8) return small_k ? 32 : k256 ? 16 : 8;  // AVX2
+  else return 16;
 }
 
 template <class Arch>

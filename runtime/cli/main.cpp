@@ -160,8 +160,10 @@ int main(int argc, char** argv) {
 
   latte::cli::MakeModelOptions mm_opts;
   auto* mm = app.add_subcommand("make-model", "Write a random-weight model with real shapes (for benchmarks)");
-  mm->add_option("--preset", mm_opts.preset, "Shapes: v2-lite (DeepSeek-V2-Lite attention) or tiny")
-      ->check(CLI::IsMember({"v2-lite", "tiny"}));
+  mm->add_option("--preset", mm_opts.preset,
+                 "Shapes: v2-lite (DeepSeek-V2-Lite attention, dense FFN), v2-lite-moe (DeepSeek-V2-Lite whole: "
+                 "a dense first layer, then 64 experts, 6 used, 2 shared) or tiny")
+      ->check(CLI::IsMember({"v2-lite", "v2-lite-moe", "tiny"}));
   mm->add_option("--type", mm_opts.type, "Weight type: F32, F16, BF16, Q8_0, Q4_0, ...");
   mm->add_option("--layers", mm_opts.layers, "Layers")->check(integer_in(1, 256));
   mm->add_option("--vocab", mm_opts.vocab, "Vocabulary size")->check(integer_in(258, 1LL << 20));

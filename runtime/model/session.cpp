@@ -34,7 +34,7 @@ namespace {
 // faster) and 192 tokens (oneDNN 9%); F16 (and Q8_0 before its packed
 // GEMM) between 256 (kernels 28-40%) and 384 (oneDNN 4-14%).
 // Q8_0 with SIMD kernels: never. Its packed int8 GEMM (matvec.h,
-// kQ8GemmMinTokens) measured faster in the model than the f32 GEMM over
+// kPackedGemmMinTokens) measured faster in the model than the f32 GEMM over
 // dequantized panels at every chunk size: with AVX-512 VNNI 2.0-2.4x from 64
 // to 512 tokens (64 products per instruction against 16 f32 FMAs); with
 // AVX2's maddubs + madd (as many products as f32 FMAs) 1.24x at 384 tokens

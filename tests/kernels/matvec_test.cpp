@@ -236,8 +236,8 @@ TEST(Matvec, NonFiniteAndTinyActivations) {
   }
 }
 
-// From kQ8GemmMinTokens tokens on, Q8_0 and the types whose 32-element
-// groups are integers times a scale plus an offset (Q4_0, Q4_1, Q5_0, Q5_1,
+// From kPackedGemmAllTokens tokens on (from fewer too, by ISA and type),
+// Q8_0 and the types whose 32-element groups are integers times a scale plus an offset (Q4_0, Q4_1, Q5_0, Q5_1,
 // IQ4_NL, Q4_K, Q5_K, IQ4_XS; Q2_K, Q3_K, Q6_K per 16-element half): packed row tiles (32 rows on AVX-512, 16
 // elsewhere), column chunks of 32 groups, token groups of 6 or 2.
 // Rows and columns around those edges, every token count up to two groups
@@ -259,11 +259,12 @@ void check_packed_tiles(GgmlType t) {
                                                  : std::vector<std::size_t>{96, 1056};
   for (std::size_t rows : {1, 15, 16, 17, 31, 32, 33, 70})
     if (all || rows % 16 == 1 || rows == 70)
-      for (std::size_t cols : col_set) cases.push_back({rows, cols, kQ8GemmMinTokens + rows % 5, 1});
-  for (std::size_t n = kQ8GemmMinTokens; n <= kQ8GemmMinTokens + 9; n += all ? 1 : 4)
+      for (std::size_t cols : col_set) cases.push_back({rows, cols, kPackedGemmAllTokens + rows % 5, 1});
+  for (std::size_t n = kPackedGemmAllTokens; n <= kPackedGemmAllTokens + 9; n += all ? 1 : 4)
     cases.push_back({37, k256 ? 256u : 64u, n, 1});
   cases.push_back({100, k256 ? 1280u : 1056u, 13, 2});
-  cases.push_back({45, k256 ? 1280u : 1056u, 40, 2});  // AVX2 packs Q2_K, Q3_K from 32 tokens
+  cases.push_back({45, k256 ? 1280u : 1056u, 40, 2});
+  for (std::size_t n : {2, 7, 8, 12}) cases.push_back({37, k256 ? 512u : 1056u, n, 1});  // packed or not, by ISA and type
   cases.push_back({65, k256 ? 2304u : 2080u, 9, 3});
   for (Isa isa : supported_isas()) {
     const auto& k = matvec_kernels(isa);
@@ -288,7 +289,7 @@ void check_packed_tiles(GgmlType t) {
       }
     }
     // A non-finite activation poisons only its own token's outputs.
-    const std::size_t rows = 33, cols = k256 ? 1280 : 1056, n = kQ8GemmMinTokens + 2;
+    const std::size_t rows = 33, cols = k256 ? 1280 : 1056, n = kPackedGemmAllTokens + 2;
     Weights w = make_weights(t, rows, cols, 5);
     auto x = test::random_vector(n * cols, 6, -2.f, 2.f);
     x[3 * cols + 1040] = NAN;
@@ -348,7 +349,7 @@ Weights random_blocks(GgmlType t, std::size_t rows, std::size_t cols, std::uint6
 // shows there, where the bound's slack for activation rounding would hide it.
 void check_any_bits(Isa isa, GgmlType t, const Weights& w, std::size_t rows, std::size_t cols) {
   const auto& k = matvec_kernels(isa);
-  for (std::size_t n : {std::size_t{1}, std::size_t{5}, kQ8GemmMinTokens + 2, std::size_t{40}}) {
+  for (std::size_t n : {1, 2, 5, 8, 12, 34}) {
     SCOPED_TRACE(std::string(isa_name(isa)) + " " + ggml_type_name(t) + " tokens=" + std::to_string(n));
     check_weights(isa, t, w, rows, cols, n, 1, n);
     auto r = test::random_vector(n * cols, n + 9, -127.f, 127.f);
@@ -402,7 +403,12 @@ TEST(Matvec, RejectsBadArguments) {
   // 3 tokens' ActQ8s, then one token's pairs of groups for the AVX-512
   // decode rows: 64 bytes per pair, d and s padded to 16 groups.
   EXPECT_EQ(matvec_scratch_bytes(GgmlType::Q4_0, 64, 3), 3u * 2u * sizeof(ActQ8) + 64u + 2u * 4u * 16u);
-  EXPECT_EQ(matvec_scratch_bytes(GgmlType::Q8_0, 64, 3), 3u * 2u * (sizeof(ActQ8) + 4u));
+  // The packed GEMM's types, from kPackedGemmMinTokens (8): ActQ8s and
+  // their integer sums per 16.
+  EXPECT_EQ(matvec_scratch_bytes(GgmlType::Q8_0, 64, 7), 7u * 2u * sizeof(ActQ8));
+  EXPECT_EQ(matvec_scratch_bytes(GgmlType::Q8_0, 64, 8), 8u * 2u * (sizeof(ActQ8) + 8u));
+  EXPECT_EQ(matvec_scratch_bytes(GgmlType::Q6_K, 256, 7), 7u * sizeof(ActQ8K));
+  EXPECT_EQ(matvec_scratch_bytes(GgmlType::Q6_K, 256, 8), 8u * 8u * (sizeof(ActQ8) + 8u));
 }
 
 }  // namespace
