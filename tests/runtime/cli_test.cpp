@@ -85,6 +85,38 @@ TEST(Cli, InfoDescribesAFile) {
       << r.output;
 }
 
+// make-model writes a file Latte loads and runs: here the tiny preset in
+// Q6_K (its rows of 256 and 512 take Q6_K, the 64-wide ones llama.cpp's
+// fallback Q8_0), evaluated over 20 tokens (one prefill chunk, which takes
+// the packed int8 GEMM where the ISA packs Q6_K from 20 tokens or fewer).
+TEST(Cli, MakeModelWritesAModelLatteRuns) {
+  const std::string dir = ::testing::TempDir(), out = dir + "/made-q6k.gguf";
+  Result r = run("make-model --preset tiny --type Q6_K --layers 2 --vocab 300 --seed 3 -o " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run("info " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("layers:        2   d_model 256   vocab 300"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Q6_K x14"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Q8_0 x6"), std::string::npos) << r.output;
+  r = run("eval -m " + out + " --tokens 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20 --logits-out " + out + ".f32");
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::ifstream in(out + ".f32", std::ios::binary);
+  std::vector<float> logits(20 * 300 + 1);
+  in.read(reinterpret_cast<char*>(logits.data()), static_cast<std::streamsize>(logits.size() * sizeof(float)));
+  ASSERT_EQ(in.gcount(), static_cast<std::streamsize>(20 * 300 * sizeof(float)));
+  logits.pop_back();
+  float spread = 0;
+  for (float v : logits) {
+    ASSERT_TRUE(std::isfinite(v));
+    spread = std::max(spread, std::fabs(v - logits[0]));
+  }
+  EXPECT_GT(spread, 1e-3f);  // not a constant
+  r = run("make-model --preset v2 -o " + dir + "/never.gguf");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("v2-lite-moe"), std::string::npos) << r.output;  // the presets it takes
+  EXPECT_FALSE(std::filesystem::exists(dir + "/never.gguf"));
+}
+
 TEST(Cli, InfoModelsMeetsTheMemoryBudget) {
   const Result r = run("info --models");
   ASSERT_EQ(r.code, 0) << r.output;
