@@ -81,42 +81,22 @@ void BM_ReadStream(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(std::uint32_t)));
 }
 
+// Matmul over one matrix, which stays in the LLC between iterations; or,
+// with from_dram, with the weights coming from memory, as in a model (where
+// each matrix is read once per chunk and the others evict it from the LLC):
+// the matrix copied until the copies exceed 256 MB, one copy per iteration
+// in turn. Few-token products are where the two differ: the packed GEMM
+// reads a tile's rows a column chunk at a time, 32 short runs, where the row
+// kernels read each row whole.
 // args: isa, type, rows, cols, tokens, threads
-void BM_Matmul(benchmark::State& state) {
-  const auto isa = static_cast<Isa>(state.range(0));
-  const auto type = static_cast<GgmlType>(state.range(1));
-  const std::size_t rows = state.range(2), cols = state.range(3), nt = state.range(4);
-  const int threads = static_cast<int>(state.range(5));
-  const auto& k = latte::kernels::matvec_kernels(isa);
-  auto w = make_weights(type, rows, cols);
-  auto x = random_floats(nt * cols, 2);
-  std::vector<float> y(nt * rows);
-  std::vector<std::uint8_t> scratch(latte::kernels::matvec_scratch_bytes(type, cols, nt) + 1);
-  for (auto _ : state) {
-    k.matmul(type, w.data(), rows, cols, x.data(), cols, nt, y.data(), rows, scratch.data(), threads);
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-  }
-  state.counters["GFLOPs"] = benchmark::Counter(2.0 * nt * rows * cols * state.iterations() / 1e9,
-                                                benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(latte::isa_name(isa)) + " " + latte::ggml_type_name(type));
-}
-
-// Matmul with the weights coming from memory, as in a model (where each
-// matrix is read once per chunk and the others evict it from the LLC): the
-// matrix copied until the copies exceed 256 MB, one copy per iteration in
-// turn. Few-token products are where this differs from Matmul: the packed
-// GEMM reads a tile's rows a column chunk at a time, 32 short streams, where
-// the row kernels read each row whole.
-// args: isa, type, rows, cols, tokens, threads
-void BM_MatmulDram(benchmark::State& state) {
+void matmul_bench(benchmark::State& state, bool from_dram) {
   const auto isa = static_cast<Isa>(state.range(0));
   const auto type = static_cast<GgmlType>(state.range(1));
   const std::size_t rows = state.range(2), cols = state.range(3), nt = state.range(4);
   const int threads = static_cast<int>(state.range(5));
   const auto& k = latte::kernels::matvec_kernels(isa);
   const auto w = make_weights(type, rows, cols);
-  const std::size_t copies = (std::size_t{256} << 20) / w.size() + 1;
+  const std::size_t copies = from_dram ? (std::size_t{256} << 20) / w.size() + 1 : 1;
   std::vector<std::uint8_t> all(copies * w.size());
   for (std::size_t c = 0; c < copies; ++c) std::copy(w.begin(), w.end(), all.begin() + c * w.size());
   auto x = random_floats(nt * cols, 2);
@@ -131,9 +111,10 @@ void BM_MatmulDram(benchmark::State& state) {
   }
   state.counters["GFLOPs"] = benchmark::Counter(2.0 * nt * rows * cols * state.iterations() / 1e9,
                                                 benchmark::Counter::kIsRate);
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * w.size()));
   state.SetLabel(std::string(latte::isa_name(isa)) + " " + latte::ggml_type_name(type));
 }
+void BM_Matmul(benchmark::State& state) { matmul_bench(state, false); }
+void BM_MatmulDram(benchmark::State& state) { matmul_bench(state, true); }
 
 // oneDNN matmul: Y[nt, rows] = X[nt, cols] * W^T, W dequantized [rows, cols]
 // and stored in `wdt` (f32, or bf16: 2 bytes/weight like F16 files, uses
