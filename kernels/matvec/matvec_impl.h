@@ -1775,9 +1775,11 @@ constexpr int packed_offsets(GgmlType t) {
          : t == GgmlType::Q4_1 || t == GgmlType::Q5_1 || t == GgmlType::Q4_K || t == GgmlType::Q5_K ? 1
                                                                                                     : 0;
 }
-constexpr std::size_t pack_group_bytes(GgmlType t) {  // per row
-  return 32 + 4 * static_cast<std::size_t>(packed_scales(t) + packed_offsets(t));
+// Bytes per row of a packed group: kS scales and kO offsets (floats), 32 integers.
+constexpr std::size_t pack_group_bytes(int scales, int offsets) {
+  return 32 + 4 * static_cast<std::size_t>(scales + offsets);
 }
+constexpr std::size_t pack_group_bytes(GgmlType t) { return pack_group_bytes(packed_scales(t), packed_offsets(t)); }
 
 }  // namespace
 
@@ -1962,7 +1964,7 @@ void q8_tile_tokens(const std::uint8_t* pk, std::size_t ng, const ActQ8* const* 
   using D = Q8Dot<Arch>;
   using F = xsimd::batch<float, Arch>;
   constexpr int V = D::V, MR = D::MR, TR = V * MR;
-  constexpr std::size_t kGB = (32 + 4 * static_cast<std::size_t>(kS + kO)) * TR;
+  constexpr std::size_t kGB = pack_group_bytes(kS, kO) * TR;
   static_assert(F::size == V);
   F acc[MR][N];  // (rows of the tile / V, tokens)
   alignas(64) float tmp[V];
