@@ -242,6 +242,97 @@ struct Session::Scratch {
     }
   }
 
+  // One FFN of a decode step's sum: weight * down(act(gate x, up x)).
+  struct FfnTerm {
+    const WeightRef* gate;  // empty for relu^2
+    const WeightRef* up;
+    const WeightRef* down;
+    float weight;
+  };
+
+  // Whether ffn_one_token takes these terms: one token, below the GEMM size.
+  bool ffn_one_token_fits(const FfnTerm* terms, int n_terms) const {
+    for (int k = 0; k < n_terms; ++k)
+      if (use_gemm(terms[k].up->type, 1) || use_gemm(terms[k].down->type, 1) ||
+          (!terms[k].gate->empty() && use_gemm(terms[k].gate->type, 1)))
+        return false;
+    return true;
+  }
+
+  // y (d) = sum_k weight_k * FFN_k(x (d)) for one token (a dense FFN, or the
+  // shared and routed experts of an MoE layer), in one parallel region with
+  // one barrier: each thread takes a run of every term's ff rows (gate, up
+  // and the activation between them: no barrier there), then a run of every
+  // term's output rows. Called as separate products, an MoE layer took ~21
+  // regions (3 per expert), and each join waits for the slower thread.
+  // Each output row's arithmetic is the same as the products' (same kernels
+  // per row, terms added in order), so results are unchanged.
+  void ffn_one_token(const FfnTerm* terms, int n_terms, bool swiglu, const float* x, int d, float* y) {
+    std::size_t ff_total = 0, per = 0;
+    for (int k = 0; k < n_terms; ++k) {
+      const FfnTerm& f = terms[k];
+      ff_total += static_cast<std::size_t>(f.up->rows);
+      per = std::max(per, kernels::matvec_scratch_bytes(f.up->type, f.up->cols, 1));
+      if (!f.gate->empty()) per = std::max(per, kernels::matvec_scratch_bytes(f.gate->type, f.gate->cols, 1));
+      per = std::max(per, kernels::matvec_scratch_bytes(f.down->type, f.down->cols, 1));
+    }
+    per = (per + 63) / 64 * 64;
+    if (mv_scratch.size() < per * threads) mv_scratch.resize(per * threads);
+    std::uint8_t* base = mv_scratch.data();
+    float* a = ff_a.get(ff_total);  // (sum of ff) each term's activation
+    float* b = ff_b.get(ff_total);  // (sum of ff) each term's up product
+    float* t_out = ye.get(d);       // (d) one term's output (not ff_y: the caller's y)
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      void* scratch = base + per * static_cast<std::size_t>(t);
+      // Row runs in multiples of 16 (the kernel's row tile).
+      auto run = [&](std::int64_t rows, std::int64_t& r0, std::int64_t& r1) {
+        const std::int64_t tiles = (rows + 15) / 16;
+        r0 = std::min(rows, tiles * t / nt * 16);
+        r1 = std::min(rows, tiles * (t + 1) / nt * 16);
+      };
+      std::size_t off = 0;
+      for (int k = 0; k < n_terms; ++k) {
+        const FfnTerm& f = terms[k];
+        std::int64_t r0, r1;
+        run(f.up->rows, r0, r1);
+        float* ak = a + off;
+        float* bk = b + off;
+        off += static_cast<std::size_t>(f.up->rows);
+        if (r1 <= r0) continue;
+        const std::size_t nr = static_cast<std::size_t>(r1 - r0);
+        mv->matmul(f.up->type, f.up->data + static_cast<std::size_t>(r0) * f.up->row_bytes, nr, f.up->cols, x,
+                   f.up->cols, 1, bk + r0, nr, scratch, 1);
+        if (swiglu) {
+          mv->matmul(f.gate->type, f.gate->data + static_cast<std::size_t>(r0) * f.gate->row_bytes, nr,
+                     f.gate->cols, x, f.gate->cols, 1, ak + r0, nr, scratch, 1);
+          for (std::int64_t i = r0; i < r1; ++i) ak[i] = ak[i] / (1.f + std::exp(-ak[i])) * bk[i];
+        } else {
+          for (std::int64_t i = r0; i < r1; ++i) ak[i] = bk[i] > 0 ? bk[i] * bk[i] : 0.f;
+        }
+      }
+#pragma omp barrier
+      std::int64_t r0, r1;
+      run(d, r0, r1);
+      if (r1 > r0) {
+        const std::size_t nr = static_cast<std::size_t>(r1 - r0);
+        off = 0;
+        for (int k = 0; k < n_terms; ++k) {
+          const FfnTerm& f = terms[k];
+          mv->matmul(f.down->type, f.down->data + static_cast<std::size_t>(r0) * f.down->row_bytes, nr,
+                     f.down->cols, a + off, f.down->cols, 1, t_out + r0, nr, scratch, 1);
+          off += static_cast<std::size_t>(f.up->rows);
+          const float w = f.weight;
+          if (k == 0)
+            for (std::int64_t i = r0; i < r1; ++i) y[i] = w * t_out[i];
+          else
+            for (std::int64_t i = r0; i < r1; ++i) y[i] += w * t_out[i];
+        }
+      }
+    }
+  }
+
   // y (n, ldy) = x (n, ldx) W^T for W (rows, cols).
   void linear(const WeightRef& w, const float* x, std::size_t ldx, int n, float* y, std::size_t ldy) {
     if (use_gemm(w.type, n)) {
@@ -614,14 +705,15 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
       }
       s.linear(down, a, ff, nt, out, d);
     };
+    const bool swiglu = p.ffn_kind == FfnKind::swiglu;
     if (!p.is_moe_layer(il)) {
-      ffn(L.dense.gate, L.dense.up, L.dense.down, x, n, y);
+      const Scratch::FfnTerm term{&L.dense.gate, &L.dense.up, &L.dense.down, 1.f};
+      if (n == 1 && s.ffn_one_token_fits(&term, 1)) s.ffn_one_token(&term, 1, swiglu, x, d, y);
+      else ffn(L.dense.gate, L.dense.up, L.dense.down, x, n, y);
     } else {
       const int ne = p.n_experts, k = p.n_experts_used;
       float* logits = s.router.get(static_cast<std::size_t>(n) * ne);  // (n, n_exp)
       s.linear(L.gate_inp, x, d, n, logits, ne);
-      if (!L.shared.up.empty()) ffn(L.shared.gate, L.shared.up, L.shared.down, x, n, y);
-      else std::fill(y, y + static_cast<std::size_t>(n) * d, 0.f);
       // Route: per token the top-k experts and their weights.
       std::vector<std::vector<std::pair<int, float>>> by_expert(ne);  // expert -> (token, weight)
       std::vector<float> prob(ne), sel(ne);
@@ -671,20 +763,42 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
           by_expert[idx[j]].push_back({t, w});
         }
       }
-      // Each expert runs once over the tokens routed to it.
-      float* xe = s.xe.get(static_cast<std::size_t>(n) * d);  // (tokens of expert e, d)
-      float* ye = s.ye.get(static_cast<std::size_t>(n) * d);  // (tokens of expert e, d)
-      for (int e = 0; e < ne; ++e) {
-        const auto& list = by_expert[e];
-        if (list.empty()) continue;
-        const int nt = static_cast<int>(list.size());
-        for (int j = 0; j < nt; ++j)
-          std::memcpy(xe + static_cast<std::size_t>(j) * d, x + static_cast<std::size_t>(list[j].first) * d, sizeof(float) * d);
-        ffn(L.exp_gate[e], L.exp_up[e], L.exp_down[e], xe, nt, ye);
-        for (int j = 0; j < nt; ++j) {
-          float* yt = y + static_cast<std::size_t>(list[j].first) * d;
-          const float* src = ye + static_cast<std::size_t>(j) * d;
-          for (int i = 0; i < d; ++i) yt[i] += list[j].second * src[i];
+      // One token: the shared FFN and the routed experts (ascending, as
+      // below) as one sum, in one parallel region.
+      std::vector<WeightRef> routed;  // (k, {gate, up, down}); terms point into it
+      std::vector<Scratch::FfnTerm> terms;
+      if (n == 1) {
+        routed.reserve(static_cast<std::size_t>(3 * k));  // no reallocation below
+        terms.reserve(static_cast<std::size_t>(k + 1));
+        if (!L.shared.up.empty()) terms.push_back({&L.shared.gate, &L.shared.up, &L.shared.down, 1.f});
+        for (int e = 0; e < ne; ++e) {
+          if (by_expert[e].empty()) continue;
+          routed.insert(routed.end(), {L.exp_gate[e], L.exp_up[e], L.exp_down[e]});
+          const WeightRef* r = &routed[routed.size() - 3];
+          terms.push_back({r, r + 1, r + 2, by_expert[e][0].second});
+        }
+      }
+      if (n == 1 && s.ffn_one_token_fits(terms.data(), static_cast<int>(terms.size()))) {
+        s.ffn_one_token(terms.data(), static_cast<int>(terms.size()), swiglu, x, d, y);
+      } else {
+        if (!L.shared.up.empty()) ffn(L.shared.gate, L.shared.up, L.shared.down, x, n, y);
+        else std::fill(y, y + static_cast<std::size_t>(n) * d, 0.f);
+        // Each expert runs once over the tokens routed to it.
+        float* xe = s.xe.get(static_cast<std::size_t>(n) * d);  // (tokens of expert e, d)
+        float* ye = s.ye.get(static_cast<std::size_t>(n) * d);  // (tokens of expert e, d)
+        for (int e = 0; e < ne; ++e) {
+          const auto& list = by_expert[e];
+          if (list.empty()) continue;
+          const int nt = static_cast<int>(list.size());
+          for (int j = 0; j < nt; ++j)
+            std::memcpy(xe + static_cast<std::size_t>(j) * d, x + static_cast<std::size_t>(list[j].first) * d,
+                        sizeof(float) * d);
+          ffn(L.exp_gate[e], L.exp_up[e], L.exp_down[e], xe, nt, ye);
+          for (int j = 0; j < nt; ++j) {
+            float* yt = y + static_cast<std::size_t>(list[j].first) * d;
+            const float* src = ye + static_cast<std::size_t>(j) * d;
+            for (int i = 0; i < d; ++i) yt[i] += list[j].second * src[i];
+          }
         }
       }
     }

@@ -260,6 +260,35 @@ TEST(Session, ResetStartsOver) {
   EXPECT_EQ(a, b);
 }
 
+// A decode step's FFN (dense, or an MoE layer's shared and routed experts
+// as one sum) splits its rows over the threads in one region: each row's
+// arithmetic is the same however they are split, so the logits are the same
+// bits with 1, 2 or 3 threads (3: runs of 16-row tiles that do not divide
+// evenly, and threads with no rows of the smaller matrices).
+TEST(Session, DecodeLogitsDoNotDependOnTheThreadCount) {
+  for (const char* file : {"tiny-dense", "tiny-moe-v2-lite"}) {
+    auto model = Model::load(kTestdata + "/" + file + ".gguf");
+    const auto tokens = testdata_tokens();
+    auto run = [&](int threads) {
+      SessionOptions o;
+      o.cache = LatentStorage::f32;
+      o.threads = threads;
+      o.n_ctx = 64;
+      Session s(model, o);
+      s.prefill(std::span(tokens).first(20));
+      std::vector<float> all;
+      for (int t = 20; t < 30; ++t) {
+        s.decode(tokens[t]);
+        all.insert(all.end(), s.logits().begin(), s.logits().end());
+      }
+      return all;
+    };
+    const auto one = run(1);
+    EXPECT_EQ(run(2), one) << file;
+    EXPECT_EQ(run(3), one) << file;
+  }
+}
+
 // One read-only model, several sessions decoding at once on their own threads.
 TEST(Session, ConcurrentSessionsShareOneModel) {
   auto model = Model::load(kTestdata + "/tiny-moe-v2-lite.gguf");
