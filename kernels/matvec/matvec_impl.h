@@ -1428,64 +1428,132 @@ inline void f32_to_bf16_simd(const float* src, std::uint16_t* dst, std::size_t n
   }
 }
 
+// Activation quantization in vector registers (a generic version spent
+// ~80 cycles per 32 values: a scalar horizontal max over the lanes and an
+// int32 -> int8 narrowing that went through the stack). act_amax: max |x|
+// over n (a multiple of 32); a NaN may or may not survive it, act_round32
+// catches it. act_round32: qs[j] = round(x[j] * id) (to nearest even), s0 /
+// s1 the sums of the first / last 16; false where a product is NaN, inf or
+// above 254 in magnitude (127 with room for rounding).
+#if defined(__AVX512F__)
+inline float act_amax(const float* x, std::size_t n) {
+  __m512 m0 = _mm512_setzero_ps(), m1 = _mm512_setzero_ps();
+  for (std::size_t k = 0; k < n; k += 32) {
+    m0 = _mm512_max_ps(m0, _mm512_abs_ps(_mm512_loadu_ps(x + k)));
+    m1 = _mm512_max_ps(m1, _mm512_abs_ps(_mm512_loadu_ps(x + k + 16)));
+  }
+  return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+}
+inline bool act_round32(const float* x, float id, std::int8_t* qs, int& s0, int& s1) {
+  const __m512 vid = _mm512_set1_ps(id), lim = _mm512_set1_ps(254.f);
+  const __m512 y0 = _mm512_mul_ps(_mm512_loadu_ps(x), vid), y1 = _mm512_mul_ps(_mm512_loadu_ps(x + 16), vid);
+  const __mmask16 ok = static_cast<__mmask16>(_mm512_cmp_ps_mask(_mm512_abs_ps(y0), lim, _CMP_LE_OQ) &
+                                              _mm512_cmp_ps_mask(_mm512_abs_ps(y1), lim, _CMP_LE_OQ));
+  const __m512i q0 = _mm512_cvtps_epi32(y0), q1 = _mm512_cvtps_epi32(y1);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), _mm512_cvtepi32_epi8(q0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16), _mm512_cvtepi32_epi8(q1));
+  s0 = _mm512_reduce_add_epi32(q0);
+  s1 = _mm512_reduce_add_epi32(q1);
+  return ok == 0xFFFF;
+}
+#elif defined(__AVX2__)
+inline int hsum_i32(__m256i v) {
+  __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  h = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
+  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 1));
+  return _mm_cvtsi128_si32(h);
+}
+inline float act_amax(const float* x, std::size_t n) {
+  const __m256 sign = _mm256_set1_ps(-0.f);
+  __m256 m[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (std::size_t k = 0; k < n; k += 32)
+    for (int i = 0; i < 4; ++i) m[i] = _mm256_max_ps(m[i], _mm256_andnot_ps(sign, _mm256_loadu_ps(x + k + 8 * i)));
+  const __m256 a = _mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3]));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+inline bool act_round32(const float* x, float id, std::int8_t* qs, int& s0, int& s1) {
+  const __m256 vid = _mm256_set1_ps(id), lim = _mm256_set1_ps(254.f), sign = _mm256_set1_ps(-0.f);
+  __m256i q[4];
+  __m256 ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+  for (int i = 0; i < 4; ++i) {
+    const __m256 y = _mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), vid);
+    ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_andnot_ps(sign, y), lim, _CMP_LE_OQ));
+    q[i] = _mm256_cvtps_epi32(y);
+  }
+  // packs work within 128-bit lanes: dwords come out as q0[0..3], q1[0..3],
+  // q2[0..3], q3[0..3], q0[4..7], ...; the permute puts them in order
+  const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs),
+                      _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  s0 = hsum_i32(_mm256_add_epi32(q[0], q[1]));
+  s1 = hsum_i32(_mm256_add_epi32(q[2], q[3]));
+  return _mm256_movemask_ps(ok) == 0xFF;
+}
+#elif defined(__aarch64__)
+inline float act_amax(const float* x, std::size_t n) {
+  float32x4_t m[4] = {vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_f32(0.f)};
+  for (std::size_t k = 0; k < n; k += 16)
+    for (int i = 0; i < 4; ++i) m[i] = vmaxq_f32(m[i], vabsq_f32(vld1q_f32(x + k + 4 * i)));
+  return vmaxvq_f32(vmaxq_f32(vmaxq_f32(m[0], m[1]), vmaxq_f32(m[2], m[3])));
+}
+inline bool act_round32(const float* x, float id, std::int8_t* qs, int& s0, int& s1) {
+  const float32x4_t lim = vdupq_n_f32(254.f);
+  uint32x4_t ok = vdupq_n_u32(~0u);
+  int32x4_t sum[2] = {vdupq_n_s32(0), vdupq_n_s32(0)};
+  for (int h = 0; h < 4; ++h) {  // 8 values at a time
+    const float32x4_t y0 = vmulq_n_f32(vld1q_f32(x + 8 * h), id), y1 = vmulq_n_f32(vld1q_f32(x + 8 * h + 4), id);
+    ok = vandq_u32(ok, vandq_u32(vcaleq_f32(y0, lim), vcaleq_f32(y1, lim)));  // |y| <= 254, false for NaN
+    const int32x4_t q0 = vcvtnq_s32_f32(y0), q1 = vcvtnq_s32_f32(y1);
+    sum[h / 2] = vaddq_s32(sum[h / 2], vaddq_s32(q0, q1));
+    vst1_s8(qs + 8 * h, vmovn_s16(vcombine_s16(vmovn_s32(q0), vmovn_s32(q1))));
+  }
+  s0 = vaddvq_s32(sum[0]);
+  s1 = vaddvq_s32(sum[1]);
+  return vminvq_u32(ok) == ~0u;
+}
+#endif
+
+// 127 / amax, or 0 (amax then set to 0) where that is not finite
+inline float act_inverse_scale(float& amax) {
+  if (!__builtin_isfinite(127.f / amax)) amax = 0.f;  // zero, tiny, or NaN (caught by act_round32)
+  return amax > 0.f ? 127.f / amax : 0.f;
+}
+
 inline bool is_float_type(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
 
 }  // namespace
 
 // ------------------------------------------------------------ Arch-templated
-// x [n] (n a multiple of the vector size) -> qi [n] = round(x * 127 / amax),
-// amax = max |x|; returns amax. 0 (quants 0) when x is all zero or so small
-// that 127 / amax overflows. NaN when x holds a NaN or inf (a model whose
-// numbers overflow): the caller then stores zero quants and a NaN scale, so
-// the product is NaN and the session's logits check reports it, instead of
-// an int overflow in the sums or finite garbage (the conversion's result for
-// NaN differs by ISA).
-template <class Arch>
-float act_quantize_block(const float* x, std::size_t n, std::int32_t* qi) {
-  using V = xsimd::batch<float, Arch>;
-  constexpr std::size_t W = V::size;
-  V m(0.f);
-  for (std::size_t k = 0; k < n; k += W) m = xsimd::max(m, xsimd::abs(V::load_unaligned(x + k)));
-  alignas(64) float lanes[W];
-  m.store_aligned(lanes);
-  float amax = 0.f;
-  for (std::size_t k = 0; k < W; ++k) amax = mv_fmax(amax, lanes[k]);
-  if (!__builtin_isfinite(127.f / amax)) amax = 0.f;  // zero, tiny, or NaN (caught below)
-  const V id(amax > 0.f ? 127.f / amax : 0.f);
-  typename V::batch_bool_type finite(true);
-  for (std::size_t k = 0; k < n; k += W) {
-    const V y = V::load_unaligned(x + k) * id;
-    finite = finite & (xsimd::abs(y) <= V(254.f));  // 127, with room for rounding
-    xsimd::nearbyint_as_int(y).store_aligned(qi + k);
-  }
-  return xsimd::all(finite) ? amax : __builtin_nanf("");
-}
+// Activation blocks are quantized to qs = round(x * 127 / amax), amax = max
+// |x| over the block, scale d = amax / 127. amax 0 (quants 0) when the block
+// is all zero or so small that 127 / amax overflows. A NaN or inf in the
+// block (a model whose numbers overflow) gives zero quants and a NaN scale,
+// so the product is NaN and the session's logits check reports it, instead
+// of an int overflow in the sums or finite garbage (the conversion's result
+// for NaN differs by ISA).
 
 // x [cols] -> xq [cols/32]; and, where sums16 is not null, sums16 [cols/16]
 // the integer sum of each half group's qs (the packed GEMM's offset terms:
 // per 32 from two, per 16 for the types with 16-element sub-blocks)
 template <class Arch>
 void matvec_quantize_act(const float* x, std::size_t cols, ActQ8* xq, std::int32_t* sums16 = nullptr) {
-  static_assert(32 % xsimd::batch<float, Arch>::size == 0);
   for (std::size_t b = 0; b < cols / 32; ++b) {
-    alignas(64) std::int32_t qi[32];
-    const float amax = act_quantize_block<Arch>(x + 32 * b, 32, qi);
-    const bool bad = __builtin_isnan(amax);  // see act_quantize_block
-    int sum[2];
-    for (int h = 0; h < 2; ++h) {  // two plain loops, which vectorize
-      int s = 0;
-      for (int j = 16 * h; j < 16 * h + 16; ++j) {
-        const int v = bad ? 0 : qi[j];
-        xq[b].qs[j] = static_cast<std::int8_t>(v);
-        s += v;
-      }
-      sum[h] = s;
+    float amax = act_amax(x + 32 * b, 32);
+    const float id = act_inverse_scale(amax);
+    int s0, s1;
+    if (!act_round32(x + 32 * b, id, xq[b].qs, s0, s1)) {
+      std::memset(xq[b].qs, 0, 32);
+      s0 = s1 = 0;
+      amax = __builtin_nanf("");
     }
     xq[b].d = amax / 127.f;
-    xq[b].s = xq[b].d * static_cast<float>(sum[0] + sum[1]);
+    xq[b].s = xq[b].d * static_cast<float>(s0 + s1);
     if (sums16) {
-      sums16[2 * b] = sum[0];
-      sums16[2 * b + 1] = sum[1];
+      sums16[2 * b] = s0;
+      sums16[2 * b + 1] = s1;
     }
   }
 }
@@ -1494,19 +1562,23 @@ void matvec_quantize_act(const float* x, std::size_t cols, ActQ8* xq, std::int32
 template <class Arch>
 void matvec_quantize_act_k(const float* x, std::size_t cols, ActQ8K* xq) {
   for (std::size_t b = 0; b < cols / 256; ++b) {
-    alignas(64) std::int32_t qi[256];
-    const float amax = act_quantize_block<Arch>(x + 256 * b, 256, qi);
-    const bool bad = __builtin_isnan(amax);  // see act_quantize_block
-    for (int k = 0; k < 16; ++k) {
-      int sum = 0;
-      for (int j = 16 * k; j < 16 * (k + 1); ++j) {
-        const int v = bad ? 0 : qi[j];
-        xq[b].qs[j] = static_cast<std::int8_t>(v);
-        sum += v;
-      }
-      xq[b].sums16[k] = static_cast<std::int16_t>(sum);  // |sum| <= 16 * 127
+    const float* xb = x + 256 * b;
+    float amax = act_amax(xb, 256);
+    const float id = act_inverse_scale(amax);
+    bool ok = true;
+    for (int g = 0; g < 8; ++g) {
+      int s0, s1;
+      ok = act_round32(xb + 32 * g, id, xq[b].qs + 32 * g, s0, s1) && ok;
+      xq[b].sums16[2 * g] = static_cast<std::int16_t>(s0);  // |sum| <= 16 * 127
+      xq[b].sums16[2 * g + 1] = static_cast<std::int16_t>(s1);
+      xq[b].sums[g] = s0 + s1;
     }
-    for (int g = 0; g < 8; ++g) xq[b].sums[g] = xq[b].sums16[2 * g] + xq[b].sums16[2 * g + 1];
+    if (!ok) {
+      std::memset(xq[b].qs, 0, sizeof xq[b].qs);
+      std::memset(xq[b].sums16, 0, sizeof xq[b].sums16);
+      std::memset(xq[b].sums, 0, sizeof xq[b].sums);
+      amax = __builtin_nanf("");
+    }
     xq[b].d = amax / 127.f;
   }
 }
