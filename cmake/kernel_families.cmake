@@ -2,3 +2,4 @@
 latte_kernel_family(dot_f32)
 latte_kernel_family(matvec)
 latte_kernel_family(mla_attn)
+latte_kernel_family(swiglu_f32)

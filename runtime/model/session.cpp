@@ -18,6 +18,7 @@
 #include "kernels/isa.h"
 #include "kernels/matvec/matvec.h"
 #include "kernels/mla_attn/mla_attn.h"
+#include "kernels/swiglu_f32/swiglu_f32.h"
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
 #include "runtime/mla/cost_model.h"
@@ -167,6 +168,7 @@ class OmpThreadsScope {
 struct Session::Scratch {
   const kernels::MatvecKernels* mv = nullptr;
   const kernels::MlaAttnKernels* attn = nullptr;
+  const kernels::SwigluF32Kernels* glu = nullptr;  // SwiGLU gating
   int threads = 1;
   Isa isa = Isa::ref;
   int gemm_min_tokens = 0;  // SessionOptions' override; 0: default_gemm_min_tokens
@@ -307,7 +309,7 @@ struct Session::Scratch {
         if (swiglu) {
           mv->matmul(f.gate->type, f.gate->data + static_cast<std::size_t>(r0) * f.gate->row_bytes, nr,
                      f.gate->cols, x, f.gate->cols, 1, ak + r0, nr, scratch, 1);
-          for (std::int64_t i = r0; i < r1; ++i) ak[i] = ak[i] / (1.f + std::exp(-ak[i])) * bk[i];
+          glu->silu_mul(ak + r0, bk + r0, nr);
         } else {
           for (std::int64_t i = r0; i < r1; ++i) ak[i] = bk[i] > 0 ? bk[i] * bk[i] : 0.f;
         }
@@ -409,7 +411,7 @@ struct Session::Scratch {
         if (swiglu) {
           const WeightRef gate = L.exp_gate[e];
           mv->matmul(gate.type, gate.data, gate.rows, gate.cols, xe, d, nt, a, ff, scratch, 1);
-          for (std::size_t k = 0; k < m; ++k) a[k] = a[k] / (1.f + std::exp(-a[k])) * b[k];
+          glu->silu_mul(a, b, m);
         } else {
           for (std::size_t k = 0; k < m; ++k) a[k] = b[k] > 0 ? b[k] * b[k] : 0.f;
         }
@@ -502,6 +504,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
   s_->isa = isa;
   s_->mv = &kernels::matvec_kernels(isa);
   s_->attn = &kernels::mla_attn_kernels(isa);
+  s_->glu = &kernels::swiglu_f32_kernels(isa);
   s_->threads = opts_.threads > 0 ? opts_.threads : omp_get_max_threads();
   s_->gemm_min_tokens = opts_.gemm_min_tokens;
   s_->attn_scratch.resize(s_->attn->scratch_bytes(p.mla.n_heads, cache_.layout(), s_->threads));
@@ -798,7 +801,10 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
       float* b = s.ff_b.get(static_cast<std::size_t>(nt) * ff);  // (nt, ff)
       if (p.ffn_kind == FfnKind::swiglu) {
         s.linear_shared({{&up, b, static_cast<std::size_t>(ff)}, {&gate, a, static_cast<std::size_t>(ff)}}, xin, d, nt);
-        for_row_elements(nt, ff, s.threads, [&](std::size_t i) { a[i] = a[i] / (1.f + std::exp(-a[i])) * b[i]; });
+        for_rows(nt, s.threads, [&](int t) {
+          const std::size_t o = static_cast<std::size_t>(t) * ff;
+          s.glu->silu_mul(a + o, b + o, static_cast<std::size_t>(ff));
+        });
       } else {
         s.linear(up, xin, d, nt, b, ff);
         for_row_elements(nt, ff, s.threads, [&](std::size_t i) { a[i] = b[i] > 0 ? b[i] * b[i] : 0.f; });
