@@ -1452,9 +1452,12 @@ inline bool act_round32(const float* x, float id, std::int8_t* qs, int& s0, int&
   const __m512i q0 = _mm512_cvtps_epi32(y0), q1 = _mm512_cvtps_epi32(y1);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), _mm512_cvtepi32_epi8(q0));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16), _mm512_cvtepi32_epi8(q1));
+  // GCC ends this reduction in scalar int adds: a NaN's conversion
+  // (INT_MIN) would overflow them
+  if (ok != 0xFFFF) return false;
   s0 = _mm512_reduce_add_epi32(q0);
   s1 = _mm512_reduce_add_epi32(q1);
-  return ok == 0xFFFF;
+  return true;
 }
 #elif defined(__AVX2__)
 inline int hsum_i32(__m256i v) {
@@ -1543,7 +1546,7 @@ void matvec_quantize_act(const float* x, std::size_t cols, ActQ8* xq, std::int32
   for (std::size_t b = 0; b < cols / 32; ++b) {
     float amax = act_amax(x + 32 * b, 32);
     const float id = act_inverse_scale(amax);
-    int s0, s1;
+    int s0 = 0, s1 = 0;
     if (!act_round32(x + 32 * b, id, xq[b].qs, s0, s1)) {
       std::memset(xq[b].qs, 0, 32);
       s0 = s1 = 0;
@@ -1567,7 +1570,7 @@ void matvec_quantize_act_k(const float* x, std::size_t cols, ActQ8K* xq) {
     const float id = act_inverse_scale(amax);
     bool ok = true;
     for (int g = 0; g < 8; ++g) {
-      int s0, s1;
+      int s0 = 0, s1 = 0;
       ok = act_round32(xb + 32 * g, id, xq[b].qs + 32 * g, s0, s1) && ok;
       xq[b].sums16[2 * g] = static_cast<std::int16_t>(s0);  // |sum| <= 16 * 127
       xq[b].sums16[2 * g + 1] = static_cast<std::int16_t>(s1);
