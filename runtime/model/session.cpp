@@ -335,10 +335,10 @@ struct Session::Scratch {
     }
   }
 
-  // Per-thread buffers of moe_experts: (tokens, d) input and output rows,
-  // (tokens, ff) gate and up products, the kernels' scratch.
+  // Per-thread buffers of moe_experts: (tokens, d) input rows, (tokens, ff)
+  // gate and up products, the kernels' scratch.
   struct ExpertBuffers {
-    AlignedBuffer xe, ye, a, b;
+    AlignedBuffer xe, a, b;
     std::vector<std::uint8_t> scratch;
   };
   std::unique_ptr<ExpertBuffers[]> expert_bufs;  // (threads)
@@ -384,7 +384,6 @@ struct Session::Scratch {
     for (int t = 0; t < threads; ++t) {
       ExpertBuffers& eb = expert_bufs[t];
       eb.xe.get(static_cast<std::size_t>(max_nt) * d);
-      eb.ye.get(static_cast<std::size_t>(max_nt) * d);
       eb.a.get(static_cast<std::size_t>(max_nt) * ff);
       eb.b.get(static_cast<std::size_t>(max_nt) * ff);
       if (eb.scratch.size() < per) eb.scratch.resize(per);
