@@ -18,6 +18,7 @@
 #include "kernels/isa.h"
 #include "kernels/matvec/matvec.h"
 #include "kernels/mla_attn/mla_attn.h"
+#include "kernels/softmax_f32/softmax_f32.h"
 #include "kernels/swiglu_f32/swiglu_f32.h"
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
@@ -169,6 +170,7 @@ struct Session::Scratch {
   const kernels::MatvecKernels* mv = nullptr;
   const kernels::MlaAttnKernels* attn = nullptr;
   const kernels::SwigluF32Kernels* glu = nullptr;  // SwiGLU gating
+  const kernels::SoftmaxF32Kernels* smx = nullptr;  // the naive form's exponentials
   int threads = 1;
   Isa isa = Isa::ref;
   int gemm_min_tokens = 0;  // SessionOptions' override; 0: default_gemm_min_tokens
@@ -504,6 +506,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
   s_->mv = &kernels::matvec_kernels(isa);
   s_->attn = &kernels::mla_attn_kernels(isa);
   s_->glu = &kernels::swiglu_f32_kernels(isa);
+  s_->smx = &kernels::softmax_f32_kernels(isa);
   s_->threads = opts_.threads > 0 ? opts_.threads : omp_get_max_threads();
   s_->gemm_min_tokens = opts_.gemm_min_tokens;
   s_->attn_scratch.resize(s_->attn->scratch_bytes(p.mla.n_heads, cache_.layout(), s_->threads));
@@ -768,8 +771,7 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
             float mx = st[0];
             for (std::int64_t j = 0; j < visible; ++j) mx = std::max(mx, Si[j]);
             const float corr = std::exp(st[0] - mx);  // 0 on the first block (-inf)
-            float sum = 0.f;
-            for (std::int64_t j = 0; j < visible; ++j) sum += (Si[j] = std::exp(Si[j] - mx));
+            const float sum = s.smx->exp_shift_sum(Si, static_cast<std::size_t>(visible), mx);
             for (std::int64_t j = visible; j < nb; ++j) Si[j] = 0.f;
             float* ai = acc + (static_cast<std::size_t>(i0 + i) * nh + hd) * dv;
             for (int k = 0; k < dv; ++k) ai[k] *= corr;
