@@ -359,24 +359,41 @@ struct Session::Scratch {
   // tokens, each thread taking whole experts (largest first, dynamically)
   // with one-thread products: split by rows, each small expert cost ~6
   // parallel regions and their joins (64 experts a layer for V2-Lite),
-  // where the threads spun ~10% of a 64-token chunk. Each expert writes its
-  // tokens' rows to their own slots; the slots are then added to y in the
-  // serial order (experts ascending), so the sums keep their bits.
+  // where the threads spun ~10% of a 64-token chunk. Where the experts'
+  // weights take the packed int8 GEMM, an expert with more than
+  // kExpertItemTokens tokens goes in equal parts (each >= 64 tokens, so the
+  // GEMM takes every part as it takes the whole, with the same bits; the
+  // float row kernels' results move with the token count): the threads
+  // share it, and their buffers stay bounded. Each
+  // expert writes its tokens' rows to their own slots; the slots are then
+  // added to y in the serial order (experts ascending), so the sums keep
+  // their bits.
+  static constexpr int kExpertItemTokens = 128;
+  static_assert(kExpertItemTokens / 2 >= static_cast<int>(kernels::kPackedGemmAllTokens));
   void moe_experts(const LayerWeights& L, const std::vector<std::vector<std::pair<int, float>>>& by_expert,
                    bool swiglu, const float* x, int d, float* y) {
     const int ne = static_cast<int>(by_expert.size());
     const int ff = static_cast<int>(L.exp_up.head.rows);
     std::vector<std::size_t> base(static_cast<std::size_t>(ne) + 1, 0);  // first slot of each expert
-    std::vector<int> order;                                                // experts with tokens, largest first
-    int max_nt = 0;
+    struct Item {
+      int e, j0, j1;  // expert e's tokens [j0, j1)
+    };
+    std::vector<Item> items;  // largest first
+    int max_nt = 0;           // tokens of the largest item
+    const bool split = kernels::matvec_has_packed_gemm(L.exp_up.head.type) &&
+                       kernels::matvec_has_packed_gemm(L.exp_down.head.type) &&
+                       (L.exp_gate.head.empty() || kernels::matvec_has_packed_gemm(L.exp_gate.head.type));
     for (int e = 0; e < ne; ++e) {
       const int nt = static_cast<int>(by_expert[e].size());
       base[e + 1] = base[e] + static_cast<std::size_t>(nt);
-      if (nt > 0) order.push_back(e);
-      max_nt = std::max(max_nt, nt);
+      const int parts = split ? (nt + kExpertItemTokens - 1) / kExpertItemTokens : std::min(nt, 1);
+      for (int q = 0; q < parts; ++q) {
+        items.push_back({e, nt * q / parts, nt * (q + 1) / parts});
+        max_nt = std::max(max_nt, items.back().j1 - items.back().j0);
+      }
     }
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return by_expert[a].size() > by_expert[b].size(); });
+    std::stable_sort(items.begin(), items.end(),
+                     [](const Item& a, const Item& b) { return a.j1 - a.j0 > b.j1 - b.j0; });
     // Everything that can throw (allocation, argument checks) before the region.
     std::size_t per = kernels::matvec_scratch_bytes(L.exp_up.head.type, L.exp_up.head.cols, max_nt);
     per = std::max(per, kernels::matvec_scratch_bytes(L.exp_down.head.type, L.exp_down.head.cols, max_nt));
@@ -396,15 +413,16 @@ struct Session::Scratch {
     {
       ExpertBuffers& eb = expert_bufs[omp_get_thread_num()];
       void* scratch = eb.scratch.data();
-      for (int i = next.fetch_add(1); i < static_cast<int>(order.size()); i = next.fetch_add(1)) {
-        const int e = order[static_cast<std::size_t>(i)];
+      for (int i = next.fetch_add(1); i < static_cast<int>(items.size()); i = next.fetch_add(1)) {
+        const Item it = items[static_cast<std::size_t>(i)];
+        const int e = it.e, nt = it.j1 - it.j0;
         const auto& list = by_expert[e];
-        const int nt = static_cast<int>(list.size());
         float* xe = eb.xe.p;  // (nt, d)
         float* a = eb.a.p;    // (nt, ff)
         float* b = eb.b.p;    // (nt, ff)
         for (int j = 0; j < nt; ++j)
-          std::memcpy(xe + static_cast<std::size_t>(j) * d, x + static_cast<std::size_t>(list[j].first) * d,
+          std::memcpy(xe + static_cast<std::size_t>(j) * d,
+                      x + static_cast<std::size_t>(list[static_cast<std::size_t>(it.j0 + j)].first) * d,
                       sizeof(float) * d);
         const WeightRef up = L.exp_up[e], down = L.exp_down[e];
         mv->matmul(up.type, up.data, up.rows, up.cols, xe, d, nt, b, ff, scratch, 1);
@@ -417,7 +435,7 @@ struct Session::Scratch {
           for (std::size_t k = 0; k < m; ++k) a[k] = b[k] > 0 ? b[k] * b[k] : 0.f;
         }
         mv->matmul(down.type, down.data, down.rows, down.cols, a, ff, nt,
-                   out + base[e] * static_cast<std::size_t>(d), d, scratch, 1);
+                   out + (base[e] + static_cast<std::size_t>(it.j0)) * static_cast<std::size_t>(d), d, scratch, 1);
       }
     }
     // The serial order, each thread a run of the columns.

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "runtime/error.h"
+#include "runtime/gguf/gguf_file.h"
 #include "runtime/model/model_reference.h"
+#include "runtime/model/random_model.h"
 #include "tests/runtime/testdata.h"
 
 namespace latte {
@@ -290,6 +292,37 @@ TEST(Session, LogitsDoNotDependOnTheThreadCount) {
     EXPECT_EQ(run(2), one) << file;
     EXPECT_EQ(run(3), one) << file;
   }
+}
+
+// A 400-token chunk of a random MoE model with Q8_0 weights (4 experts, top
+// 2: ~200 tokens an expert): experts above 128 tokens go to the threads in
+// parts, which must give the bits one thread gives them whole (the packed
+// int8 GEMM's results do not depend on the token count from 32 on).
+TEST(Session, LargeExpertsSplitKeepTheLogits) {
+  RandomModelSpec spec;
+  spec.n_layers = 2;
+  spec.n_experts = 4;
+  spec.n_experts_used = 2;
+  spec.n_experts_shared = 1;
+  spec.ff_expert = 96;
+  spec.weight_type = GgmlType::Q8_0;
+  auto model = Model::from_file(GgufFile::from_bytes(random_model_bytes(spec)));
+  std::vector<std::int32_t> tokens;
+  for (int i = 0; i < 400; ++i) tokens.push_back((i * 37 + 11) % spec.n_vocab);
+  auto run = [&](int threads) {
+    SessionOptions o;
+    o.cache = LatentStorage::f32;
+    o.threads = threads;
+    o.n_ctx = 512;
+    o.prefill_chunk = 400;
+    Session s(model, o);
+    std::vector<float> all;
+    s.prefill(tokens, &all);
+    return all;
+  };
+  const auto one = run(1);
+  EXPECT_EQ(run(2), one);
+  EXPECT_EQ(run(3), one);
 }
 
 // One read-only model, several sessions decoding at once on their own threads.
