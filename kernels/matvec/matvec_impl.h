@@ -35,7 +35,6 @@
 #include "kernels/matvec/matvec.h"
 #include "quant/ggml_blocks.h"
 
-
 namespace latte::kernels {
 namespace {
 
@@ -48,7 +47,6 @@ alignas(16) constexpr std::int8_t kIq4Table[16] = {
     kIq4nlValues[0], kIq4nlValues[1], kIq4nlValues[2],  kIq4nlValues[3],  kIq4nlValues[4],  kIq4nlValues[5],
     kIq4nlValues[6], kIq4nlValues[7], kIq4nlValues[8],  kIq4nlValues[9],  kIq4nlValues[10], kIq4nlValues[11],
     kIq4nlValues[12], kIq4nlValues[13], kIq4nlValues[14], kIq4nlValues[15]};
-inline float mv_fmax(float a, float b) { return a > b ? a : b; }
 
 // ------------------------------------------------------------ int8 primitives
 #if defined(__AVX2__)
