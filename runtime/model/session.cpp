@@ -180,6 +180,43 @@ struct Session::Scratch {
   RopeParams rope;  // the model's, with this context's rope factors
 
   std::vector<std::uint8_t> mv_scratch;
+
+  // One kernel scratch per thread in mv_scratch, `per` bytes each (rounded
+  // up to a cache line, the stride between them); returns the first.
+  std::uint8_t* thread_scratch(std::size_t& per) {
+    per = (per + 63) / 64 * 64;
+    if (mv_scratch.size() < per * threads) mv_scratch.resize(per * threads);
+    return mv_scratch.data();
+  }
+
+  // Thread t of nt's run [r0, r1) of `rows` rows, in multiples of 16 (the
+  // kernels' row tile).
+  static void row_run(std::int64_t rows, int t, int nt, std::int64_t& r0, std::int64_t& r1) {
+    const std::int64_t tiles = (rows + 15) / 16;
+    r0 = std::min(rows, tiles * t / nt * 16);
+    r1 = std::min(rows, tiles * (t + 1) / nt * 16);
+  }
+
+  // The bytes of kernel scratch an FFN's products over n tokens need.
+  static std::size_t ffn_scratch_bytes(const WeightRef& gate, const WeightRef& up, const WeightRef& down, int n) {
+    std::size_t b = std::max(kernels::matvec_scratch_bytes(up.type, up.cols, n),
+                             kernels::matvec_scratch_bytes(down.type, down.cols, n));
+    if (!gate.empty()) b = std::max(b, kernels::matvec_scratch_bytes(gate.type, gate.cols, n));
+    return b;
+  }
+
+  // Whether any of an FFN's products over n tokens goes to oneDNN's GEMM.
+  bool ffn_uses_gemm(const WeightRef& gate, const WeightRef& up, const WeightRef& down, int n) const {
+    return use_gemm(up.type, n) || use_gemm(down.type, n) || (!gate.empty() && use_gemm(gate.type, n));
+  }
+
+  // a[i] = act(gate a[i], up b[i]) for i < n: SwiGLU's silu(a) * b, or
+  // relu(b)^2 (a's gate product unused).
+  void ffn_activation(bool swiglu, float* a, const float* b, std::size_t n) const {
+    if (swiglu) glu->silu_mul(a, b, n);
+    else
+      for (std::size_t i = 0; i < n; ++i) a[i] = b[i] > 0 ? b[i] * b[i] : 0.f;
+  }
   AlignedBuffer h, x, q, cq, kv, c_kv, k_pe, q_lat, q_pe, o_lat, o, rope_cs, ff_a, ff_b, ff_y, router, xe, ye;
   AlignedBuffer blk_c, blk_kpe, blk_k, blk_v, acc, stat, scores, gemm_panel;
   std::vector<std::uint8_t> attn_scratch;
@@ -194,9 +231,8 @@ struct Session::Scratch {
       for (int h = 0; h < heads; ++h) linear(w[h], x + h * x_step, ldx, n, y + h * y_step, ldy);
       return;
     }
-    const std::size_t per = (kernels::matvec_scratch_bytes(w.head.type, w.head.cols, n) + 63) / 64 * 64;
-    if (mv_scratch.size() < per * threads) mv_scratch.resize(per * threads);
-    std::uint8_t* base = mv_scratch.data();
+    std::size_t per = kernels::matvec_scratch_bytes(w.head.type, w.head.cols, n);
+    std::uint8_t* base = thread_scratch(per);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int h = 0; h < heads; ++h) {
       const WeightRef wh = w[h];
@@ -224,10 +260,8 @@ struct Session::Scratch {
       return;
     }
     std::size_t per = 0;
-    for (const LinearOut& o : outs)
-      per = std::max(per, (kernels::matvec_scratch_bytes(o.w->type, o.w->cols, n) + 63) / 64 * 64);
-    if (mv_scratch.size() < per * threads) mv_scratch.resize(per * threads);
-    std::uint8_t* base = mv_scratch.data();
+    for (const LinearOut& o : outs) per = std::max(per, kernels::matvec_scratch_bytes(o.w->type, o.w->cols, n));
+    std::uint8_t* base = thread_scratch(per);
     const LinearOut* list = outs.begin();
     const int n_out = static_cast<int>(outs.size());
 #pragma omp parallel num_threads(threads)
@@ -236,9 +270,8 @@ struct Session::Scratch {
       void* scratch = base + per * static_cast<std::size_t>(t);
       for (int k = 0; k < n_out; ++k) {
         const WeightRef& w = *list[k].w;
-        // Row runs in multiples of 16 (the kernel's row tile).
-        const std::int64_t tiles = (w.rows + 15) / 16;
-        const std::int64_t r0 = std::min(w.rows, tiles * t / nt * 16), r1 = std::min(w.rows, tiles * (t + 1) / nt * 16);
+        std::int64_t r0, r1;
+        row_run(w.rows, t, nt, r0, r1);
         if (r1 <= r0) continue;
         mv->matmul(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, r1 - r0, w.cols, x, ldx, n,
                    list[k].y + r0, list[k].ldy, scratch, 1);
@@ -257,9 +290,7 @@ struct Session::Scratch {
   // Whether ffn_one_token takes these terms: one token, below the GEMM size.
   bool ffn_one_token_fits(const FfnTerm* terms, int n_terms) const {
     for (int k = 0; k < n_terms; ++k)
-      if (use_gemm(terms[k].up->type, 1) || use_gemm(terms[k].down->type, 1) ||
-          (!terms[k].gate->empty() && use_gemm(terms[k].gate->type, 1)))
-        return false;
+      if (ffn_uses_gemm(*terms[k].gate, *terms[k].up, *terms[k].down, 1)) return false;
     return true;
   }
 
@@ -276,13 +307,9 @@ struct Session::Scratch {
     for (int k = 0; k < n_terms; ++k) {
       const FfnTerm& f = terms[k];
       ff_total += static_cast<std::size_t>(f.up->rows);
-      per = std::max(per, kernels::matvec_scratch_bytes(f.up->type, f.up->cols, 1));
-      if (!f.gate->empty()) per = std::max(per, kernels::matvec_scratch_bytes(f.gate->type, f.gate->cols, 1));
-      per = std::max(per, kernels::matvec_scratch_bytes(f.down->type, f.down->cols, 1));
+      per = std::max(per, ffn_scratch_bytes(*f.gate, *f.up, *f.down, 1));
     }
-    per = (per + 63) / 64 * 64;
-    if (mv_scratch.size() < per * threads) mv_scratch.resize(per * threads);
-    std::uint8_t* base = mv_scratch.data();
+    std::uint8_t* base = thread_scratch(per);
     float* a = ff_a.get(ff_total);  // (sum of ff) each term's activation
     float* b = ff_b.get(ff_total);  // (sum of ff) each term's up product
     float* t_out = ye.get(d);       // (d) one term's output (not ff_y: the caller's y)
@@ -290,17 +317,11 @@ struct Session::Scratch {
     {
       const int t = omp_get_thread_num(), nt = omp_get_num_threads();
       void* scratch = base + per * static_cast<std::size_t>(t);
-      // Row runs in multiples of 16 (the kernel's row tile).
-      auto run = [&](std::int64_t rows, std::int64_t& r0, std::int64_t& r1) {
-        const std::int64_t tiles = (rows + 15) / 16;
-        r0 = std::min(rows, tiles * t / nt * 16);
-        r1 = std::min(rows, tiles * (t + 1) / nt * 16);
-      };
       std::size_t off = 0;
       for (int k = 0; k < n_terms; ++k) {
         const FfnTerm& f = terms[k];
         std::int64_t r0, r1;
-        run(f.up->rows, r0, r1);
+        row_run(f.up->rows, t, nt, r0, r1);
         float* ak = a + off;
         float* bk = b + off;
         off += static_cast<std::size_t>(f.up->rows);
@@ -308,17 +329,14 @@ struct Session::Scratch {
         const std::size_t nr = static_cast<std::size_t>(r1 - r0);
         mv->matmul(f.up->type, f.up->data + static_cast<std::size_t>(r0) * f.up->row_bytes, nr, f.up->cols, x,
                    f.up->cols, 1, bk + r0, nr, scratch, 1);
-        if (swiglu) {
+        if (swiglu)
           mv->matmul(f.gate->type, f.gate->data + static_cast<std::size_t>(r0) * f.gate->row_bytes, nr,
                      f.gate->cols, x, f.gate->cols, 1, ak + r0, nr, scratch, 1);
-          glu->silu_mul(ak + r0, bk + r0, nr);
-        } else {
-          for (std::int64_t i = r0; i < r1; ++i) ak[i] = bk[i] > 0 ? bk[i] * bk[i] : 0.f;
-        }
+        ffn_activation(swiglu, ak + r0, bk + r0, nr);
       }
 #pragma omp barrier
       std::int64_t r0, r1;
-      run(d, r0, r1);
+      row_run(d, t, nt, r0, r1);
       if (r1 > r0) {
         const std::size_t nr = static_cast<std::size_t>(r1 - r0);
         off = 0;
@@ -350,9 +368,7 @@ struct Session::Scratch {
   // tokens: with more than one thread, below the GEMM size (oneDNN's path
   // shares one panel buffer and runs its own regions).
   bool moe_experts_fits(const LayerWeights& L, int max_nt) const {
-    return threads > 1 && !use_gemm(L.exp_up.head.type, max_nt) &&
-           !use_gemm(L.exp_down.head.type, max_nt) &&
-           (L.exp_gate.head.empty() || !use_gemm(L.exp_gate.head.type, max_nt));
+    return threads > 1 && !ffn_uses_gemm(L.exp_gate.head, L.exp_up.head, L.exp_down.head, max_nt);
   }
 
   // y (n, d) += the routed experts' weighted outputs for a chunk of n > 1
@@ -395,10 +411,7 @@ struct Session::Scratch {
     std::stable_sort(items.begin(), items.end(),
                      [](const Item& a, const Item& b) { return a.j1 - a.j0 > b.j1 - b.j0; });
     // Everything that can throw (allocation, argument checks) before the region.
-    std::size_t per = kernels::matvec_scratch_bytes(L.exp_up.head.type, L.exp_up.head.cols, max_nt);
-    per = std::max(per, kernels::matvec_scratch_bytes(L.exp_down.head.type, L.exp_down.head.cols, max_nt));
-    if (!L.exp_gate.head.empty())
-      per = std::max(per, kernels::matvec_scratch_bytes(L.exp_gate.head.type, L.exp_gate.head.cols, max_nt));
+    const std::size_t per = ffn_scratch_bytes(L.exp_gate.head, L.exp_up.head, L.exp_down.head, max_nt);
     if (!expert_bufs) expert_bufs = std::make_unique<ExpertBuffers[]>(static_cast<std::size_t>(threads));
     for (int t = 0; t < threads; ++t) {
       ExpertBuffers& eb = expert_bufs[t];
@@ -426,14 +439,11 @@ struct Session::Scratch {
                       sizeof(float) * d);
         const WeightRef up = L.exp_up[e], down = L.exp_down[e];
         mv->matmul(up.type, up.data, up.rows, up.cols, xe, d, nt, b, ff, scratch, 1);
-        const std::size_t m = static_cast<std::size_t>(nt) * ff;
         if (swiglu) {
           const WeightRef gate = L.exp_gate[e];
           mv->matmul(gate.type, gate.data, gate.rows, gate.cols, xe, d, nt, a, ff, scratch, 1);
-          glu->silu_mul(a, b, m);
-        } else {
-          for (std::size_t k = 0; k < m; ++k) a[k] = b[k] > 0 ? b[k] * b[k] : 0.f;
         }
+        ffn_activation(swiglu, a, b, static_cast<std::size_t>(nt) * ff);
         mv->matmul(down.type, down.data, down.rows, down.cols, a, ff, nt,
                    out + (base[e] + static_cast<std::size_t>(it.j0)) * static_cast<std::size_t>(d), d, scratch, 1);
       }
@@ -813,24 +823,22 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
 
     // --- feed-forward
     rms_norm_rows(h, L.ffn_norm, n, d, m.rms_eps, x, d, d, s.threads);
+    const bool swiglu = p.ffn_kind == FfnKind::swiglu;
     auto ffn = [&](const WeightRef& gate, const WeightRef& up, const WeightRef& down, const float* xin, int nt,
                    float* out) {
       const int ff = static_cast<int>(up.rows);
       float* a = s.ff_a.get(static_cast<std::size_t>(nt) * ff);  // (nt, ff)
       float* b = s.ff_b.get(static_cast<std::size_t>(nt) * ff);  // (nt, ff)
-      if (p.ffn_kind == FfnKind::swiglu) {
+      if (swiglu)
         s.linear_shared({{&up, b, static_cast<std::size_t>(ff)}, {&gate, a, static_cast<std::size_t>(ff)}}, xin, d, nt);
-        for_rows(nt, s.threads, [&](int t) {
-          const std::size_t o = static_cast<std::size_t>(t) * ff;
-          s.glu->silu_mul(a + o, b + o, static_cast<std::size_t>(ff));
-        });
-      } else {
+      else
         s.linear(up, xin, d, nt, b, ff);
-        for_row_elements(nt, ff, s.threads, [&](std::size_t i) { a[i] = b[i] > 0 ? b[i] * b[i] : 0.f; });
-      }
+      for_rows(nt, s.threads, [&](int t) {
+        const std::size_t o = static_cast<std::size_t>(t) * ff;
+        s.ffn_activation(swiglu, a + o, b + o, static_cast<std::size_t>(ff));
+      });
       s.linear(down, a, ff, nt, out, d);
     };
-    const bool swiglu = p.ffn_kind == FfnKind::swiglu;
     if (!p.is_moe_layer(il)) {
       const Scratch::FfnTerm term{&L.dense.gate, &L.dense.up, &L.dense.down, 1.f};
       if (n == 1 && s.ffn_one_token_fits(&term, 1)) s.ffn_one_token(&term, 1, swiglu, x, d, y);
