@@ -69,8 +69,16 @@ void apply_repetition_penalty(std::span<float> logits, std::span<const std::int3
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   for (std::int32_t id : ids) {
     if (id < 0 || static_cast<std::size_t>(id) >= logits.size()) continue;
+    // Clamped to the finite range: a tiny penalty would otherwise turn a
+    // positive logit into +inf (then inf - inf = NaN in the softmax and the
+    // min-p test), a large one a negative logit into -inf (masked, as if
+    // the model had ruled the token out). -inf stays -inf.
+    constexpr float kMax = std::numeric_limits<float>::max();
     float& l = logits[id];
-    l = l > 0.0f ? l / penalty : l * penalty;
+    if (l > 0.0f)
+      l = std::min(l / penalty, kMax);
+    else if (l != -std::numeric_limits<float>::infinity())
+      l = std::max(l * penalty, -kMax);
   }
 }
 
@@ -144,8 +152,8 @@ std::vector<TokenProb> Sampler::candidates(std::span<const float> logits) const 
     std::vector<TokenProb> kept;
     kept.reserve(c.size());
     for (const auto& t : c)
-      if (static_cast<double>(t.logit) - m >= thr) kept.push_back(t);
-    c.swap(kept);  // the max always survives
+      if (t.logit == m || static_cast<double>(t.logit) - m >= thr) kept.push_back(t);  // the max always survives
+    c.swap(kept);
   }
 
   std::sort(c.begin(), c.end(), more_likely);

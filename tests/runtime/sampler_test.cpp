@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -143,6 +144,48 @@ TEST(Sampler, RepetitionPenaltyNumbers) {
   s.reset();
   EXPECT_TRUE(s.history().empty());
   EXPECT_EQ(s.sample(logits), 0);
+}
+
+TEST(Sampler, ExtremeRepetitionPenaltiesStayFinite) {
+  // A tiny penalty took a positive logit to +inf; inf - inf then emptied
+  // min-p's candidates (the sampler read past an empty list) or made the
+  // softmax NaN (the least likely token drawn). The penalised token is now
+  // the certain winner, as it is for any finite penalty this small.
+  const float kMax = std::numeric_limits<float>::max();
+  std::vector<float> l = {10.0f, 1.0f, -2.0f, -std::numeric_limits<float>::infinity()};
+  apply_repetition_penalty(l, std::vector<std::int32_t>{0, 2, 3}, 1e-38f);
+  EXPECT_EQ(l[0], kMax);
+  EXPECT_FLOAT_EQ(l[2], -2e-38f);
+  EXPECT_EQ(l[3], -std::numeric_limits<float>::infinity());  // masked stays masked
+  for (float min_p : {0.0f, 0.05f}) {
+    for (float top_p : {1.0f, 0.9f}) {
+      SamplerConfig cfg = plain(1.0f);
+      cfg.repeat_penalty = 1e-38f;
+      cfg.min_p = min_p;
+      cfg.top_p = top_p;
+      Sampler s(cfg);
+      s.accept(0);
+      for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(s.sample(std::vector<float>{10.0f, 1.0f, 2.0f, 0.5f}), 0) << min_p << " " << top_p;
+        s.reset();
+        s.accept(0);
+      }
+    }
+  }
+  // A huge penalty took negative logits to -inf, i.e. "every logit is -inf";
+  // now they stay the finite -FLT_MAX, equally likely.
+  std::vector<float> n = {-10.0f, -20.0f};
+  apply_repetition_penalty(n, std::vector<std::int32_t>{0, 1}, 1e38f);
+  EXPECT_EQ(n, (std::vector<float>{-kMax, -kMax}));
+  SamplerConfig cfg = plain(1.0f);
+  cfg.repeat_penalty = 1e38f;
+  Sampler s(cfg);
+  s.accept(0);
+  s.accept(1);
+  const auto c = s.candidates(std::vector<float>{-10.0f, -20.0f});
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_FLOAT_EQ(c[0].p, 0.5f);
+  EXPECT_FLOAT_EQ(c[1].p, 0.5f);
 }
 
 std::vector<std::int32_t> draw(std::uint64_t seed, int n) {
