@@ -102,13 +102,19 @@ latte_status latte_session_truncate(latte_session* session, int64_t n_tokens);
  * latte_tokenize below. */
 latte_status latte_session_tokens(const latte_session* session, int32_t* tokens, size_t capacity, size_t* n_out);
 /* Saves the session (its tokens, its latent cache as stored, its logits) to
- * a file, written beside it and renamed over it. Loading it into a session of
- * the same model and cache type resumes the context without computing it
- * again, and computes exactly what the saved session would have. Load
- * refuses a file of another model (LATTE_ERR_INVALID_ARGUMENT), another
- * cache type (the same), more tokens than the context
- * (LATTE_ERR_CONTEXT_OVERFLOW), and one that is not a session file, is
- * truncated or corrupt (LATTE_ERR_BAD_FILE); a refused load changes nothing. */
+ * a file (mode 0600: it holds the conversation), written to a temporary of
+ * its own beside it, flushed to disk and renamed over it: an interrupted
+ * save, or another saving to the same path at once, never leaves a mixed
+ * file. Loading it into a session of the same model and cache type resumes
+ * the context without computing it again, and computes exactly what the
+ * saved session would have. Load refuses a file of another model
+ * (LATTE_ERR_INVALID_ARGUMENT), another cache type or, for models with two
+ * RoPE factor sets (MiniCPM3), a context on the other side of the model's
+ * switch between them (the same), more tokens than the context
+ * (LATTE_ERR_CONTEXT_OVERFLOW), one of another format version
+ * (LATTE_ERR_UNSUPPORTED), and one that is not a session file, is truncated
+ * or damaged anywhere (its checksum is verified before any field is judged:
+ * LATTE_ERR_BAD_FILE); a refused load changes nothing. */
 latte_status latte_session_save(const latte_session* session, const char* path);
 latte_status latte_session_load(latte_session* session, const char* path);
 

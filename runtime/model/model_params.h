@@ -33,9 +33,8 @@ struct ModelParams {
   // minicpm3's rope_factors_long apply to a context longer than this (the
   // original context length, else the trained one, as llama.cpp decides);
   // rope_factors_short to others.
-  bool rope_long_factors(std::int64_t n_ctx) const {
-    return n_ctx > (rope_orig_ctx > 0 ? rope_orig_ctx : context_length);
-  }
+  std::int64_t rope_factor_switch() const { return rope_orig_ctx > 0 ? rope_orig_ctx : context_length; }
+  bool rope_long_factors(std::int64_t n_ctx) const { return n_ctx > rope_factor_switch(); }
   MlaConfig mla;                   // d_model, heads, ranks, dims, eps, rope, kq_scale
   KvLayout kv_layout = KvLayout::split;
 

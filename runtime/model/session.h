@@ -69,11 +69,13 @@ class Session {
   // DeepSeek shapes) and the last logits, so a long context is resumed
   // without being computed again. save_state: Error(io_error) naming the
   // file. load_state replaces this session's state with a file's, which must
-  // come from the same model (Model::fingerprint) and cache type:
-  // Error(invalid_argument) otherwise, Error(context_overflow) if it holds
-  // more tokens than this session's context, Error(bad_file) for a file that
-  // is not one, truncated, corrupt (checksum) or holding non-finite values;
-  // on any error the session is unchanged.
+  // come from the same model (Model::fingerprint), cache type and RoPE factor
+  // set (minicpm3 picks one by the context): Error(invalid_argument)
+  // otherwise, Error(context_overflow) if it holds more tokens than this
+  // session's context, Error(unsupported) for another format version,
+  // Error(bad_file) for a file that is not one, truncated, corrupt (the
+  // checksum, verified before any field is judged) or holding non-finite
+  // values; on any error the session is unchanged.
   void save_state(const std::string& path) const;
   void load_state(const std::string& path);
   // The checksum a session file ends with, over its other bytes (for tests

@@ -2,30 +2,42 @@
 //
 // File layout (little-endian, as every machine Latte runs on):
 //   0   char[8]  "LATTESES"
-//   8   u32      version (1)
+//   8   u32      version (2)
 //   12  u32      cache storage (0 f32, 1 f16, 2 int8)
 //   16  u64      Model::fingerprint() of the model that wrote it
 //   24  u32 x 5  n_layers, d_c, d_R, tile_tokens, n_vocab
 //   44  u32      has_logits (0 or 1)
 //   48  u64      tile bytes
 //   56  i64      n_past
-//   64  i32      tokens[n_past]
+//   64  u32      RoPE factor set the keys were rotated with: 0 the model has
+//                one (or none), 1 its short-context set, 2 its long one
+//   68  u32      0
+//   72  i32      tokens[n_past]
 //       f32      logits[n_vocab], when has_logits
-//       tiles    per layer, ceil(n_past / tile_tokens) raw cache tiles
+//       tiles    per layer, ceil(n_past / tile_tokens) raw cache tiles; rows
+//                past n_past in the last one are written as zeros
 //       u64      checksum of every byte before it
 // The tiles are the cache as stored (LatentCache::tile): an int8 session
 // saves and loads without requantizing, so a loaded session computes exactly
-// what the saved one would have.
+// what the saved one would have. Version 2 added the RoPE factor set:
+// minicpm3 picks its set by the session's context, and keys rotated with one
+// set are wrong under the other. The checksum is verified before any field is
+// judged, so a damaged file is refused as corrupt, not as another model's.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "quant/latent_formats.h"
 #include "runtime/error.h"
 #include "runtime/model/session.h"
 
@@ -34,8 +46,8 @@ namespace latte {
 namespace {
 
 constexpr char kMagic[8] = {'L', 'A', 'T', 'T', 'E', 'S', 'E', 'S'};
-constexpr std::uint32_t kVersion = 1;
-constexpr std::size_t kHeaderBytes = 64;
+constexpr std::uint32_t kVersion = 2;
+constexpr std::size_t kHeaderBytes = 72;
 
 struct StateHeader {
   std::uint32_t version = kVersion;
@@ -45,6 +57,7 @@ struct StateHeader {
   std::uint32_t has_logits = 0;
   std::uint64_t tile_bytes = 0;
   std::int64_t n_past = 0;
+  std::uint32_t rope_set = 0;
 };
 
 template <class T>
@@ -94,6 +107,62 @@ class Checksum {
 
 std::int64_t tiles_for(std::int64_t n, std::int64_t tile) { return (n + tile - 1) / tile; }
 
+// The RoPE factor set a session of n_ctx tokens rotates its keys with (the
+// header's field at 64).
+std::uint32_t rope_set(const Model& m, std::int64_t n_ctx) {
+  if (m.rope_factors(true) == m.rope_factors(false)) return 0;
+  return m.params().rope_long_factors(n_ctx) ? 2 : 1;
+}
+
+const char* rope_set_name(std::uint32_t set) {
+  return set == 0 ? "its only" : set == 1 ? "its short-context" : "its long-context";
+}
+
+// Writes a file through a unique temporary beside it, flushed to disk and
+// renamed over the target: a failed or interrupted save leaves an earlier
+// file whole, and two saves to one path never write into one temporary.
+// The file is created 0600 (mkstemp): it holds a conversation.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::string& path) : path_(path), tmp_(path + ".XXXXXX") {
+    const int fd = ::mkstemp(tmp_.data());
+    if (fd < 0) throw Error(Status::io_error, "save session: cannot create '" + tmp_ + "': " + std::strerror(errno));
+    f_ = ::fdopen(fd, "wb");
+    if (f_ == nullptr) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp_.c_str());
+      throw Error(Status::io_error, "save session: cannot open '" + tmp_ + "': " + why);
+    }
+  }
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile() {  // not committed: an error on the way
+    if (f_ != nullptr) std::fclose(f_);
+    if (!committed_) ::unlink(tmp_.c_str());
+  }
+  void write(const void* data, std::size_t n) {
+    if (n != 0 && std::fwrite(data, 1, n, f_) != n) fail("writing");
+  }
+  void commit() {
+    if (std::fflush(f_) != 0 || ::fsync(::fileno(f_)) != 0) fail("writing");
+    const int rc = std::fclose(f_);
+    f_ = nullptr;
+    if (rc != 0) fail("writing");
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
+      throw Error(Status::io_error, "save session: cannot rename '" + tmp_ + "' to '" + path_ + "': " + std::strerror(errno));
+    committed_ = true;
+  }
+
+ private:
+  [[noreturn]] void fail(const char* doing) {
+    throw Error(Status::io_error, std::string("save session: ") + doing + " '" + tmp_ + "' failed: " + std::strerror(errno));
+  }
+  std::string path_, tmp_;
+  std::FILE* f_ = nullptr;
+  bool committed_ = false;
+};
+
 }  // namespace
 
 std::uint64_t Session::state_checksum(const void* data, std::size_t n) {
@@ -119,38 +188,61 @@ void Session::save_state(const std::string& path) const {
   put<std::uint32_t>(h + 44, has_logits_ ? 1u : 0u);
   put<std::uint64_t>(h + 48, lay.bytes);
   put<std::int64_t>(h + 56, n_past_);
+  put<std::uint32_t>(h + 64, rope_set(*model_, opts_.n_ctx));
 
-  // Written beside the target and renamed over it, so a failed save leaves
-  // an earlier file whole.
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(Status::io_error, "save session: cannot create '" + tmp + "': " + std::strerror(errno));
+  AtomicFile out(path);
   Checksum sum;
   const auto write = [&](const void* data, std::size_t n) {
     if (n == 0) return;  // data may be null
-    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+    out.write(data, n);
     sum.add(data, n);
   };
   write(h, sizeof h);
   write(tokens_.data(), tokens_.size() * sizeof(std::int32_t));
   if (has_logits_) write(last_logits_.data(), last_logits_.size() * sizeof(float));
+  // The last tile's rows past n_past may hold what a truncation or a refused
+  // call left (stale tokens, NaN): written as zero rows instead, so the file
+  // holds nothing the session does not, and load_state's check of every row
+  // passes.
   const std::int64_t n_tiles = tiles_for(n_past_, cc.tile_tokens);
+  const int used_in_last = static_cast<int>(n_past_ - (n_tiles - 1) * cc.tile_tokens);
+  std::vector<std::uint8_t> last;
+  const std::vector<float> zeros(static_cast<std::size_t>(cc.d_c + cc.d_R), 0.f);
   for (int l = 0; l < cc.n_layers; ++l)
-    for (std::int64_t t = 0; t < n_tiles; ++t) write(cache_.tile(l, t), lay.bytes);
+    for (std::int64_t t = 0; t < n_tiles; ++t) {
+      if (t + 1 < n_tiles || used_in_last == cc.tile_tokens) {
+        write(cache_.tile(l, t), lay.bytes);
+        continue;
+      }
+      const auto* src = static_cast<const std::uint8_t*>(cache_.tile(l, t));
+      last.assign(src, src + lay.bytes);
+      for (int r = used_in_last; r < cc.tile_tokens; ++r)
+        latent_store_row(lay, last.data(), r, zeros.data(), zeros.data() + cc.d_c);
+      write(last.data(), lay.bytes);
+    }
   const std::uint64_t check = sum.value();
-  out.write(reinterpret_cast<const char*>(&check), sizeof check);
-  out.close();
-  std::error_code ec;
-  if (!out) {
-    const std::string why = std::strerror(errno);
-    std::filesystem::remove(tmp, ec);
-    throw Error(Status::io_error, "save session: writing '" + tmp + "' failed: " + why);
+  out.write(&check, sizeof check);
+  out.commit();
+}
+
+// Whether the checksum at the end of a file matches its other bytes. For a
+// file whose header cannot be trusted yet: one streaming pass.
+bool checksum_matches(std::ifstream& in, std::uintmax_t size) {
+  if (size < 8) return false;
+  in.clear();
+  in.seekg(0);
+  Checksum sum;
+  std::vector<char> buf(std::size_t{1} << 20);
+  for (std::uintmax_t left = size - 8; left > 0;) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uintmax_t>(left, buf.size()));
+    in.read(buf.data(), static_cast<std::streamsize>(n));
+    if (static_cast<std::size_t>(in.gcount()) != n) return false;
+    sum.add(buf.data(), n);
+    left -= n;
   }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(Status::io_error, "save session: cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
-  }
+  std::uint64_t stored = 0;
+  in.read(reinterpret_cast<char*>(&stored), sizeof stored);
+  return in.gcount() == sizeof stored && stored == sum.value();
 }
 
 void Session::load_state(const std::string& path) {
@@ -164,21 +256,30 @@ void Session::load_state(const std::string& path) {
   if (!in) throw Error(Status::io_error, "cannot open " + what + ": " + std::strerror(errno));
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
   if (ec) throw Error(Status::io_error, "cannot size " + what + ": " + ec.message());
+  const std::string not_session = what + " is not a Latte session";
+  const std::string corrupt = what + " is corrupt: its checksum does not match";
 
-  Checksum sum;
-  const auto read = [&](void* data, std::size_t n) {
-    if (n == 0) return;  // data may be null
-    in.read(static_cast<char*>(data), static_cast<std::streamsize>(n));
-    if (static_cast<std::size_t>(in.gcount()) != n)
-      throw Error(Status::bad_file, what + " is truncated (it changed while being read?)");
-    sum.add(data, n);
-  };
-  if (size < kHeaderBytes + 8) throw Error(Status::bad_file, what + " is not a Latte session (" + std::to_string(size) + " bytes)");
-  std::uint8_t h[kHeaderBytes];
-  read(h, sizeof h);
-  if (std::memcmp(h, kMagic, 8) != 0) throw Error(Status::bad_file, what + " is not a Latte session (no LATTESES magic)");
+  // What the header says is judged only once the checksum vouches for it:
+  // first the magic, the version and the size the header implies (a damaged
+  // header fails those, or the checksum), then every byte.
+  std::uint8_t h[kHeaderBytes] = {};
+  in.read(reinterpret_cast<char*>(h), 12);
+  if (size < 12 || in.gcount() != 12) throw Error(Status::bad_file, not_session + " (" + std::to_string(size) + " bytes)");
+  if (std::memcmp(h, kMagic, 8) != 0) throw Error(Status::bad_file, not_session + " (no LATTESES magic)");
+  const std::uint32_t version = get<std::uint32_t>(h + 8);
+  if (version != kVersion) {
+    // The checksum is the same in every version: it tells a file of
+    // another version from a damaged version field.
+    if (!checksum_matches(in, size)) throw Error(Status::bad_file, corrupt);
+    throw Error(Status::unsupported, what + " has format version " + std::to_string(version) +
+                                         "; this build reads " + std::to_string(kVersion));
+  }
+  if (size < kHeaderBytes + 8) throw Error(Status::bad_file, not_session + " (" + std::to_string(size) + " bytes)");
+  in.read(reinterpret_cast<char*>(h + 12), kHeaderBytes - 12);
+  if (in.gcount() != static_cast<std::streamsize>(kHeaderBytes - 12))
+    throw Error(Status::bad_file, what + " is truncated (it changed while being read?)");
   StateHeader s;
-  s.version = get<std::uint32_t>(h + 8);
+  s.version = version;
   s.storage = get<std::uint32_t>(h + 12);
   s.fingerprint = get<std::uint64_t>(h + 16);
   s.n_layers = get<std::uint32_t>(h + 24);
@@ -189,9 +290,30 @@ void Session::load_state(const std::string& path) {
   s.has_logits = get<std::uint32_t>(h + 44);
   s.tile_bytes = get<std::uint64_t>(h + 48);
   s.n_past = get<std::int64_t>(h + 56);
-  if (s.version != kVersion)
-    throw Error(Status::unsupported, what + " has format version " + std::to_string(s.version) + "; this build reads " +
-                                         std::to_string(kVersion));
+  s.rope_set = get<std::uint32_t>(h + 64);
+  if (s.has_logits > 1) throw Error(Status::bad_file, what + ": has_logits is " + std::to_string(s.has_logits));
+  if (s.n_past < 0 || s.n_past > kMaxContextTokens)
+    throw Error(Status::bad_file, what + ": token count " + std::to_string(s.n_past) + " is out of range");
+  if (s.tile_tokens == 0) throw Error(Status::bad_file, what + ": tiles of 0 tokens");
+  if (s.has_logits == 1 && s.n_past == 0) throw Error(Status::bad_file, what + " has logits but no tokens");
+  // The size the header implies, with the tile product checked for overflow
+  // (a damaged tile size or layer count can be anything).
+  const std::uint64_t n_tiles = static_cast<std::uint64_t>(tiles_for(s.n_past, s.tile_tokens));
+  std::uint64_t tile_total = 0;
+  const bool overflow = __builtin_mul_overflow(static_cast<std::uint64_t>(s.n_layers) * n_tiles, s.tile_bytes, &tile_total) ||
+                        tile_total > (std::uint64_t{1} << 62);
+  const std::uint64_t expect = overflow ? ~std::uint64_t{0}
+                                        : kHeaderBytes + 4 * static_cast<std::uint64_t>(s.n_past) +
+                                              (s.has_logits ? 4 * static_cast<std::uint64_t>(s.n_vocab) : 0) +
+                                              tile_total + 8;
+  if (size != expect)
+    throw Error(Status::bad_file, what + " is " + std::to_string(size) + " bytes; a session of " +
+                                      std::to_string(s.n_past) + " tokens takes " +
+                                      (overflow ? std::string("more than a file can hold") : std::to_string(expect)) +
+                                      (size < expect ? " (truncated)" : " (trailing bytes)"));
+  if (!checksum_matches(in, size)) throw Error(Status::bad_file, corrupt);
+
+  // The header is the writer's: now whether it fits this session.
   if (s.fingerprint != model_->fingerprint())
     throw Error(Status::invalid_argument, what + " was saved from another model (or another file of it)");
   if (s.storage > 2) throw Error(Status::bad_file, what + ": unknown cache storage " + std::to_string(s.storage));
@@ -206,23 +328,27 @@ void Session::load_state(const std::string& path) {
     throw Error(Status::unsupported, what + " stores " + std::to_string(s.tile_tokens) + "-token tiles of " +
                                          std::to_string(s.tile_bytes) + " bytes; this build's are " +
                                          std::to_string(cc.tile_tokens) + " tokens, " + std::to_string(lay.bytes) + " bytes");
-  if (s.has_logits > 1) throw Error(Status::bad_file, what + ": has_logits is " + std::to_string(s.has_logits));
-  if (s.n_past < 0 || s.n_past > kMaxContextTokens)
-    throw Error(Status::bad_file, what + ": token count " + std::to_string(s.n_past) + " is out of range");
+  if (const std::uint32_t mine = rope_set(*model_, opts_.n_ctx); s.rope_set != mine)
+    throw Error(Status::invalid_argument,
+                what + "'s keys were rotated with " + (s.rope_set > 2 ? "an unknown" : rope_set_name(s.rope_set)) +
+                    " RoPE factor set; a context of " + std::to_string(opts_.n_ctx) + " tokens uses " +
+                    rope_set_name(mine) + " (the model switches above " + std::to_string(p.rope_factor_switch()) +
+                    " tokens): open the session with a context on the saver's side of that");
   if (s.n_past > opts_.n_ctx)
     throw Error(Status::context_overflow, what + " holds " + std::to_string(s.n_past) +
                                               " tokens; this session's context is " + std::to_string(opts_.n_ctx));
-  if (s.has_logits == 1 && s.n_past == 0) throw Error(Status::bad_file, what + " has logits but no tokens");
-  // n_past < 2^31 and tiles of at most a few MB: no product below overflows.
-  const std::uint64_t n_tiles = static_cast<std::uint64_t>(tiles_for(s.n_past, s.tile_tokens));
-  const std::uint64_t expect = kHeaderBytes + 4 * static_cast<std::uint64_t>(s.n_past) +
-                               (s.has_logits ? 4 * static_cast<std::uint64_t>(s.n_vocab) : 0) +
-                               s.n_layers * n_tiles * s.tile_bytes + 8;
-  if (size != expect)
-    throw Error(Status::bad_file, what + " is " + std::to_string(size) + " bytes; a session of " +
-                                      std::to_string(s.n_past) + " tokens takes " + std::to_string(expect) +
-                                      (size < expect ? " (truncated)" : " (trailing bytes)"));
 
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(kHeaderBytes));
+  Checksum sum;
+  sum.add(h, sizeof h);
+  const auto read = [&](void* data, std::size_t n) {
+    if (n == 0) return;  // data may be null
+    in.read(static_cast<char*>(data), static_cast<std::streamsize>(n));
+    if (static_cast<std::size_t>(in.gcount()) != n)
+      throw Error(Status::bad_file, what + " is truncated (it changed while being read?)");
+    sum.add(data, n);
+  };
   std::vector<std::int32_t> tokens(static_cast<std::size_t>(s.n_past));
   read(tokens.data(), tokens.size() * sizeof(std::int32_t));
   for (std::size_t i = 0; i < tokens.size(); ++i)
@@ -250,7 +376,7 @@ void Session::load_state(const std::string& path) {
   std::uint64_t stored = 0;
   in.read(reinterpret_cast<char*>(&stored), sizeof stored);
   if (in.gcount() != sizeof stored) throw Error(Status::bad_file, what + " is truncated (it changed while being read?)");
-  if (stored != sum.value()) throw Error(Status::bad_file, what + " is corrupt: its checksum does not match");
+  if (stored != sum.value()) throw Error(Status::bad_file, corrupt + " (it changed while being read?)");
 
   // Nothing below throws: the session changes all at once.
   cache_ = std::move(fresh);

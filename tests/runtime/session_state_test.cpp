@@ -9,7 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <latch>
+#include <limits>
 #include <random>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,7 @@
 #include "runtime/latent_cache.h"
 #include "runtime/model/random_model.h"
 #include "runtime/model/session.h"
+#include "tests/runtime/architecture_cases.h"
 #include "tests/runtime/testdata.h"
 
 namespace latte {
@@ -35,6 +39,22 @@ void write_bytes(const std::string& path, const std::vector<std::uint8_t>& b) {
 }
 
 std::vector<float> logits_of(const Session& s) { return {s.logits().begin(), s.logits().end()}; }
+
+// Files in dir whose names start with prefix.
+int files_in(const std::string& dir, const std::string& prefix) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) ++n;
+  return n;
+}
+
+constexpr std::size_t kHeader = 72;  // a session file's header bytes (format version 2)
+
+// A file's checksum recomputed over altered bytes.
+void reseal(std::vector<std::uint8_t>& b) {
+  const std::uint64_t sum = Session::state_checksum(b.data(), b.size() - 8);
+  std::memcpy(b.data() + b.size() - 8, &sum, 8);
+}
 
 // Expects load_state to throw `status` with `needle` in its message, and the
 // session to keep its tokens and logits.
@@ -70,7 +90,8 @@ TEST_P(SessionState, LoadedSessionContinuesExactlyAsTheSavedOne) {
   a.prefill(std::span(tokens).first(135));
   const std::string path = ::testing::TempDir() + "/state_" + latent_storage_name(GetParam()) + ".lsess";
   a.save_state(path);
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_EQ(files_in(::testing::TempDir(), "state_" + std::string(latent_storage_name(GetParam())) + ".lsess."), 0)
+      << "a temporary left behind";
   const auto at_save = logits_of(a);
   std::vector<std::vector<float>> want;
   for (int t = 135; t < 155; ++t) {
@@ -93,7 +114,7 @@ TEST_P(SessionState, LoadedSessionContinuesExactlyAsTheSavedOne) {
   // The file is the size the format says: header, tokens, logits, 2 tiles
   // per layer, checksum.
   const std::size_t tiles = 2 * static_cast<std::size_t>(model->params().n_layers) * a.cache().layout().bytes;
-  EXPECT_EQ(std::filesystem::file_size(path), 64 + 4 * 135 + 4 * model->params().n_vocab + tiles + 8);
+  EXPECT_EQ(std::filesystem::file_size(path), kHeader + 4 * 135 + 4 * model->params().n_vocab + tiles + 8);
 }
 
 INSTANTIATE_TEST_SUITE_P(Caches, SessionState,
@@ -153,10 +174,15 @@ TEST(SessionStateFile, BadFilesAreRefusedByName) {
   b[0] = 'X';
   write_bytes(bad, b);
   expect_refused(s, bad, Status::bad_file, "no LATTESES magic");
+  // Another version: unsupported when the checksum vouches for the file,
+  // corrupt when it does not (a damaged version field).
   b = bytes;
   b[8] = 9;
   write_bytes(bad, b);
-  expect_refused(s, bad, Status::unsupported, "format version 9; this build reads 1");
+  expect_refused(s, bad, Status::bad_file, "is corrupt: its checksum does not match");
+  reseal(b);
+  write_bytes(bad, b);
+  expect_refused(s, bad, Status::unsupported, "format version 9; this build reads 2");
   // Truncated anywhere past the header, or with bytes appended.
   for (std::size_t cut : {std::size_t{100}, bytes.size() / 2, bytes.size() - 1}) {
     write_bytes(bad, std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(cut)));
@@ -167,16 +193,17 @@ TEST(SessionStateFile, BadFilesAreRefusedByName) {
   write_bytes(bad, b);
   expect_refused(s, bad, Status::bad_file, "(trailing bytes)");
   // A flipped bit in a tile, a token or a logit: the checksum.
-  for (std::size_t at : {bytes.size() - 100, std::size_t{64 + 4 * 10}, std::size_t{64 + 4 * 140 + 8}}) {
+  for (std::size_t at : {bytes.size() - 100, std::size_t{kHeader + 4 * 10}, std::size_t{kHeader + 4 * 140 + 8}}) {
     b = bytes;
     b[at] ^= 0x10;
     write_bytes(bad, b);
     expect_refused(s, bad, Status::bad_file, "checksum");
   }
-  // A token outside the vocabulary is named before the checksum is reached.
+  // A token outside the vocabulary, the checksum recomputed: named.
   b = bytes;
   const std::int32_t huge = 1 << 30;
-  std::memcpy(b.data() + 64 + 4 * 5, &huge, 4);
+  std::memcpy(b.data() + kHeader + 4 * 5, &huge, 4);
+  reseal(b);
   write_bytes(bad, b);
   expect_refused(s, bad, Status::bad_file, "token 5 is 1073741824");
   // Another cache type, a context too small, another model.
@@ -191,16 +218,23 @@ TEST(SessionStateFile, BadFilesAreRefusedByName) {
   Session other(Model::load(kTestdata + "/tiny-moe-v2-lite.gguf"), o);
   expect_refused(other, good, Status::invalid_argument, "was saved from another model");
   // Every header byte damaged in turn, and bytes through the body: refused
-  // with an error (which one depends on the field), never a crash or a load.
+  // as a bad file (the checksum is verified before any field is judged, so
+  // a damaged fingerprint is not "another model", nor a damaged tile size
+  // "unsupported"), never a crash or a load.
   std::vector<std::size_t> spots;
-  for (std::size_t i = 0; i < 64; ++i) spots.push_back(i);
-  for (std::size_t i = 64; i < bytes.size(); i += 997) spots.push_back(i);
+  for (std::size_t i = 0; i < kHeader; ++i) spots.push_back(i);
+  for (std::size_t i = kHeader; i < bytes.size(); i += 997) spots.push_back(i);
   for (std::size_t at : spots) {
     for (std::uint8_t flip : {std::uint8_t{0x01}, std::uint8_t{0x80}, std::uint8_t{0xFF}}) {
       b = bytes;
       b[at] ^= flip;
       write_bytes(bad, b);
-      EXPECT_THROW(s.load_state(bad), Error) << "byte " << at << " ^ " << int(flip);
+      try {
+        s.load_state(bad);
+        ADD_FAILURE() << "byte " << at << " ^ " << int(flip) << " loaded";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::bad_file) << "byte " << at << " ^ " << int(flip) << ": " << e.what();
+      }
       ASSERT_EQ(s.n_past(), 3) << "byte " << at;
     }
   }
@@ -217,12 +251,11 @@ TEST(SessionStateFile, BadFilesAreRefusedByName) {
     b = bytes;
     const int n_flips = 1 + static_cast<int>(rng() % 8);
     for (int f = 0; f < n_flips; ++f) {
-      const std::size_t at = 64 + rng() % (bytes.size() - 72);
+      const std::size_t at = kHeader + rng() % (bytes.size() - kHeader - 8);
       const std::uint8_t kinds[] = {0xFF, 0x7F, 0x80, 0x00, static_cast<std::uint8_t>(rng())};
       b[at] = kinds[rng() % 5];
     }
-    const std::uint64_t sum = Session::state_checksum(b.data(), b.size() - 8);
-    std::memcpy(b.data() + b.size() - 8, &sum, 8);
+    reseal(b);
     write_bytes(bad, b);
     t.reset();
     try {
@@ -317,6 +350,175 @@ TEST(SessionStateFile, TilesWithNonFiniteValuesAreRefused) {
       EXPECT_NE(latent_tile_problem(src.layout(), t1).find("row 72: a scale is -1"), std::string::npos);
     }
     EXPECT_EQ(latent_tile_problem(src.layout(), src.tile(0, 0)), "");
+  }
+}
+
+// A file holds what the session holds and nothing else: the last tile's rows
+// past n_past (a truncation's stale tokens) are written as zeros, so a
+// session truncated to 12 tokens saves the bytes of one that only ever had
+// them.
+TEST(SessionStateFile, RowsPastTheTokensAreNotSaved) {
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  const auto tokens = testdata_tokens();
+  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+    SessionOptions o;
+    o.n_ctx = 64;
+    o.cache = st;
+    Session a(model, o), b(model, o);
+    a.prefill(std::span(tokens).first(12));
+    b.prefill(std::span(tokens).first(12));
+    for (int t = 12; t < 20; ++t) a.decode(tokens[t]);
+    b.decode(tokens[12]);
+    a.truncate(12);
+    b.truncate(12);
+    const std::string pa = ::testing::TempDir() + "/rows_a.lsess", pb = ::testing::TempDir() + "/rows_b.lsess";
+    a.save_state(pa);
+    b.save_state(pb);
+    EXPECT_EQ(file_bytes(pa), file_bytes(pb)) << latent_storage_name(st);
+  }
+}
+
+// A refused call (a NaN reached the logits) leaves its rows in the cache past
+// n_past; the session goes on, and its saved file loads (it did not: the
+// NaN rows were saved and then refused by the row check).
+TEST(SessionStateFile, ASessionAfterARefusedCallSavesAndLoads) {
+  RandomModelSpec spec;
+  std::vector<std::uint8_t> bytes = random_model_bytes(spec);
+  const int bad_token = 42;
+  {
+    const GgufFile f = GgufFile::from_memory(bytes.data(), bytes.size());
+    for (const GgufTensor& x : f.tensors())
+      if (x.name == "token_embd.weight") {
+        ASSERT_EQ(x.type, GgmlType::F32);
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        std::memcpy(bytes.data() + (x.data - bytes.data()) + bad_token * x.row_bytes + 12, &nan, sizeof nan);
+      }
+  }
+  auto model = Model::from_file(GgufFile::from_bytes(bytes));
+  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+    SessionOptions o;
+    o.threads = 1;
+    o.n_ctx = 32;
+    o.cache = st;
+    Session a(model, o);
+    a.prefill(std::vector<std::int32_t>{1, 2, 3, 4});
+    EXPECT_THROW(a.prefill(std::vector<std::int32_t>{5, bad_token}), Error);
+    ASSERT_EQ(a.n_past(), 4);
+    const std::string path = ::testing::TempDir() + "/after_refusal.lsess";
+    a.save_state(path);
+    Session b(model, o);
+    b.load_state(path);
+    a.decode(7);
+    b.decode(7);
+    EXPECT_EQ(logits_of(a), logits_of(b)) << latent_storage_name(st);
+  }
+}
+
+// minicpm3 rotates keys with its short or long RoPE factors by the session's
+// context: a file saved under one set is refused by a session using the
+// other (it loaded, and computed other logits than the saved session would
+// have), and loads into one on the same side of the switch.
+TEST(SessionStateFile, TheRopeFactorSetMustMatch) {
+  test::ArchCase mc{};
+  for (const test::ArchCase& c : test::architecture_cases())
+    if (std::string(c.name) == "minicpm3") mc = c;
+  ASSERT_NE(mc.name, nullptr);
+  mc.spec.context_length = 48;  // the switch: short factors up to 48 tokens
+  auto model = Model::from_file(GgufFile::from_bytes(random_model_bytes(mc.spec)));
+  ASSERT_NE(model->rope_factors(true), model->rope_factors(false));
+  SessionOptions o;
+  o.threads = 1;
+  o.n_ctx = 40;
+  Session a(model, o);
+  a.prefill(std::vector<std::int32_t>{1, 2, 3, 4, 5});
+  const std::string path = ::testing::TempDir() + "/rope_set.lsess";
+  a.save_state(path);
+  SessionOptions longer = o;
+  longer.n_ctx = 64;
+  Session l(model, longer);
+  expect_refused(l, path, Status::invalid_argument,
+                 "keys were rotated with its short-context RoPE factor set; a context of 64 tokens uses its "
+                 "long-context (the model switches above 48 tokens)");
+  SessionOptions other_short = o;
+  other_short.n_ctx = 48;
+  Session b(model, other_short);
+  b.load_state(path);
+  a.decode(6);
+  b.decode(6);
+  EXPECT_EQ(logits_of(a), logits_of(b));
+}
+
+// Two saves to one path at once (two threads, or two `latte run --session`
+// processes) each write their own temporary: the file is always one whole
+// session, never a mix, and no save fails or leaves a temporary behind.
+TEST(SessionStateFile, ConcurrentSavesToOnePathLeaveOneWholeFile) {
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  const auto tokens = testdata_tokens();
+  SessionOptions o;
+  o.threads = 1;
+  o.n_ctx = 200;
+  Session a(model, o), b(model, o), r(model, o);
+  a.prefill(std::span(tokens).first(5));
+  b.prefill(std::span(tokens).first(150));
+  const std::string dir = ::testing::TempDir() + "/concurrent_saves";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/one.lsess";
+  for (int round = 0; round < 40; ++round) {
+    std::string err_a, err_b;
+    std::latch start(2);  // both saves begin together
+    std::thread ta([&] {
+      start.arrive_and_wait();
+      try {
+        a.save_state(path);
+      } catch (const Error& e) {
+        err_a = e.what();
+      }
+    });
+    std::thread tb([&] {
+      start.arrive_and_wait();
+      try {
+        b.save_state(path);
+      } catch (const Error& e) {
+        err_b = e.what();
+      }
+    });
+    ta.join();
+    tb.join();
+    EXPECT_EQ(err_a, "");
+    EXPECT_EQ(err_b, "");
+    r.load_state(path);
+    EXPECT_TRUE(r.n_past() == 5 || r.n_past() == 150) << r.n_past();
+    EXPECT_EQ(files_in(dir, "one.lsess."), 0) << "a temporary left behind";
+  }
+}
+
+// A save that cannot land names why (it said "Success": the error code was
+// reused before its message was read), and leaves no temporary.
+TEST(SessionStateFile, AFailedSaveSaysWhy) {
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  SessionOptions o;
+  o.n_ctx = 16;
+  Session a(model, o);
+  a.prefill(std::vector<std::int32_t>{1, 2, 3});
+  const std::string dir = ::testing::TempDir() + "/failed_save";
+  std::filesystem::create_directories(dir + "/target");
+  try {
+    a.save_state(dir + "/target");  // a directory: the rename fails
+    ADD_FAILURE() << "saved over a directory";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::io_error);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("cannot rename"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Is a directory"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("Success"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(files_in(dir, "target."), 0) << "a temporary left behind";
+  try {
+    a.save_state(dir + "/no_such_dir/x.lsess");
+    ADD_FAILURE() << "saved into a missing directory";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::io_error);
+    EXPECT_NE(std::string(e.what()).find("No such file or directory"), std::string::npos) << e.what();
   }
 }
 
