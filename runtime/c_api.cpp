@@ -311,6 +311,37 @@ const char* latte_chat_format(const latte_model* model) {
   return name;
 }
 
+namespace {
+
+// The formatter for `format` (NULL: the model's) and the messages as turns,
+// for latte_chat_apply and latte_chat_tokenize.
+std::pair<latte::ChatFormatter, std::vector<latte::ChatTurn>> chat_turns(const char* fn, const latte_model* model,
+                                                                         const char* format,
+                                                                         const latte_chat_message* messages,
+                                                                         std::size_t n_messages) {
+  const latte::Tokenizer& tok = tokenizer_of(model, fn);
+  latte::ChatFormat f;
+  if (format == nullptr) {
+    f = latte::detect_chat_format(tok, latte::model_arch_name(model->model->params().arch));
+  } else if (auto named = latte::parse_chat_format(format)) {
+    f = *named;
+  } else {
+    throw latte::Error(latte::Status::invalid_argument,
+                       std::string(fn) + ": unknown chat format '" + format + "' (deepseek2, deepseek3 or chatml)");
+  }
+  std::vector<latte::ChatTurn> turns;
+  turns.reserve(n_messages);
+  for (std::size_t i = 0; i < n_messages; ++i) {
+    if (messages[i].role == nullptr || messages[i].content == nullptr)
+      throw latte::Error(latte::Status::invalid_argument,
+                         std::string(fn) + ": message " + std::to_string(i) + " has a NULL role or content");
+    turns.push_back({messages[i].role, messages[i].content});
+  }
+  return {latte::ChatFormatter(tok, f), std::move(turns)};
+}
+
+}  // namespace
+
 latte_status latte_chat_apply(const latte_model* model, const char* format, const latte_chat_message* messages,
                               size_t n_messages, int32_t add_generation_prompt, char* text, size_t capacity,
                               size_t* n_out, int32_t* add_bos) {
@@ -318,28 +349,26 @@ latte_status latte_chat_apply(const latte_model* model, const char* format, cons
   if (messages == nullptr && n_messages > 0) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": messages is NULL");
   if (latte_status st = bool_flag(fn, "add_generation_prompt", add_generation_prompt); st != LATTE_OK) return st;
   return guarded([&] {
-    const latte::Tokenizer& tok = tokenizer_of(model, fn);
-    latte::ChatFormat f;
-    if (format == nullptr) {
-      f = latte::detect_chat_format(tok, latte::model_arch_name(model->model->params().arch));
-    } else if (auto named = latte::parse_chat_format(format)) {
-      f = *named;
-    } else {
-      throw latte::Error(latte::Status::invalid_argument, std::string(fn) + ": unknown chat format '" + format +
-                                                              "' (deepseek2, deepseek3 or chatml)");
-    }
-    const latte::ChatFormatter chat(tok, f);
-    std::vector<latte::ChatTurn> turns;
-    turns.reserve(n_messages);
-    for (std::size_t i = 0; i < n_messages; ++i) {
-      if (messages[i].role == nullptr || messages[i].content == nullptr)
-        throw latte::Error(latte::Status::invalid_argument,
-                           std::string(fn) + ": message " + std::to_string(i) + " has a NULL role or content");
-      turns.push_back({messages[i].role, messages[i].content});
-    }
+    const auto [chat, turns] = chat_turns(fn, model, format, messages, n_messages);
     const std::string s = chat.format(turns, add_generation_prompt == 1);
     give(fn, s.data(), s.size(), true, text, capacity, n_out);
     if (add_bos) *add_bos = chat.add_bos() ? 1 : 0;
+  });
+}
+
+latte_status latte_chat_tokenize(const latte_model* model, const char* format, const latte_chat_message* messages,
+                                 size_t n_messages, int32_t add_generation_prompt, int32_t add_bos, int32_t* tokens,
+                                 size_t capacity, size_t* n_out) {
+  constexpr const char* fn = "latte_chat_tokenize";
+  if (messages == nullptr && n_messages > 0) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": messages is NULL");
+  if (latte_status st = bool_flag(fn, "add_generation_prompt", add_generation_prompt); st != LATTE_OK) return st;
+  if (add_bos != -1 && add_bos != 0 && add_bos != 1)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": add_bos must be -1, 0 or 1, got " + std::to_string(add_bos));
+  return guarded([&] {
+    const auto [chat, turns] = chat_turns(fn, model, format, messages, n_messages);
+    const bool bos = add_bos == -1 ? chat.add_bos() : add_bos == 1;
+    const std::vector<std::int32_t> ids = chat.encode(turns, add_generation_prompt == 1, bos);
+    give(fn, ids.data(), ids.size(), false, tokens, capacity, n_out);
   });
 }
 

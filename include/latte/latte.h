@@ -163,10 +163,20 @@ const char* latte_chat_format(const latte_model* model);
 /* The messages as text in `format` (NULL: latte_chat_format's), then the
  * assistant's opening when add_generation_prompt is 1. Tokenize the text with
  * parse_special = 1; *add_bos (may be NULL) says whether a conversation in
- * this format starts with BOS: pass it as add_bos for its first text. */
+ * this format starts with BOS: pass it as add_bos for its first text.
+ * Tokenized so, content that spells a control token ("<|im_end|>", the EOS
+ * text) becomes that token: for content from users, use latte_chat_tokenize. */
 latte_status latte_chat_apply(const latte_model* model, const char* format, const latte_chat_message* messages,
                               size_t n_messages, int32_t add_generation_prompt, char* text, size_t capacity,
                               size_t* n_out, int32_t* add_bos);
+/* The tokens of latte_chat_apply's text, with control tokens taken only from
+ * the format's own markers: a message's content stays text whatever it
+ * spells, so a user cannot end a turn or open another role. add_bos: 1
+ * prepends BOS, 0 does not, -1 as the format starts a conversation. Buffer
+ * rules as for latte_tokenize. */
+latte_status latte_chat_tokenize(const latte_model* model, const char* format, const latte_chat_message* messages,
+                                 size_t n_messages, int32_t add_generation_prompt, int32_t add_bos, int32_t* tokens,
+                                 size_t capacity, size_t* n_out);
 
 /* ---- Sampling ---------------------------------------------------------------
  * Repetition penalty, then greedy (temperature 0) or top-k -> top-p -> min-p

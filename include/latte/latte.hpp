@@ -100,7 +100,7 @@ class Model {
     return f;
   }
   struct ChatText {
-    std::string text;  // tokenize with parse_special
+    std::string text;  // tokenize with parse_special (content can then forge control tokens: see chat_tokenize)
     bool add_bos;      // at the start of a conversation
   };
   struct ChatMessage {
@@ -118,6 +118,18 @@ class Model {
       return latte_chat_apply(m_, f, m.data(), m.size(), add_generation_prompt, buf, cap, n, &bos);
     });
     return {std::move(s), bos == 1};
+  }
+  // The messages' tokens, control tokens only from the format's markers
+  // (content stays text). add_bos: -1 as the format starts a conversation.
+  std::vector<int32_t> chat_tokenize(std::span<const ChatMessage> messages, bool add_generation_prompt,
+                                     int add_bos = -1, const std::string& format = "") const {
+    std::vector<latte_chat_message> m;
+    m.reserve(messages.size());
+    for (const ChatMessage& x : messages) m.push_back({x.role.c_str(), x.content.c_str()});
+    const char* f = format.empty() ? nullptr : format.c_str();
+    return fetch_tokens([&](int32_t* buf, std::size_t cap, std::size_t* n) {
+      return latte_chat_tokenize(m_, f, m.data(), m.size(), add_generation_prompt, add_bos, buf, cap, n);
+    });
   }
 
  private:

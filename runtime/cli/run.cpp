@@ -203,8 +203,8 @@ int run_generate(const RunOptions& o) {
     std::vector<ChatTurn> turns;
     if (first && !o.system_prompt.empty()) turns.push_back({"system", o.system_prompt});
     turns.push_back({"user", text});
-    const std::string formatted = (first ? std::string() : chat->reply_end_after(st.closed_by)) + chat->format(turns, true);
-    return tok->encode(formatted, first && chat->add_bos(), /*parse_special=*/true);
+    // Control tokens only from the template: a typed "<|im_end|>" stays text.
+    return chat->encode(turns, true, first && chat->add_bos(), first ? std::string() : chat->reply_end_after(st.closed_by));
   };
 
   // The newline that ends a generated text is flushed at once: stdout is

@@ -95,45 +95,90 @@ ChatFormatter::ChatFormatter(const Tokenizer& tok, ChatFormat format) : tok_(&to
       reply_end_ = kImEnd + "\n";
       break;
   }
+  reply_end_token_ = format == ChatFormat::chatml ? tok.find_token(kImEnd) : tok.eos_id();
 }
 
 std::string ChatFormatter::format(std::span<const ChatTurn> turns, bool add_generation_prompt) const {
+  return format_marked(turns, add_generation_prompt, nullptr);
+}
+
+std::string ChatFormatter::format_marked(std::span<const ChatTurn> turns, bool add_generation_prompt,
+                                         std::vector<Tokenizer::TextRange>* markers) const {
   std::string s;
+  // The template's own text (markers, separators, the reply's end) and the
+  // messages' content; only the former may hold control tokens.
+  const auto marker = [&](const std::string& text) {
+    if (markers != nullptr && !text.empty()) markers->push_back({s.size(), s.size() + text.size()});
+    s += text;
+  };
+  const auto content = [&](const std::string& text) { s += text; };
   for (const ChatTurn& t : turns) {
     if (t.role != "system" && t.role != "user" && t.role != "assistant")
       throw Error(Status::invalid_argument,
                   "chat: unknown role '" + t.role + "' (expected system, user or assistant)");
     switch (format_) {
       case ChatFormat::deepseek2:
-        if (t.role == "system") s += t.content + "\n\n";
-        else if (t.role == "user") s += "User: " + t.content + "\n\n";
-        else s += "Assistant: " + t.content + reply_end_;
+        if (t.role == "system") {
+          content(t.content);
+          marker("\n\n");
+        } else if (t.role == "user") {
+          marker("User: ");
+          content(t.content);
+          marker("\n\n");
+        } else {
+          marker("Assistant: ");
+          content(t.content);
+          marker(reply_end_);
+        }
         break;
       case ChatFormat::deepseek3:
-        if (t.role == "system") s += t.content;
-        else if (t.role == "user") s += kDsUser + t.content;
-        else s += kDsAssistant + t.content + reply_end_;
+        if (t.role == "system") {
+          content(t.content);
+        } else if (t.role == "user") {
+          marker(kDsUser);
+          content(t.content);
+        } else {
+          marker(kDsAssistant);
+          content(t.content);
+          marker(reply_end_);
+        }
         break;
       case ChatFormat::chatml:
-        s += kImStart + t.role + "\n" + t.content + reply_end_;
+        marker(kImStart + t.role + "\n");
+        content(t.content);
+        marker(reply_end_);
         break;
     }
   }
   if (add_generation_prompt) {
     switch (format_) {
-      case ChatFormat::deepseek2: s += "Assistant:"; break;
-      case ChatFormat::deepseek3: s += kDsAssistant; break;
-      case ChatFormat::chatml: s += kImStart + "assistant\n"; break;
+      case ChatFormat::deepseek2: marker("Assistant:"); break;
+      case ChatFormat::deepseek3: marker(kDsAssistant); break;
+      case ChatFormat::chatml: marker(kImStart + "assistant\n"); break;
     }
   }
   return s;
 }
 
+std::vector<std::int32_t> ChatFormatter::encode(std::span<const ChatTurn> turns, bool add_generation_prompt,
+                                                bool add_bos, std::string_view prefix) const {
+  std::vector<Tokenizer::TextRange> markers;
+  if (!prefix.empty()) markers.push_back({0, prefix.size()});
+  std::string body = format_marked(turns, add_generation_prompt, &markers);
+  for (std::size_t i = prefix.empty() ? 0 : 1; i < markers.size(); ++i) {
+    markers[i].begin += prefix.size();
+    markers[i].end += prefix.size();
+  }
+  std::string text(prefix);
+  text += body;
+  return tok_->encode_with_special_ranges(text, add_bos, markers);
+}
+
 std::string ChatFormatter::reply_end_after(std::int32_t last_token) const {
-  if (last_token < 0 || last_token >= tok_->n_vocab()) return reply_end_;
-  const std::string& text = tok_->token_text(last_token);
-  if (text.empty() || reply_end_.compare(0, text.size(), text) != 0) return reply_end_;
-  return reply_end_.substr(text.size());
+  // By id: a reply cut short right after an ordinary "<" or "<|" token ends
+  // with a prefix of the ending's text, not with its token.
+  if (last_token < 0 || last_token != reply_end_token_) return reply_end_;
+  return reply_end_.substr(tok_->token_text(last_token).size());
 }
 
 }  // namespace latte

@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/tokenizer/tokenizer.h"
 
@@ -59,7 +60,18 @@ class ChatFormatter {
   // add_generation_prompt. Encode it with parse_special = true, and with
   // add_bos() at the start of a conversation. Unknown roles: Error
   // (invalid_argument).
+  // Tokenized as a whole with parse_special = true, a message's content that
+  // spells a control token (an end of turn, a role marker) becomes that
+  // token: for untrusted content, use encode.
   std::string format(std::span<const ChatTurn> turns, bool add_generation_prompt) const;
+
+  // The tokens of `prefix` (template text, e.g. reply_end_after) and then of
+  // format(turns, add_generation_prompt), BOS first when add_bos: the same
+  // tokens as encoding that text with parse_special = true, except that
+  // control tokens are recognized only in the template's own text, never in
+  // a message's content (there their text stays text).
+  std::vector<std::int32_t> encode(std::span<const ChatTurn> turns, bool add_generation_prompt, bool add_bos,
+                                   std::string_view prefix = {}) const;
 
   // Whether a conversation starts with the BOS token.
   bool add_bos() const { return add_bos_; }
@@ -72,12 +84,19 @@ class ChatFormatter {
   // context, is `last_token`, before the next turn: the rest of reply_end()
   // after that token's text ("\n" after chatml's <|im_end|>, nothing after
   // DeepSeek's EOS), or all of reply_end() when the reply was cut short
-  // (last_token < 0, or not the token reply_end() starts with).
+  // (last_token < 0, or not the token reply_end() starts with: compared by
+  // id, so an ordinary "<" token that begins its text does not count).
   std::string reply_end_after(std::int32_t last_token) const;
 
  private:
   const Tokenizer* tok_;
+  // format(), and the byte ranges of the template's own text in it when
+  // markers is not null.
+  std::string format_marked(std::span<const ChatTurn> turns, bool add_generation_prompt,
+                            std::vector<Tokenizer::TextRange>* markers) const;
+
   ChatFormat format_;
+  std::int32_t reply_end_token_ = -1;  // the special token reply_end_ starts with (-1: none)
   bool add_bos_;
   std::string eos_text_;
   std::string reply_end_;

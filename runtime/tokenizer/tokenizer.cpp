@@ -335,6 +335,24 @@ bool Tokenizer::is_end_of_generation(std::int32_t id) const {
 // ---------------------------------------------------------------- encode
 
 std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+  return encode_impl(text, add_bos, parse_special, nullptr);
+}
+
+std::vector<std::int32_t> Tokenizer::encode_with_special_ranges(std::string_view text, bool add_bos,
+                                                                std::span<const TextRange> special_ranges) const {
+  return encode_impl(text, add_bos, true, &special_ranges);
+}
+
+std::vector<std::int32_t> Tokenizer::encode_impl(std::string_view text, bool add_bos, bool parse_special,
+                                                 const std::span<const TextRange>* special_ranges) const {
+  // Whether a control token's text at [b, e) may become that token: anywhere,
+  // or (special_ranges) only inside one of the ranges.
+  const auto allowed = [&](std::size_t b, std::size_t e) {
+    if (special_ranges == nullptr) return true;
+    for (const TextRange& r : *special_ranges)
+      if (b >= r.begin && e <= r.end) return true;
+    return false;
+  };
   std::vector<std::int32_t> out;
   if (add_bos) {
     if (bos_id_ < 0)
@@ -362,14 +380,19 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
         continue;
       }
       std::string_view part = text.substr(f.off, f.len);
-      std::size_t pos = 0;
+      std::size_t pos = 0;   // where the text not yet split off begins
+      std::size_t from = 0;  // where the next search starts
       while (true) {
-        const std::size_t m = part.find(st, pos);
+        const std::size_t m = part.find(st, from);
         if (m == std::string_view::npos) break;
+        if (ty != TokenType::user_defined && !allowed(f.off + m, f.off + m + st.size())) {
+          from = m + 1;  // content that spells a control token stays text
+          continue;
+        }
         changed = true;
         if (m > pos) next.push_back({-1, f.off + pos, m - pos});
         next.push_back({sid, 0, 0});
-        pos = m + st.size();
+        pos = from = m + st.size();
       }
       if (pos < part.size()) next.push_back({-1, f.off + pos, part.size() - pos});
     }

@@ -104,6 +104,18 @@ class Tokenizer {
   // in llama (SentencePiece) input a bad byte becomes its <0xXX> token.
   std::vector<std::int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
 
+  // Byte range [begin, end) of a text.
+  struct TextRange {
+    std::size_t begin = 0, end = 0;
+  };
+  // As encode(text, add_bos, true), except that a control token's text
+  // becomes that token only inside one of special_ranges (a chat template's
+  // markers): elsewhere (a message's content) it stays text, so a user
+  // cannot forge an end of turn. User-defined tokens are parsed everywhere,
+  // as by encode.
+  std::vector<std::int32_t> encode_with_special_ranges(std::string_view text, bool add_bos,
+                                                       std::span<const TextRange> special_ranges) const;
+
   // Ids to text: the concatenation of the tokens' pieces (may hold incomplete
   // UTF-8 where the ids cut a character). For "llama" the space that the
   // encoder adds in front of the text is removed from the first piece when
@@ -144,6 +156,9 @@ class Tokenizer {
  private:
   Tokenizer() = default;
 
+  // special_ranges: null, control tokens anywhere (when parse_special).
+  std::vector<std::int32_t> encode_impl(std::string_view text, bool add_bos, bool parse_special,
+                                        const std::span<const TextRange>* special_ranges) const;
   void encode_bpe_fragment(std::string_view text, std::vector<std::int32_t>& out) const;
   void encode_bpe_word(const std::string& encoded_word, std::vector<std::int32_t>& out) const;
   void encode_spm_fragment(std::string_view text, std::vector<std::int32_t>& out) const;

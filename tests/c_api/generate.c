@@ -37,18 +37,14 @@ int main(int argc, char** argv) {
   so.n_ctx = latte_model_n_ctx_train(model) < so.n_ctx ? latte_model_n_ctx_train(model) : so.n_ctx;
   if ((s = latte_session_create(model, &so, &session)) != LATTE_OK) { rc = failed(s, "session"); goto done; }
 
-  /* The prompt as a user turn: size query, then the text. */
+  /* The prompt as a user turn, tokenized with the chat markers as control
+   * tokens and the prompt as text (whatever it spells): size query, then the
+   * tokens. */
   latte_chat_message turn = {"user", argv[2]};
-  size_t n_chat = 0;
-  int32_t add_bos = 0;
-  if ((s = latte_chat_apply(model, NULL, &turn, 1, 1, NULL, 0, &n_chat, &add_bos)) != LATTE_OK) { rc = failed(s, "chat"); goto done; }
-  text = malloc(n_chat + 1);
-  if ((s = latte_chat_apply(model, NULL, &turn, 1, 1, text, n_chat + 1, &n_chat, &add_bos)) != LATTE_OK) { rc = failed(s, "chat"); goto done; }
-
   size_t n_prompt = 0;
-  if ((s = latte_tokenize(model, text, n_chat, add_bos, 1, NULL, 0, &n_prompt)) != LATTE_OK) { rc = failed(s, "tokenize"); goto done; }
+  if ((s = latte_chat_tokenize(model, NULL, &turn, 1, 1, -1, NULL, 0, &n_prompt)) != LATTE_OK) { rc = failed(s, "chat"); goto done; }
   prompt = malloc(n_prompt * sizeof *prompt);
-  if ((s = latte_tokenize(model, text, n_chat, add_bos, 1, prompt, n_prompt, &n_prompt)) != LATTE_OK) { rc = failed(s, "tokenize"); goto done; }
+  if ((s = latte_chat_tokenize(model, NULL, &turn, 1, 1, -1, prompt, n_prompt, &n_prompt)) != LATTE_OK) { rc = failed(s, "chat"); goto done; }
 
   latte_sampler_params sp = latte_sampler_default_params();
   if (argc == 5)
@@ -75,7 +71,6 @@ int main(int argc, char** argv) {
 
   size_t n_text = 0;
   if ((s = latte_detokenize(model, out, (size_t)n_out, 1, NULL, 0, &n_text)) != LATTE_OK) { rc = failed(s, "detokenize"); goto done; }
-  free(text);
   text = malloc(n_text + 1);
   if ((s = latte_detokenize(model, out, (size_t)n_out, 1, text, n_text + 1, &n_text)) != LATTE_OK) { rc = failed(s, "detokenize"); goto done; }
   fwrite(text, 1, n_text, stdout);
