@@ -39,7 +39,10 @@ typedef struct latte_session latte_session;
 
 typedef struct latte_session_options {
   int32_t threads;            /* 1..1024; 0: OpenMP's default (all cores unless OMP_NUM_THREADS says) */
-  int64_t n_ctx;              /* context capacity in tokens, up to 2^31 - 1; 0: the model's maximum */
+  int64_t n_ctx;              /* context capacity in tokens, up to 2^31 - 1; 0: the model's maximum;
+                                 4096 by default, whatever the model: cap it at latte_model_n_ctx_train
+                                 where that is smaller (beyond it the model was not trained; latte run
+                                 does so and warns when told to go past it) */
   int32_t cache_type;         /* a latte_cache_type (an int, so any value a caller stores is checked) */
   int32_t prefill_chunk;      /* tokens per prefill chunk (512 by default) */
 } latte_session_options;

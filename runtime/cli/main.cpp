@@ -42,9 +42,12 @@ CLI::Validator real_in(double lo, double hi, bool lo_open) {
   return CLI::Validator(
       [lo, hi, lo_open, range = std::string(range)](std::string& s) -> std::string {
         char* end = nullptr;
-        const double v = std::strtod(s.c_str(), &end);
-        if (s.empty() || *end != '\0' || !std::isfinite(v)) return "'" + s + "' is not a finite number";
-        if (v < lo || v > hi || (lo_open && v == lo)) return s + " is outside " + range;
+        const double d = std::strtod(s.c_str(), &end);
+        if (s.empty() || *end != '\0' || !std::isfinite(d)) return "'" + s + "' is not a finite number";
+        // Judged as the float it is stored in: 1e-50 is 0 there.
+        const double v = static_cast<float>(d);
+        if (v < lo || v > hi || (lo_open && v == lo))
+          return s + " is outside " + range + (v != d ? " (as a 32-bit float: " + std::to_string(v) + ")" : "");
         return "";
       },
       range);

@@ -240,17 +240,44 @@ int run_generate(const RunOptions& o) {
                    std::string(chat_format_name(chat->format())).c_str());
     else
       std::fprintf(stderr, "interactive: one prompt per line, end with Ctrl-D\n");
-    std::string line;
-    bool first = s.n_past() == 0;  // a resumed session continues its conversation
     if (resumed)
       std::fprintf(stderr, "[session %s: %lld tokens resumed]\n", o.session_file.c_str(),
                    static_cast<long long>(s.n_past()));
-    if (have_prompt) {  // -p or --prompt-ids: the first turn
-      generate(s, *tok, sampler, prompt_ids.empty() ? encode_turn(prompt_text, first) : prompt_ids, o.n_predict, o, st);
+    // One turn (-p, or a line read): a conversation's first turn when the
+    // session is empty. A turn the conversation has no room left for starts
+    // a new one (the model's context is all it can see) rather than ending
+    // the program, when it fits alone; one that cannot fit even alone is
+    // refused, the conversation kept, and the next line read.
+    const auto take_turn = [&](const std::string& text, bool ids) {
+      const auto encode = [&](bool first) { return ids ? prompt_ids : encode_turn(text, first); };
+      std::vector<std::int32_t> turn = encode(s.n_past() == 0);
+      if (s.n_past() > 0 && s.n_past() + static_cast<std::int64_t>(turn.size()) > s.n_ctx()) {
+        std::vector<std::int32_t> fresh = encode(true);
+        if (static_cast<std::int64_t>(fresh.size()) > s.n_ctx()) {
+          std::fprintf(stderr, "latte: context_overflow: the turn takes %zu tokens, more than the whole context of %lld: "
+                               "refused (the conversation goes on)\n",
+                       fresh.size(), static_cast<long long>(s.n_ctx()));
+          return;
+        }
+        std::fprintf(stderr, "[the context of %lld tokens is full: starting a new conversation]\n",
+                     static_cast<long long>(s.n_ctx()));
+        s.reset();
+        sampler.reset();  // the penalty's history was the old conversation's
+        st.closed_by = -1;
+        turn = std::move(fresh);
+      }
+      try {
+        generate(s, *tok, sampler, turn, o.n_predict, o, st);
+      } catch (const Error& e) {
+        if (e.status() != Status::context_overflow) throw;
+        std::fprintf(stderr, "latte: %s: %s\n", status_name(e.status()), e.what());
+        return;
+      }
       end_text();
       save_session();
-      first = false;
-    }
+    };
+    if (have_prompt) take_turn(prompt_text, !prompt_ids.empty());  // -p or --prompt-ids: the first turn
+    std::string line;
     while (true) {
       std::fprintf(stderr, "> ");
       // End of input, or Ctrl-C at the prompt: end the "> " line.
@@ -259,27 +286,7 @@ int run_generate(const RunOptions& o) {
         break;
       }
       if (line.empty()) continue;
-      auto turn = encode_turn(line, first);
-      // A turn the conversation has no room left for starts a new one
-      // (the model's context is all it can see), rather than ending the
-      // program; one that cannot fit even alone is refused and the next
-      // line read.
-      if (!first && s.n_past() + static_cast<std::int64_t>(turn.size()) > s.n_ctx()) {
-        std::fprintf(stderr, "[the context of %lld tokens is full: starting a new conversation]\n",
-                     static_cast<long long>(s.n_ctx()));
-        s.reset();
-        turn = encode_turn(line, true);
-      }
-      try {
-        generate(s, *tok, sampler, turn, o.n_predict, o, st);
-      } catch (const Error& e) {
-        if (e.status() != Status::context_overflow) throw;
-        std::fprintf(stderr, "latte: %s: %s\n", status_name(e.status()), e.what());
-        continue;
-      }
-      end_text();
-      save_session();
-      first = false;
+      take_turn(line, false);
     }
   }
   std::fprintf(stderr, "prompt: %lld tokens, %.1f tok/s | generated: %lld tokens, %.1f tok/s | cache %s, %lld/%lld tokens\n",

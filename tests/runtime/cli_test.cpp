@@ -183,6 +183,10 @@ TEST(Cli, ArgumentsAreCheckedBeforeTheyAreUsed) {
   // Sampler and seed values the sampler would refuse are refused before loading.
   fails_with(run("run -m " + m + " -p hi --top-p 0"), "--top-p: 0 is outside (0, 1]");
   fails_with(run("run -m " + m + " -p hi --repeat-penalty 0"), "--repeat-penalty");
+  // ... judged as the float they are stored in (1e-50 passed as a double,
+  // then reached the sampler as 0).
+  fails_with(run("run -m " + m + " -p hi --top-p 1e-50"), "--top-p: 1e-50 is outside (0, 1] (as a 32-bit float: 0");
+  fails_with(run("run -m " + m + " -p hi --repeat-penalty 1e-50"), "--repeat-penalty: 1e-50 is outside (0, 100]");
   fails_with(run("run -m " + m + " -p hi --seed -1"), "--seed: '-1'");
   fails_with(run("run -m " + m + " -p hi --seed 18446744073709551616"), "--seed");
   fails_with(run("run -m " + m + " -p hi --threads abc"), "'abc' is not an integer");
@@ -443,19 +447,34 @@ TEST(Cli, CtrlCStopsTheReply) {
 TEST(Cli, InteractiveRunOutlivesAFullContext) {
   // -c 40: the second turn no longer fits after the first (its chat prompt
   // and up to 20 tokens), the third fits nowhere; the fourth still runs.
+  const std::string model = std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf";
+  const std::string bos = "<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
   const std::string in = ::testing::TempDir() + "/turns_full.txt";
-  std::ofstream(in) << "Hello there friend\nWhat now?\n"
-                    << "Tell me a long story about the sea, the sky, the stars, the moon, the sun, the wind, the rain, "
-                       "the snow, the hills, the rivers, the forests and the cities of the plain\nhi\n";
-  const Result r = run("run -m " + std::string(LATTE_SOURCE_DIR) +
-                       "/models/latte-tiny-mla.gguf -i --chat -n 20 --ignore-eos --seed 3 -c 40 < " + in);
+  const std::string story =
+      "Tell me a long story about the sea, the sky, the stars, the moon, the sun, the wind, the rain, "
+      "the snow, the hills, the rivers, the forests and the cities of the plain";
+  std::ofstream(in) << "Hello there friend\nWhat now?\n" << story << "\nhi\n";
+  Result r = run("run -m " + model + " -i --chat --system \"Be brief.\" --verbose-prompt -n 20 --ignore-eos --seed 3 -c 40 < " + in);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("[the context of 40 tokens is full: starting a new conversation]"), std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("latte: context overflow: the prompt ("), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("does not fit the context of 40 with 0 tokens already used"), std::string::npos) << r.output;
+  // The story is refused without ending the conversation before it (it
+  // was reset first, and the next turn then went on as a later turn of an
+  // empty session: no BOS, no system turn, a stray end of reply).
+  EXPECT_NE(r.output.find("latte: context_overflow: the turn takes "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("more than the whole context of 40: refused (the conversation goes on)"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("tokens: " + bos + "Be brief.\n\nUser: hi\n\nAssistant:]"), std::string::npos) << r.output;
   // The statistics at the end of input: the program was not ended by either.
   EXPECT_NE(r.output.find("\n> \nprompt: "), std::string::npos) << r.output;
+  // -p as the first turn is refused the same way when it cannot fit, and
+  // the lines read after it run (it ended the program with status 1).
+  std::ofstream(in) << "hi\n";
+  r = run("run -m " + model + " -i --chat -n 3 --seed 3 -c 40 -p \"" + story + "\" < " + in);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("latte: context overflow: the prompt ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\n> \nprompt: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("generated: 3 tokens"), std::string::npos) << r.output;
 }
 
 TEST(Cli, RunWithoutAModelUsesTheShippedOne) {
