@@ -836,7 +836,13 @@ const GgufTensor& GgufFile::require_tensor(std::string_view name) const {
 const GgufTensor& GgufFile::require_tensor(std::string_view name,
                                            std::span<const std::uint64_t> ne) const {
   const GgufTensor& t = require_tensor(name);
-  if (!std::equal(ne.begin(), ne.end(), t.dims().begin(), t.dims().end())) {
+  // Compared as 4 dims padded with 1s, as ggml does: its writer drops
+  // trailing 1s ([16, 32, 1] is stored as [16, 32]).
+  const auto dim = [](auto dims, std::size_t i) { return i < dims.size() ? dims[i] : std::uint64_t{1}; };
+  bool same = true;
+  for (std::size_t i = 0; i < std::max<std::size_t>({ne.size(), t.dims().size(), 4}); ++i)
+    same = same && dim(ne, i) == dim(t.dims(), i);
+  if (!same) {
     std::string want = "[";
     for (auto it = ne.begin(); it != ne.end(); ++it) {
       if (it != ne.begin()) want += ", ";

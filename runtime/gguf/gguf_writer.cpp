@@ -156,6 +156,15 @@ void GgufWriter::set_alignment(std::uint32_t alignment) {
   kvs_.insert(kvs_.begin(), Kv{"general.alignment", Value::u32(alignment)});
 }
 
+bool GgufWriter::remove(std::string_view key) {
+  for (auto it = kvs_.begin(); it != kvs_.end(); ++it)
+    if (it->key == key) {
+      kvs_.erase(it);
+      return true;
+    }
+  return false;
+}
+
 void GgufWriter::add(std::string key, Value value) {
   if (!faults_.unchecked) {
     if (key.empty()) bad_arg("empty key");

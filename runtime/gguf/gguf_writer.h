@@ -78,6 +78,8 @@ class GgufWriter {
 
   // ---- metadata
   void add(std::string key, Value value);
+  // Drops a key added before; false if there is none of that name.
+  bool remove(std::string_view key);
   void add_u8(std::string key, std::uint8_t v) { add(std::move(key), Value::u8(v)); }
   void add_i8(std::string key, std::int8_t v) { add(std::move(key), Value::i8(v)); }
   void add_u16(std::string key, std::uint16_t v) { add(std::move(key), Value::u16(v)); }

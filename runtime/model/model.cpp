@@ -53,9 +53,18 @@ std::uint64_t Model::fingerprint() const {
   // Everything before the tensor data: header, metadata, tensor table.
   mix(file_.file_data(), static_cast<std::size_t>(std::min<std::uint64_t>(file_.data_offset(), file_.file_size())));
   for (const GgufTensor& t : file_.tensors()) {
-    const std::size_t edge = static_cast<std::size_t>(std::min<std::uint64_t>(t.n_bytes, 256));
-    mix(t.data, edge);
-    mix(t.data + t.n_bytes - edge, edge);
+    // Slices of whole rows: a fine-tune of some experts changes their
+    // slices only (the tensor's two ends are the first and last expert's).
+    const std::uint64_t n_slices = t.ne[2] * t.ne[3];
+    const std::uint64_t slice = t.n_bytes / n_slices;
+    for (std::uint64_t sl = 0; sl < n_slices; ++sl) {
+      const std::uint8_t* p = t.data + sl * slice;
+      const std::size_t edge = static_cast<std::size_t>(std::min<std::uint64_t>(slice, 256));
+      mix(p, edge);
+      mix(p + slice - edge, edge);
+      if (slice >= 8 * 64)
+        for (int k = 1; k <= 4; ++k) mix(p + slice * k / 5 / 64 * 64, 64);
+    }
   }
   return h;
 }

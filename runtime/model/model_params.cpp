@@ -71,8 +71,11 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
   m.kv_lora_rank = req("attention.kv_lora_rank");
   m.d_rope = req("rope.dimension_count", 4096);
   m.rms_eps = req_real("attention.layer_norm_rms_epsilon", true);
-  const int key_length = req("attention.key_length");
-  const int value_length = req("attention.value_length");
+  // Absent: d_model / n_heads, as llama.cpp defaults them (its MiniCPM3
+  // converter writes key_length only; value_length is then 2560 / 40 = 64).
+  const std::uint64_t head_dim = m.n_heads > 0 ? static_cast<std::uint64_t>(m.d_model / m.n_heads) : 0;
+  const int key_length = opt("attention.key_length", head_dim);
+  const int value_length = opt("attention.value_length", head_dim);
   const int key_mla = opt("attention.key_length_mla", 0);
   const int value_mla = opt("attention.value_length_mla", 0);
   if (key_mla > 0 && value_mla > 0) {
@@ -96,11 +99,15 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
   r.freq_base = real("rope.freq_base", 10000.f, true);
   r.attn_factor = real("rope.scaling.attn_factor", 1.f, true);
   p.rope_orig_ctx = opt("rope.scaling.original_context_length", 0, kMaxContextTokens);
+  const bool typed = f.has(k + "rope.scaling.type");
   const std::string scaling(f.get_string(k + "rope.scaling.type", "none"));
   if (scaling == "yarn") {
     r.yarn = true;
     r.yarn_factor = req_real("rope.scaling.factor", true);
-    r.yarn_orig_ctx = static_cast<double>(req("rope.scaling.original_context_length", kMaxContextTokens));
+    // Absent: the trained context, as llama.cpp defaults it.
+    r.yarn_orig_ctx = static_cast<double>(p.context_length > 0 && !f.has(k + "rope.scaling.original_context_length")
+                                              ? p.context_length
+                                              : req("rope.scaling.original_context_length", kMaxContextTokens));
     r.yarn_log_multiplier = real("rope.scaling.yarn_log_multiplier", 0.f, false);
     r.yarn_beta_fast = real("rope.scaling.yarn_beta_fast", 32.f, true);
     r.yarn_beta_slow = real("rope.scaling.yarn_beta_slow", 1.f, true);
@@ -110,6 +117,22 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
     throw Error(Status::unsupported, "rope scaling type '" + scaling + "' (" + k +
                                          "rope.scaling.type) is not supported: Latte runs none and yarn");
   }
+  // Without a type, llama.cpp scales linearly by rope.scaling.factor (or the
+  // older rope.scale_linear): refused rather than run unscaled.
+  if (!typed) {
+    for (const char* key : {"rope.scaling.factor", "rope.scale_linear"}) {
+      const float factor = real(key, 1.f, false);
+      if (factor != 1.f && factor != 0.f)
+        throw Error(Status::unsupported, k + key + " = " + std::to_string(factor) + " without " + k +
+                                             "rope.scaling.type means linear RoPE scaling, which Latte does not "
+                                             "run (it runs none and yarn)");
+    }
+  }
+  // Per-position query scaling (llama 4 style, which llama.cpp's deepseek2
+  // graph applies when this is nonzero): refused rather than ignored.
+  if (const float t = real("attention.temperature_scale", 0.f, false); t != 0.f)
+    throw Error(Status::unsupported, k + "attention.temperature_scale = " + std::to_string(t) +
+                                         ": position-dependent query scaling is not supported");
   if (p.arch == ModelArch::minicpm3 || p.arch == ModelArch::plm) {
     // Both scale scores by 1/sqrt(head dim) only (llama.cpp's graphs).
     m.kq_scale_override = 1.0 / std::sqrt(static_cast<double>(m.d_nope + m.d_rope));
@@ -129,8 +152,9 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
     p.expert_weights_scale = real("expert_weights_scale", 0.f, false);
     p.expert_weights_norm = f.get_bool(k + "expert_weights_norm", false);
     const int g = opt("expert_gating_func", 1, 16);
-    if (g != 1 && g != 2) bad(k + "expert_gating_func = " + std::to_string(g) + " (1 softmax, 2 sigmoid)");
-    p.gating = static_cast<GatingFunc>(g);
+    if (g > 2) bad(k + "expert_gating_func = " + std::to_string(g) + " (1 softmax, 2 sigmoid)");
+    // 0 (none): softmax, as llama.cpp reads it (DeepSeek V2 / V2.5 files).
+    p.gating = g == 0 ? GatingFunc::softmax : static_cast<GatingFunc>(g);
     p.n_expert_groups = opt("expert_group_count", 0, 1u << 16);
     p.n_expert_groups_used = opt("expert_group_used_count", 0, 1u << 16);
     if (p.n_experts_used < 1 || p.n_experts_used > p.n_experts)
@@ -139,6 +163,12 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
       if (p.n_experts % p.n_expert_groups != 0) bad(k + "expert_count is not a multiple of expert_group_count");
       if (p.n_expert_groups_used < 1 || p.n_expert_groups_used > p.n_expert_groups)
         bad(k + "expert_group_used_count must be in [1, expert_group_count]");
+      // The kept groups must hold the experts used (else top-k would pick
+      // masked ones).
+      if (static_cast<std::int64_t>(p.n_expert_groups_used) * (p.n_experts / p.n_expert_groups) < p.n_experts_used)
+        bad(k + "expert_group_used_count x (expert_count / expert_group_count) = " +
+            std::to_string(static_cast<std::int64_t>(p.n_expert_groups_used) * (p.n_experts / p.n_expert_groups)) +
+            " experts, fewer than expert_used_count " + std::to_string(p.n_experts_used));
     }
   }
 
@@ -149,8 +179,14 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
   }
 
   // Vocabulary size: the key if present, else the token list.
-  if (f.has(k + "vocab_size")) p.n_vocab = req("vocab_size", 1u << 24);
-  else if (f.has("tokenizer.ggml.tokens")) p.n_vocab = static_cast<int>(f.require_array("tokenizer.ggml.tokens").count);
+  if (f.has(k + "vocab_size")) {
+    p.n_vocab = req("vocab_size", 1u << 24);
+  } else if (f.has("tokenizer.ggml.tokens")) {
+    const std::uint64_t n = f.require_array("tokenizer.ggml.tokens").count;
+    if (n == 0 || n > (1u << 24))
+      bad("tokenizer.ggml.tokens holds " + std::to_string(n) + " tokens (" + k + "vocab_size absent): not in [1, 2^24]");
+    p.n_vocab = static_cast<int>(n);
+  }
   if (p.n_vocab <= 0) bad("vocabulary size unknown (" + k + "vocab_size and tokenizer.ggml.tokens absent)");
 
   try {

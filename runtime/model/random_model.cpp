@@ -121,6 +121,7 @@ std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
     w.add_u32("tokenizer.ggml.eos_token_id", s.n_vocab - 1);
     w.add_bool("tokenizer.ggml.add_bos_token", true);
   }
+  if (s.edit_metadata) s.edit_metadata(w);
 
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
   // A matrix with ne = {cols, rows, (n)}: uniform / sqrt(cols), quantized row by row.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include "runtime/model/model_params.h"
 
 namespace latte {
+
+class GgufWriter;
 
 struct RandomModelSpec {
   ModelArch arch = ModelArch::deepseek2;
@@ -44,6 +47,9 @@ struct RandomModelSpec {
   bool tied_output = false;              // no `output` tensor
   bool tokenizer = true;                 // false: no tokenizer.ggml.* keys (a file run on token ids alone)
   std::uint64_t seed = 1;
+  // Called on the metadata before the tensors are added: tests drop or add
+  // keys as other converters write them.
+  std::function<void(GgufWriter&)> edit_metadata;
 };
 
 // The type a matrix with rows of `cols` elements is written in: `want`, or

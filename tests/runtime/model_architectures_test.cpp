@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -13,6 +15,7 @@
 
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
+#include "runtime/gguf/gguf_writer.h"
 #include "runtime/model/model_reference.h"
 #include "runtime/model/model.h"
 #include "runtime/model/random_model.h"
@@ -244,6 +247,135 @@ TEST(RandomModel, MissingOrMisshapenTensorIsNamed) {
     const std::string why = refusal(b);
     EXPECT_NE(why.find(name), std::string::npos) << why;
     EXPECT_NE(why.find("96"), std::string::npos) << why;
+  }
+}
+
+// Metadata as other converters write it (llama.cpp's defaults), found by
+// review: each file either runs as llama.cpp runs it or is refused by name,
+// never run with a setting silently dropped.
+std::vector<float> logits_of(const std::vector<std::uint8_t>& bytes) {
+  SessionOptions o;
+  o.threads = 1;
+  o.n_ctx = 16;
+  Session s(Model::from_file(GgufFile::from_bytes(bytes)), o);
+  s.prefill(std::vector<std::int32_t>{1, 5, 9, 3});
+  return {s.logits().begin(), s.logits().end()};
+}
+
+std::string refusal(const std::vector<std::uint8_t>& bytes, Status want) {
+  try {
+    Model::from_file(GgufFile::from_bytes(bytes));
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), want) << e.what();
+    return e.what();
+  }
+  return "(loaded)";
+}
+
+RandomModelSpec edited(RandomModelSpec s, std::function<void(GgufWriter&)> edit) {
+  s.edit_metadata = std::move(edit);
+  return s;
+}
+
+TEST(ModelMetadata, AbsentKeysTakeLlamaCppsDefaults) {
+  // llama.cpp's MiniCPM3 converter writes key_length but not value_length:
+  // d_model / n_heads (64 / 4 = 16 = d_v here). It was refused as missing.
+  RandomModelSpec mc = test::architecture_cases()[3].spec;
+  ASSERT_EQ(mc.arch, ModelArch::minicpm3);
+  ASSERT_EQ(mc.d_model / mc.n_heads, mc.d_v);
+  EXPECT_EQ(logits_of(random_model_bytes(edited(mc, [](GgufWriter& w) {
+              ASSERT_TRUE(w.remove("minicpm3.attention.value_length"));
+            }))),
+            logits_of(random_model_bytes(mc)));
+  // YaRN without its original context: the trained one.
+  RandomModelSpec y = base();
+  y.context_length = y.yarn_orig_ctx;
+  EXPECT_EQ(logits_of(random_model_bytes(edited(y, [](GgufWriter& w) {
+              ASSERT_TRUE(w.remove("deepseek2.rope.scaling.original_context_length"));
+            }))),
+            logits_of(random_model_bytes(y)));
+  // expert_gating_func 0 (none) is softmax, as V2 / V2.5 files carry it.
+  RandomModelSpec moe = test::architecture_cases()[0].spec;
+  ASSERT_GT(moe.n_experts, 0);
+  EXPECT_EQ(logits_of(random_model_bytes(edited(moe, [](GgufWriter& w) {
+              w.remove("deepseek2.expert_gating_func");
+              w.add_u32("deepseek2.expert_gating_func", 0);
+            }))),
+            logits_of(random_model_bytes(moe)));
+}
+
+TEST(ModelMetadata, SettingsLatteDoesNotRunAreRefusedByName) {
+  RandomModelSpec plain = base();
+  plain.yarn = false;
+  // No scaling type with a factor: llama.cpp scales linearly. It ran unscaled.
+  for (const char* key : {"deepseek2.rope.scaling.factor", "deepseek2.rope.scale_linear"}) {
+    const std::string why = refusal(random_model_bytes(edited(plain, [key](GgufWriter& w) { w.add_f32(key, 4.f); })),
+                                    Status::unsupported);
+    EXPECT_NE(why.find(std::string(key) + " = 4.0"), std::string::npos) << why;
+    EXPECT_NE(why.find("linear RoPE scaling"), std::string::npos) << why;
+  }
+  EXPECT_EQ(refusal(random_model_bytes(edited(plain, [](GgufWriter& w) {
+              w.add_f32("deepseek2.rope.scaling.factor", 1.f);
+            })), Status::ok),
+            "(loaded)");
+  // Position-dependent query scaling (llama.cpp's deepseek2 graph applies
+  // it): it was ignored.
+  const std::string why = refusal(random_model_bytes(edited(plain, [](GgufWriter& w) {
+                                    w.add_f32("deepseek2.attention.temperature_scale", 0.5f);
+                                    w.add_u32("deepseek2.attention.temperature_length", 1);
+                                  })),
+                                  Status::unsupported);
+  EXPECT_NE(why.find("deepseek2.attention.temperature_scale = 0.5"), std::string::npos) << why;
+  EXPECT_EQ(refusal(random_model_bytes(edited(plain, [](GgufWriter& w) {
+              w.add_f32("deepseek2.attention.temperature_scale", 0.f);
+            })), Status::ok),
+            "(loaded)");
+  // Expert groups too few to hold the experts used (top-k then took masked
+  // experts by index).
+  RandomModelSpec v3 = test::architecture_cases()[2].spec;  // 16 experts, 4 groups, 2 used, top-4
+  ASSERT_EQ(v3.n_expert_groups, 4);
+  v3.n_expert_groups_used = 1;
+  v3.n_experts_used = 5;
+  const std::string groups = refusal(random_model_bytes(v3), Status::bad_file);
+  EXPECT_NE(groups.find("= 4 experts, fewer than expert_used_count 5"), std::string::npos) << groups;
+}
+
+// ggml's writer drops trailing 1s: a one-head attn_k_b [16, 32, 1] is stored
+// [16, 32]. Shapes compare as 4 dims padded with 1s.
+TEST(ModelMetadata, TrailingUnitDimsMayBeLeftOut) {
+  GgufWriter w;
+  w.add_tensor_f32("t2", {16, 32}, std::vector<float>(512, 1.f));
+  const std::vector<std::uint8_t> b = w.to_bytes();
+  const GgufFile f = GgufFile::from_memory(b.data(), b.size());
+  EXPECT_NO_THROW(f.require_tensor("t2", std::vector<std::uint64_t>{16, 32, 1}));
+  EXPECT_NO_THROW(f.require_tensor("t2", std::vector<std::uint64_t>{16, 32}));
+  EXPECT_THROW(f.require_tensor("t2", std::vector<std::uint64_t>{16, 32, 2}), Error);
+  EXPECT_THROW(f.require_tensor("t2", std::vector<std::uint64_t>{16}), Error);
+  EXPECT_THROW(f.require_tensor("t2", std::vector<std::uint64_t>{32, 16}), Error);
+}
+
+// A fine-tune of some experts only (ESFT) changes their slices of the
+// stacked expert tensors and nothing at the tensors' ends: it had the
+// original's fingerprint, so a session of one loaded into the other.
+TEST(ModelMetadata, FingerprintSeesEveryExpert) {
+  RandomModelSpec moe = test::architecture_cases()[0].spec;  // 8 experts
+  const std::vector<std::uint8_t> good = random_model_bytes(moe);
+  const std::uint64_t fp = Model::from_file(GgufFile::from_bytes(good))->fingerprint();
+  const GgufFile f = GgufFile::from_memory(good.data(), good.size());
+  const GgufTensor* up = nullptr;
+  for (const GgufTensor& t : f.tensors())
+    if (t.name == "blk.1.ffn_up_exps.weight") up = &t;
+  ASSERT_NE(up, nullptr);
+  ASSERT_EQ(up->ne[2], 8u);
+  const std::size_t slice = up->n_bytes / 8;
+  const std::size_t at = static_cast<std::size_t>(up->data - good.data());
+  // Expert 3's first byte, a byte at 2/5 of it (one of the sampled points)
+  // and its last byte. (A fine-tune changes all of an expert's bytes; one
+  // byte elsewhere in its middle is not seen.)
+  for (std::size_t within : {std::size_t{0}, slice * 2 / 5 / 64 * 64 + 10, slice - 1}) {
+    std::vector<std::uint8_t> b = good;
+    b[at + 3 * slice + within] ^= 0x40;
+    EXPECT_NE(Model::from_file(GgufFile::from_bytes(b))->fingerprint(), fp) << within;
   }
 }
 
