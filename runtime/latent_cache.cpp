@@ -117,7 +117,10 @@ std::int64_t LatentCache::size(int layer) const {
 void LatentCache::write(int layer, std::int64_t pos, int n, const float* c_kv, const float* k_pe) {
   check_layer(layer);
   Layer& l = layers_[layer];
-  if (n < 0 || pos < 0 || pos > l.n)
+  if (n < 0 || pos < 0)
+    throw Error(Status::invalid_argument, "latent cache: write of " + std::to_string(n) + " rows at position " +
+                                              std::to_string(pos) + ": both must be >= 0");
+  if (pos > l.n)
     throw Error(Status::invalid_argument, "latent cache: write at position " + std::to_string(pos) +
                                               " leaves a hole (layer holds " + std::to_string(l.n) + " tokens)");
   if (pos + n > cfg_.max_tokens)
@@ -162,7 +165,8 @@ void LatentCache::load_tiles(int layer, std::int64_t n_tokens, const std::uint8_
   check_layer(layer);
   Layer& l = layers_[layer];
   if (l.n != 0) throw Error(Status::invalid_argument, "latent cache: load_tiles into a layer that holds tokens");
-  if (n_tokens < 0 || n_tokens > cfg_.max_tokens)
+  if (n_tokens < 0) throw Error(Status::invalid_argument, "latent cache: load_tiles of " + std::to_string(n_tokens) + " tokens");
+  if (n_tokens > cfg_.max_tokens)
     throw Error(Status::context_overflow, "latent cache: " + std::to_string(n_tokens) + " tokens exceed the context of " +
                                               std::to_string(cfg_.max_tokens));
   const std::int64_t n_tiles = tiles_for(n_tokens, cfg_.tile_tokens);

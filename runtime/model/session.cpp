@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <functional>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -54,6 +55,12 @@ int default_gemm_min_tokens(GgmlType t, Isa isa) {
   return t == GgmlType::F32 ? 160 : 320;
 }
 constexpr std::int64_t kGemmPanelRows = 256;
+
+Error non_finite_row(int layer, std::int64_t pos, float v) {
+  return Error(Status::bad_file, "the latent row of layer " + std::to_string(layer) + " at position " + std::to_string(pos) +
+                                    " is " + std::to_string(v) +
+                                    ": the model's weights or hyperparameters overflow float32");
+}
 
 // Index of the first NaN or inf in x[0, n), or n. Exponent bits, OR-reduced
 // over blocks so the loop vectorizes: ~14 us for a 102400-token vocabulary
@@ -152,16 +159,25 @@ void sgemm(char ta, char tb, std::int64_t M, std::int64_t N, std::int64_t K, flo
 }
 
 // Sets the calling thread's OpenMP team size (which oneDNN's GEMMs follow
-// too) for one call and gives the caller's setting back after it.
+// too) for one call and gives the caller's settings back after it. Dynamic
+// teams are off meanwhile: oneDNN splits a GEMM for the team size it asks
+// for and left the share of threads the runtime did not give unwritten
+// (OMP_DYNAMIC=true: wrong logits, no error).
 class OmpThreadsScope {
  public:
-  explicit OmpThreadsScope(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~OmpThreadsScope() { omp_set_num_threads(saved_); }
+  explicit OmpThreadsScope(int n) : saved_(omp_get_max_threads()), saved_dynamic_(omp_get_dynamic()) {
+    omp_set_dynamic(0);
+    omp_set_num_threads(n);
+  }
+  ~OmpThreadsScope() {
+    omp_set_num_threads(saved_);
+    omp_set_dynamic(saved_dynamic_);
+  }
   OmpThreadsScope(const OmpThreadsScope&) = delete;
   OmpThreadsScope& operator=(const OmpThreadsScope&) = delete;
 
  private:
-  int saved_;
+  int saved_, saved_dynamic_;
 };
 
 }  // namespace
@@ -535,7 +551,10 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
   s_->attn = &kernels::mla_attn_kernels(isa);
   s_->glu = &kernels::swiglu_f32_kernels(isa);
   s_->smx = &kernels::softmax_f32_kernels(isa);
-  s_->threads = opts_.threads > 0 ? opts_.threads : omp_get_max_threads();
+  // At most what OpenMP will give (OMP_THREAD_LIMIT: a larger team comes
+  // out smaller, and oneDNN's GEMMs would skip the missing threads' share)
+  // and kMaxThreads (OMP_NUM_THREADS may say more).
+  s_->threads = std::min({opts_.threads > 0 ? opts_.threads : omp_get_max_threads(), omp_get_thread_limit(), kMaxThreads});
   s_->gemm_min_tokens = opts_.gemm_min_tokens;
   s_->attn_scratch.resize(s_->attn->scratch_bytes(p.mla.n_heads, cache_.layout(), s_->threads));
   s_->rope = p.mla.rope;
@@ -569,6 +588,13 @@ void Session::decode(std::int32_t token) { prefill(std::span<const std::int32_t>
 void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* all_logits) {
   const ModelParams& p = model_->params();
   if (tokens.empty()) throw Error(Status::invalid_argument, "no tokens to evaluate");
+  // The session's own tokens() (say, to compute them again elsewhere): its
+  // storage may move when it grows below, so read a copy.
+  const std::less<const std::int32_t*> before;  // a total order, unlike < on unrelated pointers
+  if (!tokens_.empty() && !before(tokens.data(), tokens_.data()) && before(tokens.data(), tokens_.data() + tokens_.size())) {
+    const std::vector<std::int32_t> copy(tokens.begin(), tokens.end());
+    return prefill(copy, all_logits);
+  }
   for (std::size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || tokens[i] >= p.n_vocab)
       throw Error(Status::invalid_argument, "tokens[" + std::to_string(i) + "] = " + std::to_string(tokens[i]) +
@@ -700,6 +726,13 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
       std::memcpy(k_pe + static_cast<std::size_t>(t) * dr, kvt + dc, sizeof(float) * dr);
       for (int hd = 0; hd < nh; ++hd) rope(q + (static_cast<std::size_t>(t) * nh + hd) * qh + dn, t);
     });
+    // A NaN or inf row must not enter the cache: later positions would read
+    // it (the int8 kernel's clamped exponentials could even hide it from
+    // the logits), and a saved session holding it is refused at load.
+    if (const std::size_t i = first_non_finite(c_kv, static_cast<std::size_t>(n) * dc); i < static_cast<std::size_t>(n) * dc)
+      throw non_finite_row(il, p0 + static_cast<std::int64_t>(i / dc), c_kv[i]);
+    if (const std::size_t i = first_non_finite(k_pe, static_cast<std::size_t>(n) * dr); i < static_cast<std::size_t>(n) * dr)
+      throw non_finite_row(il, p0 + static_cast<std::int64_t>(i / dr), k_pe[i]);
     cache_.write(il, p0, n, c_kv, k_pe);
     const LatentLayerView view = cache_.view(il);
 

@@ -314,5 +314,52 @@ TEST(HostileMetadata, RefusalNamesTheKey) {
   expect_has(refusal("deepseek2.rope.scaling.yarn_log_multiplier", 1e30f), "attention score scale");
 }
 
+// A NaN row never enters the latent cache: the int8 kernel on AVX-512 could
+// hide it from the logits (its exponentials are clamped), so a prefill with
+// a bad token in the middle and no logits asked for went through, its NaN
+// row then refused when the saved session was loaded; and the naive form's
+// value product spread it to earlier positions, so the error named one
+// before the bad token. Now the row is refused where it is made, by layer
+// and position.
+TEST(HostileWeights, NanRowsAreRefusedBeforeTheCache) {
+  const int bad_token = 42;
+  RandomModelSpec spec;
+  std::vector<std::uint8_t> bytes = random_model_bytes(spec);
+  {
+    const GgufFile f = GgufFile::from_memory(bytes.data(), bytes.size());
+    for (const GgufTensor& x : f.tensors())
+      if (x.name == "token_embd.weight") {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        std::memcpy(bytes.data() + (x.data - bytes.data()) + bad_token * x.row_bytes + 12, &nan, sizeof nan);
+      }
+  }
+  auto model = Model::from_file(GgufFile::from_bytes(bytes));
+  std::vector<std::int32_t> good(40);
+  for (int i = 0; i < 40; ++i) good[i] = 100 + i;
+  for (LatentStorage cache : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+    for (FormChoice form : {FormChoice::naive, FormChoice::absorbed}) {
+      SCOPED_TRACE(std::string(latent_storage_name(cache)) + (form == FormChoice::naive ? ", naive" : ", absorbed"));
+      SessionOptions o;
+      o.n_ctx = 64;
+      o.cache = cache;
+      o.prefill_form = form;
+      Session s(model, o);
+      s.prefill(good);
+      for (bool all : {false, true}) {
+        std::vector<float> logits;
+        try {
+          s.prefill(std::vector<std::int32_t>{5, 6, bad_token, 7, 8}, all ? &logits : nullptr);
+          ADD_FAILURE() << "a NaN row went into the cache (all logits: " << all << ")";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.status(), Status::bad_file);
+          EXPECT_NE(std::string(e.what()).find("the latent row of layer 0 at position 42 is nan"), std::string::npos)
+              << e.what();
+        }
+        EXPECT_EQ(s.n_past(), 40);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace latte

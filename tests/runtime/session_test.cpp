@@ -347,5 +347,23 @@ TEST(Session, ConcurrentSessionsShareOneModel) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i], expected) << "session " << i;
 }
 
+// A session fed its own tokens(): the span points into storage the call may
+// move (it grows the token list first); ASan saw the freed memory read.
+TEST(Session, PrefillOfItsOwnTokensReadsACopy) {
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  SessionOptions o;
+  o.n_ctx = 64;
+  Session a(model, o), b(model, o);
+  const std::vector<std::int32_t> t = {1, 2, 3, 4, 5};
+  a.prefill(t);
+  b.prefill(t);
+  a.prefill(a.tokens());
+  b.prefill(t);
+  EXPECT_EQ(std::vector<std::int32_t>(a.tokens().begin(), a.tokens().end()),
+            std::vector<std::int32_t>(b.tokens().begin(), b.tokens().end()));
+  EXPECT_EQ(std::vector<float>(a.logits().begin(), a.logits().end()),
+            std::vector<float>(b.logits().begin(), b.logits().end()));
+}
+
 }  // namespace
 }  // namespace latte
