@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Latte (Release, build/) and runs a benchmark suite, writing Google
-# Benchmark JSON to bench-results/<suite>.json (the console table goes to
-# stdout):
+# Benchmark JSON to bench-results/<suite>.json (kernels: the console table
+# on stdout; model: each run's JSON):
 #   scripts/bench.sh kernels   decode attention: ISAs x cache types x shapes
 #                              x contexts x threads, oneDNN and scalar baselines
 #   scripts/bench.sh model     a DeepSeek-V2-Lite-shaped model (4 layers, random
@@ -19,9 +19,13 @@
 #                              from depth 0 next to every deeper repetition
 #                              (decode_depth0_adjacent_tok_s,
 #                              decode_pct_of_adjacent_depth0)
-# Extra arguments go to the benchmark binary (e.g. --benchmark_filter=int8).
-# Env: LATTE_BENCH_MIN_TIME (seconds per entry, default 0.05), LATTE_JOBS,
-# OMP_WAIT_POLICY (OpenMP's own default, active, unless set: see below).
+# Extra arguments: kernels, to bench_kernels (e.g. --benchmark_filter=int8);
+# model, to every `latte bench` run, so only options the script does not set
+# itself (e.g. --prefill-chunk 256); depths and threads come from the env.
+# Env: LATTE_BENCH_MIN_TIME (kernels: seconds per entry, default 0.05),
+# LATTE_BENCH_DEPTHS and LATTE_BENCH_THREADS (model: default 0,4096,16384,32768
+# and 2), LATTE_JOBS, OMP_WAIT_POLICY (OpenMP's own default, active, unless
+# set: see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=${1:-}
@@ -42,7 +46,9 @@ scripts/build_release.sh "$target"
 # machine (2 threads at 16K: 1.91x of 1 with spinning, 1.55x with passive
 # waiting). On a machine busy with other work a spinning thread takes the core
 # from the one holding work (2-thread timings 3-10x slower): run with
-# OMP_WAIT_POLICY=passive there. The policy in effect is recorded in the JSON.
+# OMP_WAIT_POLICY=passive there. The variables in effect are recorded in the
+# JSON (kernels: in its context; model: OMP_WAIT_POLICY and GOMP_SPINCOUNT of
+# every run).
 
 mkdir -p bench-results
 out="bench-results/$suite.json"
@@ -78,7 +84,7 @@ if [ "$suite" = model ]; then
     done
   done
   { echo '{"suite": "model", "runs": ['; (IFS=,; echo "${runs[*]}"); echo ']}'; } > "$out"
-  # A table on stdout.
+  # Each run's JSON on stdout too.
   for r in "${runs[@]}"; do echo "$r"; done
   echo "bench.sh: wrote $out" >&2
   exit 0

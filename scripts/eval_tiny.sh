@@ -10,9 +10,9 @@
 #     versus int8 cache, and Latte f32 versus PyTorch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# OpenMP threads spin briefly between parallel regions, then sleep: a machine
-# busy with other work does not stall every barrier (libgomp reads this at start).
-export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-10000}
+# OpenMP threads poll ~20-50 us when they wait, then sleep: a machine busy
+# with other work does not stall every barrier (libgomp reads this at start).
+export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
 scripts/build_release.sh latte
 
 model=${1:-models/latte-tiny-mla.gguf}
@@ -20,6 +20,10 @@ evaljson=${model%.gguf}.eval.json
 [ -f "$model" ] && [ -f "$evaljson" ] || { echo "eval_tiny.sh: $model or $evaljson missing (scripts/train_tiny_mla.py makes them)" >&2; exit 1; }
 work=build/eval_tiny
 mkdir -p "$work" bench-results
+# latte's messages go to a log, shown if a step fails.
+log="$work/latte.log"
+: > "$log"
+trap 'echo "eval_tiny.sh: a step failed; latte said:" >&2; tail -20 "$log" >&2' ERR
 
 python3 - "$evaljson" "$work" <<'PY'
 import json, sys
@@ -32,18 +36,18 @@ ppl_rows=()
 for cache in f32 f16 int8; do
   for form in naive absorbed; do
     echo "eval_tiny.sh: perplexity, $cache cache, $form prefill" >&2
-    ppl_rows+=("$(build/latte perplexity -m "$model" --windows "$work/windows.txt" --cache-type "$cache" --form "$form" --json 2>/dev/null)")
+    ppl_rows+=("$(build/latte perplexity -m "$model" --windows "$work/windows.txt" --cache-type "$cache" --form "$form" --json 2>>"$log")")
   done
   echo "eval_tiny.sh: perplexity, $cache cache, token by token (decode kernel)" >&2
-  ppl_rows+=("$(build/latte perplexity -m "$model" --windows "$work/windows.txt" --cache-type "$cache" --decode --json 2>/dev/null)")
+  ppl_rows+=("$(build/latte perplexity -m "$model" --windows "$work/windows.txt" --cache-type "$cache" --decode --json 2>>"$log")")
 done
 printf '%s\n' "${ppl_rows[@]}" > "$work/ppl.jsonl"
 
 n_new=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['greedy']['n_new'])" "$evaljson")
 : > "$work/greedy.txt"
 while IFS= read -r ids; do
-  f32=$(build/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --ignore-eos --cache-type f32 -c 1024 2>/dev/null)
-  i8=$(build/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --ignore-eos --cache-type int8 -c 1024 2>/dev/null)
+  f32=$(build/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --ignore-eos --cache-type f32 -c 1024 2>>"$log")
+  i8=$(build/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --ignore-eos --cache-type int8 -c 1024 2>>"$log")
   echo "$f32;$i8" >> "$work/greedy.txt"
 done < "$work/prompts.txt"
 
@@ -80,6 +84,10 @@ report = {
     "greedy": {"prompts": len(cases), "tokens": total, "int8_equal_to_f32": same_i8 / total,
                "latte_f32_equal_to_pytorch": same_torch / total},
 }
+import datetime, subprocess
+stamp_commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip() or "?"
+stamp_date = datetime.date.today().strftime("%d %B %Y").lstrip("0")
+report["commit"], report["date"] = stamp_commit, stamp_date
 json.dump(report, open(out, "w"), indent=2)
 text = "\n".join([
     "Held-out perplexity (%d fortunes packed into %d windows of <= 512 tokens, %d predicted tokens). "
@@ -90,6 +98,8 @@ text = "\n".join([
         report["f32_vs_pytorch_pct"], report["int8_vs_f32_pct"], report["int8_decode_vs_f32_decode_pct"]),
     "- Greedy continuations of %d held-out prompts (%d tokens): int8 equal to f32 at %.1f%% of the tokens; "
     "Latte f32 equal to PyTorch at %.1f%%." % (len(cases), total, 100 * same_i8 / total, 100 * same_torch / total),
+    "",
+    "(`scripts/eval_tiny.sh` at %s, %s.)" % (stamp_commit, stamp_date),
 ])
 src = open(readme).read()
 begin, end = "<!-- eval_tiny:begin -->", "<!-- eval_tiny:end -->"

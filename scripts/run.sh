@@ -1,19 +1,30 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds Latte, and generates text with the model
-# shipped in models/ (extra arguments go to `latte run`, e.g. -p "..." -n 64).
+# shipped in models/. Extra arguments go to `latte run` (e.g. -p "..." -n 64,
+# or -m FILE for another model); relative paths in them are the caller's.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-# OpenMP threads spin briefly between parallel regions, then sleep: a machine
-# busy with other work does not stall every barrier (libgomp reads this at start).
-export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-10000}
-scripts/build_release.sh latte
+root=$(cd "$(dirname "$0")/.." && pwd)
+# OpenMP threads poll ~20-50 us when they wait, then sleep: a machine busy
+# with other work does not stall every barrier (libgomp reads this at start;
+# README "Threads and other load on the cores" has the measurements).
+export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
+"$root/scripts/build_release.sh" latte
 
-model=models/latte-tiny-mla.gguf
-if [ ! -f "$model" ]; then
+has_model=0
+for a in "$@"; do
+  case "$a" in -m | --model | --model=* | -m?*) has_model=1 ;; esac
+done
+model="$root/models/latte-tiny-mla.gguf"
+if [ "$has_model" -eq 0 ] && [ ! -f "$model" ]; then
+  if [ $# -gt 0 ]; then
+    echo "run.sh: $model is missing: give a model with -m FILE" >&2
+    exit 1
+  fi
   echo "run.sh: $model is missing; running one MLA layer with random weights instead" >&2
-  exec build/latte demo
+  exec "$root/build/latte" demo
 fi
 if [ $# -eq 0 ]; then
   set -- -p "A fortune for today:" -n 80 --temp 0.7 --seed 42
 fi
-exec build/latte run -m "$model" "$@"
+if [ "$has_model" -eq 0 ]; then set -- -m "$model" "$@"; fi
+exec "$root/build/latte" run "$@"

@@ -2,8 +2,12 @@
 # Installs what is missing, builds, and runs every test:
 #   1. NEON: the kernels cross-built for aarch64, run under qemu-aarch64
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build of the whole suite
-#   3. the Release build (the one users run), whose ctest summary ends the run
-# Any failure (or any sanitizer report: they abort the test) fails the script.
+#   3. the Release build (the one users run)
+#   4. libFuzzer: the GGUF reader and the tokenizer (scripts/fuzz.sh)
+#   5. the Python GGUF writer against the C++ reader
+# Any failure (or any sanitizer report: they abort the test) fails the script;
+# the last line says "all builds: N passed, M failed". The tests read
+# ../shared/testdata (llama.cpp's files and logits) beside the repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

@@ -59,15 +59,16 @@ def ensure_deps():
             missing += ["fortunes"]
         # Debian's torch calls the system BLAS; the reference libblas3 is ~10x
         # slower than OpenBLAS for the matmuls of training.
-        if subprocess.call(["dpkg", "-s", "libopenblas0-pthread"], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL) != 0 and os.path.exists("/usr/bin/dpkg"):
+        if os.path.exists("/usr/bin/dpkg") and subprocess.call(["dpkg", "-s", "libopenblas0-pthread"],
+                                                               stdout=subprocess.DEVNULL,
+                                                               stderr=subprocess.DEVNULL) != 0:
             missing += ["libopenblas0-pthread"]
         if missing:
-            pre = [] if os.geteuid() == 0 else ["sudo"]
-            env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+            # Through env: sudo's env_reset would drop DEBIAN_FRONTEND from the environment.
+            pre = ([] if os.geteuid() == 0 else ["sudo"]) + ["env", "DEBIAN_FRONTEND=noninteractive"]
             sys.stderr.write("installing %s\n" % " ".join(missing))
-            subprocess.call(pre + ["apt-get", "update"], env=env)
-            subprocess.check_call(pre + ["apt-get", "install", "-y"] + missing, env=env)
+            subprocess.call(pre + ["apt-get", "update"])
+            subprocess.check_call(pre + ["apt-get", "install", "-y"] + missing)
     if not (_have("torch") and _have("numpy")):
         # Debian's torch lives in /usr/bin/python3's dist-packages
         sysp = "/usr/bin/python3"

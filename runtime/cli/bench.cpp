@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -140,6 +141,14 @@ int run_bench(const BenchOptions& o) {
       std::snprintf(b, sizeof b, fmt, v);
       return std::string(b);
     };
+    // How OpenMP threads wait moves these timings (README: "Threads and
+    // other load on the cores"): the variables in effect, null when unset.
+    const auto env_json = [](const char* name) {
+      const char* v = std::getenv(name);
+      return v ? json_string(v) : std::string("null");
+    };
+    std::printf("  \"OMP_WAIT_POLICY\": %s,\n  \"GOMP_SPINCOUNT\": %s,\n", env_json("OMP_WAIT_POLICY").c_str(),
+                env_json("GOMP_SPINCOUNT").c_str());
     std::printf("  \"decode_weight_bytes\": %zu,\n  \"read_GBps_before\": %s,\n  \"read_GBps_after\": %s,\n",
                 weight_bytes, num(measured_decode, read_before / 1e9, "%.2f").c_str(),
                 num(measured_decode, read_after / 1e9, "%.2f").c_str());

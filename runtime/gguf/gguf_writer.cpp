@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 
+#include "runtime/atomic_file.h"
 #include "runtime/error.h"
 
 namespace latte {
@@ -263,12 +264,12 @@ std::vector<std::uint8_t> GgufWriter::to_bytes() const {
 }
 
 void GgufWriter::write_file(const std::string& path) const {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!f) throw Error(Status::io_error, path + ": cannot create: " + std::strerror(errno));
-  FileSink sink{f.get(), path};
+  // Whole or not at all: an interrupted write leaves no truncated model
+  // that a later run (scripts/bench.sh reuses its models) would take.
+  AtomicFile f(path, "write GGUF", /*private_mode=*/false);
+  FileSink sink{f.stream(), path};
   emit(sink);
-  if (std::fclose(f.release()) != 0)
-    throw Error(Status::io_error, path + ": write failed: " + std::strerror(errno));
+  f.commit(/*sync=*/false);
 }
 
 }  // namespace latte

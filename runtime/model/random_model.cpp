@@ -7,6 +7,7 @@
 #include <random>
 
 #include "quant/ggml_blocks.h"
+#include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_writer.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -209,10 +210,10 @@ std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
 
 void write_random_model(const RandomModelSpec& spec, const std::string& path) {
   const auto bytes = random_model_bytes(spec);
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw Error(Status::io_error, "cannot create '" + path + "': " + std::strerror(errno));
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  if (std::fclose(f) != 0 || !ok) throw Error(Status::io_error, "writing '" + path + "' failed");
+  // Whole or not at all (scripts/bench.sh reuses a model file it finds).
+  AtomicFile f(path, "write model", /*private_mode=*/false);
+  f.write(bytes.data(), bytes.size());
+  f.commit(/*sync=*/false);
 }
 
 }  // namespace latte

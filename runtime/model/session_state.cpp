@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "quant/latent_formats.h"
+#include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "runtime/model/session.h"
 
@@ -118,51 +119,6 @@ const char* rope_set_name(std::uint32_t set) {
   return set == 0 ? "its only" : set == 1 ? "its short-context" : "its long-context";
 }
 
-// Writes a file through a unique temporary beside it, flushed to disk and
-// renamed over the target: a failed or interrupted save leaves an earlier
-// file whole, and two saves to one path never write into one temporary.
-// The file is created 0600 (mkstemp): it holds a conversation.
-class AtomicFile {
- public:
-  explicit AtomicFile(const std::string& path) : path_(path), tmp_(path + ".XXXXXX") {
-    const int fd = ::mkstemp(tmp_.data());
-    if (fd < 0) throw Error(Status::io_error, "save session: cannot create '" + tmp_ + "': " + std::strerror(errno));
-    f_ = ::fdopen(fd, "wb");
-    if (f_ == nullptr) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp_.c_str());
-      throw Error(Status::io_error, "save session: cannot open '" + tmp_ + "': " + why);
-    }
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-  ~AtomicFile() {  // not committed: an error on the way
-    if (f_ != nullptr) std::fclose(f_);
-    if (!committed_) ::unlink(tmp_.c_str());
-  }
-  void write(const void* data, std::size_t n) {
-    if (n != 0 && std::fwrite(data, 1, n, f_) != n) fail("writing");
-  }
-  void commit() {
-    if (std::fflush(f_) != 0 || ::fsync(::fileno(f_)) != 0) fail("writing");
-    const int rc = std::fclose(f_);
-    f_ = nullptr;
-    if (rc != 0) fail("writing");
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
-      throw Error(Status::io_error, "save session: cannot rename '" + tmp_ + "' to '" + path_ + "': " + std::strerror(errno));
-    committed_ = true;
-  }
-
- private:
-  [[noreturn]] void fail(const char* doing) {
-    throw Error(Status::io_error, std::string("save session: ") + doing + " '" + tmp_ + "' failed: " + std::strerror(errno));
-  }
-  std::string path_, tmp_;
-  std::FILE* f_ = nullptr;
-  bool committed_ = false;
-};
-
 }  // namespace
 
 std::uint64_t Session::state_checksum(const void* data, std::size_t n) {
@@ -190,7 +146,8 @@ void Session::save_state(const std::string& path) const {
   put<std::int64_t>(h + 56, n_past_);
   put<std::uint32_t>(h + 64, rope_set(*model_, opts_.n_ctx));
 
-  AtomicFile out(path);
+  // A whole file or none; 0600: it holds a conversation.
+  AtomicFile out(path, "save session", /*private_mode=*/true);
   Checksum sum;
   const auto write = [&](const void* data, std::size_t n) {
     if (n == 0) return;  // data may be null
@@ -222,7 +179,7 @@ void Session::save_state(const std::string& path) const {
     }
   const std::uint64_t check = sum.value();
   out.write(&check, sizeof check);
-  out.commit();
+  out.commit(/*sync=*/true);
 }
 
 // Whether the checksum at the end of a file matches its other bytes. For a
