@@ -99,8 +99,11 @@ void latent_store_row(const LatentTileLayout& L, void* tile, int t, const float*
     }
     case LatentStorage::f16: {
       auto* row = static_cast<std::uint16_t*>(tile) + static_cast<std::size_t>(t) * C;
-      for (int i = 0; i < L.d_c; ++i) row[i] = f32_to_fp16(c_kv[i]);
-      for (int i = 0; i < L.d_R; ++i) row[L.d_c + i] = f32_to_fp16(k_pe[i]);
+      // Finite values past f16's range saturate at +-65504 (as inf they
+      // would poison the scores, and latent_tile_problem refuses them).
+      const auto h = [](float v) { return f32_to_fp16(std::isfinite(v) ? std::clamp(v, -65504.f, 65504.f) : v); };
+      for (int i = 0; i < L.d_c; ++i) row[i] = h(c_kv[i]);
+      for (int i = 0; i < L.d_R; ++i) row[L.d_c + i] = h(k_pe[i]);
       break;
     }
     case LatentStorage::int8: {

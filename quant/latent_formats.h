@@ -48,13 +48,15 @@ const char* latent_layout_problem(LatentStorage s, int d_c, int d_R, int tokens)
 LatentTileLayout make_latent_tile_layout(LatentStorage s, int d_c, int d_R, int tokens);
 
 // Writes row t (0 <= t < tokens) of a tile from f32 values (the reference
-// quantizer: round to nearest even, per-row scales).
+// quantizer: round to nearest even, per-row scales; f16 saturates finite
+// values at +-65504).
 void latent_store_row(const LatentTileLayout& L, void* tile, int t, const float* c_kv,
                       const float* k_pe);
 
 // Empty string if every row of a tile (all L.tokens of them, written or not)
-// holds what latent_store_row can write: finite values (f32, f16), finite
-// scales >= 0 (int8); else the first offending row and value. For tiles that
+// holds what latent_store_row writes for finite rows: finite values (f32,
+// f16: it saturates at +-65504), finite scales >= 0 (int8); else the first
+// offending row and value. (Sessions refuse non-finite rows before storing.) For tiles that
 // come from outside (a saved session), since the kernels read every row of a
 // tile they touch.
 std::string latent_tile_problem(const LatentTileLayout& L, const void* tile);

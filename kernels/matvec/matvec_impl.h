@@ -1396,7 +1396,9 @@ inline void deq_q6_k_simd(const BlockQ6_K* w, std::size_t nb, float* out) {
   }
 }
 
-// f32 [n] -> bf16 bits [n], round to nearest even (NaN payloads not kept).
+// f32 [n] -> bf16 bits [n], round to nearest even; a NaN stays a (quiet)
+// NaN, as in f32_to_bf16 (rounding its mantissa would carry into the sign
+// or the exponent: 0x7fffffff gave -0, 0x7f800001 +inf).
 // Intrinsics, not xsimd integer batches: on NEON those take the addresses of
 // xsimd's inline vreinterpret wrappers, which then become weak symbols here.
 inline void f32_to_bf16_simd(const float* src, std::uint16_t* dst, std::size_t n) {
@@ -1405,8 +1407,12 @@ inline void f32_to_bf16_simd(const float* src, std::uint16_t* dst, std::size_t n
   const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
   for (; i + 8 <= n; i += 8) {
     const __m256i x = _mm256_castps_si256(_mm256_loadu_ps(src + i));
-    const __m256i r = _mm256_srli_epi32(
+    const __m256i rounded = _mm256_srli_epi32(
         _mm256_add_epi32(_mm256_add_epi32(x, bias), _mm256_and_si256(_mm256_srli_epi32(x, 16), one)), 16);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)),
+                                           _mm256_set1_epi32(0x7f800000));
+    const __m256i r = _mm256_blendv_epi8(
+        rounded, _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40)), nan);
     // pack within 128-bit lanes, then gather the two low quarters
     const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_castsi256_si128(p));
@@ -1415,14 +1421,17 @@ inline void f32_to_bf16_simd(const float* src, std::uint16_t* dst, std::size_t n
   const uint32x4_t bias = vdupq_n_u32(0x7fff), one = vdupq_n_u32(1);
   for (; i + 4 <= n; i += 4) {
     const uint32x4_t x = vreinterpretq_u32_f32(vld1q_f32(src + i));
-    const uint32x4_t r = vshrq_n_u32(vaddq_u32(vaddq_u32(x, bias), vandq_u32(vshrq_n_u32(x, 16), one)), 16);
+    const uint32x4_t rounded = vshrq_n_u32(vaddq_u32(vaddq_u32(x, bias), vandq_u32(vshrq_n_u32(x, 16), one)), 16);
+    const uint32x4_t nan = vcgtq_u32(vandq_u32(x, vdupq_n_u32(0x7fffffffu)), vdupq_n_u32(0x7f800000u));
+    const uint32x4_t r = vbslq_u32(nan, vorrq_u32(vshrq_n_u32(x, 16), vdupq_n_u32(0x40)), rounded);
     vst1_u16(dst + i, vmovn_u32(r));
   }
 #endif
   for (; i < n; ++i) {
     std::uint32_t x;
     std::memcpy(&x, src + i, 4);
-    dst[i] = static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+    dst[i] = (x & 0x7fffffffu) > 0x7f800000u ? static_cast<std::uint16_t>((x >> 16) | 0x40u)
+                                             : static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
   }
 }
 
@@ -1572,7 +1581,9 @@ void matvec_quantize_act_k(const float* x, std::size_t cols, ActQ8K* xq) {
       ok = act_round32(xb + 32 * g, id, xq[b].qs + 32 * g, s0, s1) && ok;
       xq[b].sums16[2 * g] = static_cast<std::int16_t>(s0);  // |sum| <= 16 * 127
       xq[b].sums16[2 * g + 1] = static_cast<std::int16_t>(s1);
-      xq[b].sums[g] = s0 + s1;
+      // Unsigned: after a NaN or inf (ok false, the block zeroed below) the
+      // sums hold INT_MIN-based garbage whose int sum would overflow (UB).
+      xq[b].sums[g] = static_cast<int>(static_cast<unsigned>(s0) + static_cast<unsigned>(s1));
     }
     if (!ok) {
       std::memset(xq[b].qs, 0, sizeof xq[b].qs);
@@ -2217,7 +2228,9 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   const std::size_t rb = ggml_row_bytes(type, cols);
   const auto* wb = static_cast<const std::uint8_t*>(w);
   const bool quant = !is_float_type(type);
-  const bool q8_packed = has_packed_gemm(type) && n_tokens >= packed_min_tokens<Arch>(type);
+  // (cols 0: the row paths write the zero sums; the packed GEMM has no group
+  // to start its outputs from.)
+  const bool q8_packed = has_packed_gemm(type) && n_tokens >= packed_min_tokens<Arch>(type) && cols > 0;
   // The packed GEMM takes ActQ8 (one scale per 32) whatever the type.
   const bool kq = ggml_has_super_blocks(type) && !q8_packed;
   // scratch: [n_tokens][cols/32] ActQ8, or [n_tokens][cols/256] ActQ8K for the K-quants

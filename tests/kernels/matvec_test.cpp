@@ -190,6 +190,57 @@ TEST(Matvec, DequantizeMatchesReference) {
   }
 }
 
+// Found by review: a NaN keeps being a NaN in bf16 (rounding its mantissa
+// carried into the sign or exponent: 0x7fffffff gave -0, 0x7f800001 +inf),
+// and the packed GEMM writes its outputs for 0 columns (it left them).
+TEST(Matvec, Bf16KeepsNaNsAndZeroColumnsGiveZeros) {
+  const std::uint32_t bits[] = {0x7fffffffu, 0xffffffffu, 0x7f800001u, 0xff800001u, 0x7fc00000u};
+  std::vector<float> row(64, 1.5f);
+  for (std::size_t i = 0; i < 5; ++i) std::memcpy(&row[3 * i], &bits[i], 4);
+  std::vector<std::uint8_t> bytes(64 * 4);
+  std::memcpy(bytes.data(), row.data(), bytes.size());
+  for (Isa isa : supported_isas()) {
+    std::vector<std::uint16_t> out(64, 0);
+    matvec_kernels(isa).dequantize_bf16(GgmlType::F32, bytes.data(), out.data(), 64);
+    for (std::size_t i = 0; i < 64; ++i) {
+      if (i % 3 == 0 && i < 15) {
+        EXPECT_TRUE(std::isnan(bf16_to_f32(out[i]))) << isa_name(isa) << " " << i << " -> " << out[i];
+        EXPECT_EQ(out[i] >> 15, bits[i / 3] >> 31) << isa_name(isa) << " sign " << i;
+      } else {
+        EXPECT_EQ(bf16_to_f32(out[i]), 1.5f) << isa_name(isa) << " " << i;
+      }
+    }
+    // 0 columns, 8 and 32 tokens (the packed GEMM's range): zeros, as the
+    // reference and the row paths give.
+    for (std::size_t n : {std::size_t{8}, std::size_t{32}}) {
+      std::vector<float> y(4 * n, 12345.f);
+      std::vector<std::uint8_t> scratch(matvec_scratch_bytes(GgmlType::Q8_0, 0, n) + 64);
+      std::vector<std::uint8_t> none(1);
+      float x = 0.f;
+      matvec_kernels(isa).matmul(GgmlType::Q8_0, none.data(), 4, 0, &x, 0, n, y.data(), 4, scratch.data(), 1);
+      for (float v : y) EXPECT_EQ(v, 0.f) << isa_name(isa) << " " << n;
+    }
+  }
+}
+
+// The K-quants' activation quantizer after a NaN: its integer sums held
+// INT_MIN-based garbage whose int sum overflowed (UBSan, AVX2). Activations
+// of +-1 make the other sums large enough; the ASan+UBSan build runs this.
+TEST(Matvec, NaNActivationsDoNotOverflowTheSums) {
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q2_K}) {
+    Weights w = make_weights(t, 3, 256, 5);
+    std::vector<float> x(256);
+    for (std::size_t i = 0; i < 256; ++i) x[i] = (i % 32) < 16 ? 1.f : -1.f;
+    x[0] = NAN;
+    for (Isa isa : supported_isas()) {
+      std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, 256, 1));
+      std::vector<float> y(3, 0.f);
+      matvec_kernels(isa).matvec(t, w.bytes.data(), 3, 256, x.data(), y.data(), scratch.data(), 1);
+      for (float v : y) EXPECT_FALSE(std::isfinite(v)) << isa_name(isa) << " " << ggml_type_name(t);
+    }
+  }
+}
+
 // Activations holding a NaN or inf (a model whose numbers overflowed): every
 // output whose row reads that block is NaN on every ISA, as the reference's,
 // rather than finite garbage from the int8 conversion (whose result for NaN

@@ -159,4 +159,21 @@ TEST(LatentCache, ViewFeedsDecodeKernel) {
 }
 
 }  // namespace
+// f16 rows saturate finite values past its range (they became inf, and
+// latent_tile_problem then refused the tile a session had saved).
+TEST(LatentCache, F16RowsSaturate) {
+  const LatentTileLayout L = make_latent_tile_layout(LatentStorage::f16, 64, 16, 32);
+  std::vector<std::uint8_t> tile(L.bytes, 0);
+  std::vector<float> kv(64, 1.f), pe(16, -2.f);
+  kv[5] = 1e6f;
+  pe[3] = -7e4f;
+  latent_store_row(L, tile.data(), 0, kv.data(), pe.data());
+  EXPECT_EQ(latent_tile_problem(L, tile.data()), "");
+  std::vector<float> kv2(64), pe2(16);
+  latent_load_row(L, tile.data(), 0, kv2.data(), pe2.data());
+  EXPECT_EQ(kv2[5], 65504.f);
+  EXPECT_EQ(pe2[3], -65504.f);
+  EXPECT_EQ(kv2[4], 1.f);
+}
+
 }  // namespace latte
