@@ -56,12 +56,6 @@ int default_gemm_min_tokens(GgmlType t, Isa isa) {
 }
 constexpr std::int64_t kGemmPanelRows = 256;
 
-Error non_finite_row(int layer, std::int64_t pos, float v) {
-  return Error(Status::bad_file, "the latent row of layer " + std::to_string(layer) + " at position " + std::to_string(pos) +
-                                    " is " + std::to_string(v) +
-                                    ": the model's weights or hyperparameters overflow float32");
-}
-
 // Index of the first NaN or inf in x[0, n), or n. Exponent bits, OR-reduced
 // over blocks so the loop vectorizes: ~14 us for a 102400-token vocabulary
 // (measured standalone at -O3), small beside the output product that made
@@ -82,6 +76,17 @@ std::size_t first_non_finite(const float* x, std::size_t n) {
         if (!std::isfinite(x[i])) return i;
   }
   return n;
+}
+
+// Refuses latent rows (n, width) of one layer, positions p0.., holding a NaN
+// or inf, naming the first.
+void refuse_non_finite_rows(const float* rows, int n, int width, int layer, std::int64_t p0) {
+  const std::size_t count = static_cast<std::size_t>(n) * width;
+  if (const std::size_t i = first_non_finite(rows, count); i < count)
+    throw Error(Status::bad_file, "the latent row of layer " + std::to_string(layer) + " at position " +
+                                      std::to_string(p0 + static_cast<std::int64_t>(i / width)) + " is " +
+                                      std::to_string(rows[i]) +
+                                      ": the model's weights or hyperparameters overflow float32");
 }
 
 // Cached rows per block in the naive form: the decompressed K and V of one
@@ -729,10 +734,8 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
     // A NaN or inf row must not enter the cache: later positions would read
     // it (the int8 kernel's clamped exponentials could even hide it from
     // the logits), and a saved session holding it is refused at load.
-    if (const std::size_t i = first_non_finite(c_kv, static_cast<std::size_t>(n) * dc); i < static_cast<std::size_t>(n) * dc)
-      throw non_finite_row(il, p0 + static_cast<std::int64_t>(i / dc), c_kv[i]);
-    if (const std::size_t i = first_non_finite(k_pe, static_cast<std::size_t>(n) * dr); i < static_cast<std::size_t>(n) * dr)
-      throw non_finite_row(il, p0 + static_cast<std::int64_t>(i / dr), k_pe[i]);
+    refuse_non_finite_rows(c_kv, n, dc, il, p0);
+    refuse_non_finite_rows(k_pe, n, dr, il, p0);
     cache_.write(il, p0, n, c_kv, k_pe);
     const LatentLayerView view = cache_.view(il);
 

@@ -99,19 +99,21 @@ ChatFormatter::ChatFormatter(const Tokenizer& tok, ChatFormat format) : tok_(&to
 }
 
 std::string ChatFormatter::format(std::span<const ChatTurn> turns, bool add_generation_prompt) const {
-  return format_marked(turns, add_generation_prompt, nullptr);
+  return format_marked(turns, add_generation_prompt, {}, nullptr);
 }
 
 std::string ChatFormatter::format_marked(std::span<const ChatTurn> turns, bool add_generation_prompt,
-                                         std::vector<Tokenizer::TextRange>* markers) const {
+                                         std::string_view prefix, std::vector<Tokenizer::TextRange>* markers) const {
   std::string s;
-  // The template's own text (markers, separators, the reply's end) and the
-  // messages' content; only the former may hold control tokens.
-  const auto marker = [&](const std::string& text) {
+  // The template's own text (markers, separators, the reply's end, the
+  // prefix) and the messages' content; only the former may hold control
+  // tokens.
+  const auto marker = [&](std::string_view text) {
     if (markers != nullptr && !text.empty()) markers->push_back({s.size(), s.size() + text.size()});
     s += text;
   };
   const auto content = [&](const std::string& text) { s += text; };
+  marker(prefix);
   for (const ChatTurn& t : turns) {
     if (t.role != "system" && t.role != "user" && t.role != "assistant")
       throw Error(Status::invalid_argument,
@@ -163,14 +165,7 @@ std::string ChatFormatter::format_marked(std::span<const ChatTurn> turns, bool a
 std::vector<std::int32_t> ChatFormatter::encode(std::span<const ChatTurn> turns, bool add_generation_prompt,
                                                 bool add_bos, std::string_view prefix) const {
   std::vector<Tokenizer::TextRange> markers;
-  if (!prefix.empty()) markers.push_back({0, prefix.size()});
-  std::string body = format_marked(turns, add_generation_prompt, &markers);
-  for (std::size_t i = prefix.empty() ? 0 : 1; i < markers.size(); ++i) {
-    markers[i].begin += prefix.size();
-    markers[i].end += prefix.size();
-  }
-  std::string text(prefix);
-  text += body;
+  const std::string text = format_marked(turns, add_generation_prompt, prefix, &markers);
   return tok_->encode_with_special_ranges(text, add_bos, markers);
 }
 

@@ -90,9 +90,9 @@ class ChatFormatter {
 
  private:
   const Tokenizer* tok_;
-  // format(), and the byte ranges of the template's own text in it when
-  // markers is not null.
-  std::string format_marked(std::span<const ChatTurn> turns, bool add_generation_prompt,
+  // prefix + format(), and the byte ranges of the template's own text in it
+  // (the prefix included) when markers is not null.
+  std::string format_marked(std::span<const ChatTurn> turns, bool add_generation_prompt, std::string_view prefix,
                             std::vector<Tokenizer::TextRange>* markers) const;
 
   ChatFormat format_;

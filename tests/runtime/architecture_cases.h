@@ -5,8 +5,13 @@
 // kernels quantize activations to int8 blocks).
 #pragma once
 
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
 #include <vector>
 
+#include "runtime/gguf/gguf_file.h"
 #include "runtime/model/random_model.h"
 
 namespace latte::test {
@@ -84,6 +89,27 @@ inline std::vector<ArchCase> architecture_cases() {
     v.push_back({"deepseek2_legacy_q8_0", s, 1e-4});
   }
   return v;
+}
+
+// A random model's file with a NaN in token `bad_token`'s embedding row
+// (element 3 of an F32 row; the first block's f16 scale of a Q8_0 one): a
+// model whose numbers overflow, for the tests of how that is refused.
+inline std::vector<std::uint8_t> model_with_nan_embedding(const RandomModelSpec& spec, int bad_token) {
+  std::vector<std::uint8_t> bytes = random_model_bytes(spec);
+  const GgufFile f = GgufFile::from_memory(bytes.data(), bytes.size());
+  const GgufTensor* t = f.find_tensor("token_embd.weight");
+  if (t == nullptr) throw std::logic_error("model_with_nan_embedding: no token_embd.weight");
+  std::uint8_t* row = bytes.data() + (t->data - bytes.data()) + bad_token * t->row_bytes;
+  if (t->type == GgmlType::F32) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::memcpy(row + 4 * 3, &nan, sizeof(nan));
+  } else if (t->type == GgmlType::Q8_0) {
+    const std::uint16_t nan16 = 0x7e00;
+    std::memcpy(row, &nan16, sizeof(nan16));
+  } else {
+    throw std::logic_error("model_with_nan_embedding: token_embd.weight is neither F32 nor Q8_0");
+  }
+  return bytes;
 }
 
 }  // namespace latte::test

@@ -222,24 +222,7 @@ TEST(HostileWeights, NanLogitsAreRefusedAndForgotten) {
   for (const test::ArchCase& c : test::architecture_cases()) {
     // A tied output reads every embedding row at every position.
     if (c.spec.tied_output) continue;
-    std::vector<std::uint8_t> bytes = random_model_bytes(c.spec);
-    {
-      const GgufFile f = GgufFile::from_memory(bytes.data(), bytes.size());
-      const GgufTensor* t = nullptr;
-      for (const GgufTensor& x : f.tensors())
-        if (x.name == "token_embd.weight") t = &x;
-      ASSERT_NE(t, nullptr);
-      std::uint8_t* row = bytes.data() + (t->data - bytes.data()) + bad_token * t->row_bytes;
-      if (t->type == GgmlType::F32) {
-        const float nan = std::numeric_limits<float>::quiet_NaN();
-        std::memcpy(row + 4 * 3, &nan, sizeof(nan));
-      } else {
-        ASSERT_EQ(t->type, GgmlType::Q8_0);
-        const std::uint16_t nan16 = 0x7e00;  // the first block's f16 scale
-        std::memcpy(row, &nan16, sizeof(nan16));
-      }
-    }
-    auto model = Model::from_file(GgufFile::from_bytes(bytes));
+    auto model = Model::from_file(GgufFile::from_bytes(test::model_with_nan_embedding(c.spec, bad_token)));
     for (LatentStorage cache : {LatentStorage::f32, LatentStorage::int8}) {
       for (FormChoice form : {FormChoice::naive, FormChoice::absorbed}) {
         SCOPED_TRACE(std::string(c.name) + (cache == LatentStorage::int8 ? ", int8" : ", f32") +
@@ -323,17 +306,7 @@ TEST(HostileMetadata, RefusalNamesTheKey) {
 // and position.
 TEST(HostileWeights, NanRowsAreRefusedBeforeTheCache) {
   const int bad_token = 42;
-  RandomModelSpec spec;
-  std::vector<std::uint8_t> bytes = random_model_bytes(spec);
-  {
-    const GgufFile f = GgufFile::from_memory(bytes.data(), bytes.size());
-    for (const GgufTensor& x : f.tensors())
-      if (x.name == "token_embd.weight") {
-        const float nan = std::numeric_limits<float>::quiet_NaN();
-        std::memcpy(bytes.data() + (x.data - bytes.data()) + bad_token * x.row_bytes + 12, &nan, sizeof nan);
-      }
-  }
-  auto model = Model::from_file(GgufFile::from_bytes(bytes));
+  auto model = Model::from_file(GgufFile::from_bytes(test::model_with_nan_embedding(RandomModelSpec{}, bad_token)));
   std::vector<std::int32_t> good(40);
   for (int i = 0; i < 40; ++i) good[i] = 100 + i;
   for (LatentStorage cache : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {

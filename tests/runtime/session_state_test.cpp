@@ -382,19 +382,8 @@ TEST(SessionStateFile, RowsPastTheTokensAreNotSaved) {
 // n_past; the session goes on, and its saved file loads (it did not: the
 // NaN rows were saved and then refused by the row check).
 TEST(SessionStateFile, ASessionAfterARefusedCallSavesAndLoads) {
-  RandomModelSpec spec;
-  std::vector<std::uint8_t> bytes = random_model_bytes(spec);
   const int bad_token = 42;
-  {
-    const GgufFile f = GgufFile::from_memory(bytes.data(), bytes.size());
-    for (const GgufTensor& x : f.tensors())
-      if (x.name == "token_embd.weight") {
-        ASSERT_EQ(x.type, GgmlType::F32);
-        const float nan = std::numeric_limits<float>::quiet_NaN();
-        std::memcpy(bytes.data() + (x.data - bytes.data()) + bad_token * x.row_bytes + 12, &nan, sizeof nan);
-      }
-  }
-  auto model = Model::from_file(GgufFile::from_bytes(bytes));
+  auto model = Model::from_file(GgufFile::from_bytes(test::model_with_nan_embedding(RandomModelSpec{}, bad_token)));
   for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
     SessionOptions o;
     o.threads = 1;
