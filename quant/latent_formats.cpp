@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "quant/fp16.h"
 
@@ -108,14 +109,21 @@ void latent_store_row(const LatentTileLayout& L, void* tile, int t, const float*
     }
     case LatentStorage::int8: {
       auto* base = static_cast<std::uint8_t*>(tile);
-      std::int8_t q[4096];
+      // The layout takes any width (kv_lora_rank comes from the model file):
+      // rows past the stack buffer quantize into the heap.
+      std::int8_t small[4096];
+      std::vector<std::int8_t> big;
+      std::int8_t* q = small;
+      if (const int widest = std::max(L.d_c, L.d_R); widest > 4096) {
+        big.resize(static_cast<std::size_t>(widest));
+        q = big.data();
+      }
       auto put = [&](const float* x, int n, int c0) {
         const float s = latent_quantize_int8(x, n, q);
         for (int i = 0; i < n; ++i)
           base[int8_offset(L, c0 + i, t)] = static_cast<std::uint8_t>(q[i] + 128);
         return s;
       };
-      if (L.d_c > 4096 || L.d_R > 4096) throw std::invalid_argument("latent row too wide");
       float* scales = reinterpret_cast<float*>(base + L.scale_offset);
       scales[t] = put(c_kv, L.d_c, 0);
       scales[L.tokens + t] = L.d_R > 0 ? put(k_pe, L.d_R, L.d_c) : 0.f;

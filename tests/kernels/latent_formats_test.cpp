@@ -92,6 +92,28 @@ TEST(LatentFormats, RowsRoundTripEveryStorage) {
   }
 }
 
+// Rows wider than 4096 channels (kv_lora_rank is read from the model file,
+// up to 2^20): the layout accepts them, so storing one must work too (it
+// threw "latent row too wide" at the first token).
+TEST(LatentFormats, Int8RowsWiderThan4096RoundTrip) {
+  const int d_c = 4100, d_R = 4104;
+  auto L = make_latent_tile_layout(LatentStorage::int8, d_c, d_R, 32);
+  std::vector<std::uint8_t> tile(L.bytes, 0);
+  const auto c = test::random_vector(d_c, 5, -2.f, 2.f), r = test::random_vector(d_R, 6, -0.5f, 0.5f);
+  latent_store_row(L, tile.data(), 3, c.data(), r.data());
+  std::vector<float> a(d_c), b(d_R);
+  latent_load_row(L, tile.data(), 3, a.data(), b.data());
+  const auto amax = [](const std::vector<float>& v) {
+    float m = 0.f;
+    for (float x : v) m = std::max(m, std::fabs(x));
+    return m;
+  };
+  const float tc = amax(c) / 127 / 2 * 1.0001f, tr = amax(r) / 127 / 2 * 1.0001f;
+  for (int i = 0; i < d_c; ++i) ASSERT_NEAR(a[i], c[i], tc) << i;
+  for (int i = 0; i < d_R; ++i) ASSERT_NEAR(b[i], r[i], tr) << i;
+  EXPECT_EQ(latent_tile_problem(L, tile.data()), "");
+}
+
 // The int8 byte layout the kernels rely on: block (g, k) of 16 bytes holds
 // channels 4g..4g+3 (outer) x tokens 4k..4k+3 (inner), as q + 128; then the
 // latent scales, then the rope scales.
