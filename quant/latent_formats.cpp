@@ -95,7 +95,7 @@ void latent_store_row(const LatentTileLayout& L, void* tile, int t, const float*
     case LatentStorage::f32: {
       float* row = static_cast<float*>(tile) + static_cast<std::size_t>(t) * C;
       std::memcpy(row, c_kv, sizeof(float) * L.d_c);
-      std::memcpy(row + L.d_c, k_pe, sizeof(float) * L.d_R);
+      if (L.d_R > 0) std::memcpy(row + L.d_c, k_pe, sizeof(float) * L.d_R);  // k_pe may be null without a rope part
       break;
     }
     case LatentStorage::f16: {
@@ -169,7 +169,7 @@ void latent_load_row(const LatentTileLayout& L, const void* tile, int t, float* 
     case LatentStorage::f32: {
       const float* row = static_cast<const float*>(tile) + static_cast<std::size_t>(t) * C;
       std::memcpy(c_kv, row, sizeof(float) * L.d_c);
-      std::memcpy(k_pe, row + L.d_c, sizeof(float) * L.d_R);
+      if (L.d_R > 0) std::memcpy(k_pe, row + L.d_c, sizeof(float) * L.d_R);  // as in latent_store_row
       break;
     }
     case LatentStorage::f16: {

@@ -92,6 +92,21 @@ TEST(LatentFormats, RowsRoundTripEveryStorage) {
   }
 }
 
+// d_R = 0 is a valid layout, and the rope row may then be null (nothing to
+// read or write): memcpy with a null pointer is undefined even for 0 bytes
+// (UBSan reported it in latent_store_row and latent_load_row).
+TEST(LatentFormats, NoRopePartTakesNullRopeRows) {
+  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+    auto L = make_latent_tile_layout(s, 8, 0, 32);
+    std::vector<std::uint8_t> tile(L.bytes, 0);
+    const float c[8] = {1, -2, 3, -4, 5, -6, 7, -8};
+    latent_store_row(L, tile.data(), 31, c, nullptr);
+    float back[8];
+    latent_load_row(L, tile.data(), 31, back, nullptr);
+    for (int i = 0; i < 8; ++i) EXPECT_NEAR(back[i], c[i], 8.f / 127 / 2) << latent_storage_name(s) << " " << i;
+  }
+}
+
 // Rows wider than 4096 channels (kv_lora_rank is read from the model file,
 // up to 2^20): the layout accepts them, so storing one must work too (it
 // threw "latent row too wide" at the first token).
