@@ -40,6 +40,10 @@ struct LatentTileLayout {
 
 // Token count per tile must be a multiple of this (the kernels' step).
 inline constexpr int kLatentTileQuantum = 32;
+// int8 tiles hold at most this many tokens: the attention kernels sum a
+// tile's quantized weights (<= 127) times cache bytes (<= 255) in int32 per
+// channel, which 65536 tokens keep below 2^31 (66K-token tiles wrapped).
+inline constexpr int kLatentInt8MaxTileTokens = 65536;
 
 // Empty string if (storage, d_c, d_R, tokens) is a valid layout, else why not.
 const char* latent_layout_problem(LatentStorage s, int d_c, int d_R, int tokens);

@@ -37,6 +37,11 @@ TEST(LatentFormats, InvalidLayoutsAreRefused) {
   EXPECT_THROW(make_latent_tile_layout(LatentStorage::f32, 512, 64, 48), std::invalid_argument);
   EXPECT_THROW(make_latent_tile_layout(LatentStorage::f32, 0, 64, 64), std::invalid_argument);
   EXPECT_NO_THROW(make_latent_tile_layout(LatentStorage::f16, 37, 6, 32));
+  // int8 tiles past kLatentInt8MaxTileTokens: the kernels' int32 value sums
+  // would wrap (a 70016-token tile of flat weights gave -2.8 for 1).
+  EXPECT_THROW(make_latent_tile_layout(LatentStorage::int8, 16, 4, kLatentInt8MaxTileTokens + 32), std::invalid_argument);
+  EXPECT_NO_THROW(make_latent_tile_layout(LatentStorage::int8, 16, 4, kLatentInt8MaxTileTokens));
+  EXPECT_NO_THROW(make_latent_tile_layout(LatentStorage::f32, 16, 4, kLatentInt8MaxTileTokens + 32));
   EXPECT_STREQ(latent_layout_problem(LatentStorage::int8, 512, 64, 64), "");
 }
 

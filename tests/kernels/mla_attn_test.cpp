@@ -416,6 +416,29 @@ TEST(MlaAttn, ScratchAtAnyAlignmentGivesTheSameResult) {
   }
 }
 
+// The largest int8 tile the layout takes, at the int32 value sums' worst
+// case: every cache byte 255 (all latents at +max) and every weight 127 (a
+// zero query: flat attention). The output is the latent, 1, on every ISA
+// (past the bound the sums wrapped: -2.8 on avx512 at 70016 tokens).
+TEST(MlaAttn, LargestInt8TileDoesNotOverflow) {
+  const int T = kLatentInt8MaxTileTokens, d_c = 16, d_R = 4;
+  const Shape sh{"flat", 2, d_c, d_R, T};
+  const LatentTileLayout L = make_latent_tile_layout(LatentStorage::int8, d_c, d_R, T);
+  std::unique_ptr<void, AlignedFree> tile(std::aligned_alloc(64, (L.bytes + 63) / 64 * 64));
+  const std::vector<float> c(d_c, 1.f), r(d_R, 1.f);
+  for (int j = 0; j < T; ++j) latent_store_row(L, tile.get(), j, c.data(), r.data());
+  const void* tiles[] = {tile.get()};
+  TestCache cache(LatentStorage::int8, sh, 0, 1);  // no rows of its own: only its layout and view are replaced
+  cache.ptrs.assign(tiles, tiles + 1);
+  Query q(sh, 1, 3);
+  std::fill(q.lat.begin(), q.lat.end(), 0.f);
+  std::fill(q.pe.begin(), q.pe.end(), 0.f);
+  for (Isa isa : supported_isas()) {
+    const auto got = run_decode(kernels::mla_attn_kernels(isa), sh, q, cache, T, 1);
+    for (float v : got) ASSERT_NEAR(v, 1.f, 1e-4f) << isa_name(isa);
+  }
+}
+
 TEST(MlaAttn, ScratchDoesNotGrowWithContext) {
   auto L = make_latent_tile_layout(LatentStorage::int8, 512, 64, 64);
   for (Isa isa : supported_isas()) {
