@@ -34,6 +34,8 @@ const char* latent_layout_problem(LatentStorage s, int d_c, int d_R, int tokens)
     return "int8 latent storage needs d_c and d_R to be multiples of 4";
   if (s == LatentStorage::int8 && tokens > kLatentInt8MaxTileTokens)
     return "int8 latent tiles hold at most 65536 tokens";
+  if (s == LatentStorage::int8 && (d_c > kLatentInt8MaxChannels || d_R > kLatentInt8MaxChannels))
+    return "int8 latent storage needs d_c and d_R of at most 65536";
   if (s != LatentStorage::f32 && s != LatentStorage::f16 && s != LatentStorage::int8)
     return "unknown latent storage";
   return "";

@@ -44,6 +44,10 @@ inline constexpr int kLatentTileQuantum = 32;
 // tile's quantized weights (<= 127) times cache bytes (<= 255) in int32 per
 // channel, which 65536 tokens keep below 2^31 (66K-token tiles wrapped).
 inline constexpr int kLatentInt8MaxTileTokens = 65536;
+// int8 rows hold at most this many latent (d_c) and rope (d_R) channels each:
+// a score sums cache bytes (<= 255) times query bytes (<= 127) over a part
+// in int32, as above (d_c 70000 wrapped).
+inline constexpr int kLatentInt8MaxChannels = 65536;
 
 // Empty string if (storage, d_c, d_R, tokens) is a valid layout, else why not.
 const char* latent_layout_problem(LatentStorage s, int d_c, int d_R, int tokens);

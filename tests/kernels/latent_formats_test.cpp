@@ -42,6 +42,11 @@ TEST(LatentFormats, InvalidLayoutsAreRefused) {
   EXPECT_THROW(make_latent_tile_layout(LatentStorage::int8, 16, 4, kLatentInt8MaxTileTokens + 32), std::invalid_argument);
   EXPECT_NO_THROW(make_latent_tile_layout(LatentStorage::int8, 16, 4, kLatentInt8MaxTileTokens));
   EXPECT_NO_THROW(make_latent_tile_layout(LatentStorage::f32, 16, 4, kLatentInt8MaxTileTokens + 32));
+  // Likewise rows wider than kLatentInt8MaxChannels (their scores' int32
+  // sums: d_c 70000 wrapped), once storable past 4096 channels.
+  EXPECT_THROW(make_latent_tile_layout(LatentStorage::int8, kLatentInt8MaxChannels + 4, 4, 32), std::invalid_argument);
+  EXPECT_THROW(make_latent_tile_layout(LatentStorage::int8, 16, kLatentInt8MaxChannels + 4, 32), std::invalid_argument);
+  EXPECT_NO_THROW(make_latent_tile_layout(LatentStorage::int8, kLatentInt8MaxChannels, kLatentInt8MaxChannels, 32));
   EXPECT_STREQ(latent_layout_problem(LatentStorage::int8, 512, 64, 64), "");
 }
 

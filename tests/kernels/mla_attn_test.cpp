@@ -439,6 +439,33 @@ TEST(MlaAttn, LargestInt8TileDoesNotOverflow) {
   }
 }
 
+// The widest int8 row the layout takes, at the int32 score sums' worst case:
+// token 0 all +max (bytes 255) against a query all +max (127), token 1 all
+// -max. Token 0 wins (the output is +1 within 1e-5); past the bound its
+// score wrapped to a large negative one and the output was -1.
+TEST(MlaAttn, WidestInt8RowDoesNotOverflow) {
+  const int d_c = kLatentInt8MaxChannels, d_R = 4;
+  const Shape sh{"wide", 1, d_c, d_R, 32};
+  TestCache cache(LatentStorage::int8, sh, 2, 1);
+  const std::vector<float> plus(d_c, 1.f), minus(d_c, -1.f), r(d_R, 0.f);
+  latent_store_row(cache.L, cache.tiles[0].get(), 0, plus.data(), r.data());
+  latent_store_row(cache.L, cache.tiles[0].get(), 1, minus.data(), r.data());
+  Query q(sh, 1, 3);
+  std::fill(q.lat.begin(), q.lat.end(), 1.f);
+  std::fill(q.pe.begin(), q.pe.end(), 0.f);
+  MlaDecodeArgs a = decode_args(sh, q, cache, 2, nullptr, 1);
+  for (Isa isa : supported_isas()) {
+    std::vector<float> got(d_c, NAN);
+    a.out = got.data();
+    a.scale = 1e-4f;  // scores +-6.6: softmax weights 1 and 2e-6
+    const MlaAttnKernels& k = kernels::mla_attn_kernels(isa);
+    std::vector<std::uint8_t> scratch(k.scratch_bytes(1, cache.L, 1));
+    a.scratch = scratch.data();
+    k.decode(a);
+    for (int c = 0; c < d_c; c += 4099) ASSERT_NEAR(got[c], 1.f, 1e-5f) << isa_name(isa) << " channel " << c;
+  }
+}
+
 TEST(MlaAttn, ScratchDoesNotGrowWithContext) {
   auto L = make_latent_tile_layout(LatentStorage::int8, 512, 64, 64);
   for (Isa isa : supported_isas()) {
