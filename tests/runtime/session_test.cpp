@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/isa.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/model_reference.h"
@@ -85,7 +86,11 @@ class SessionVsLlamaCpp : public ::testing::TestWithParam<Case> {};
 // 2.6 GB budget at 163,840 tokens): these random-weight files have outlier-heavy
 // latents; storage alone measures NMSE 2.6e-4 (dense) / 1.0e-3 (MoE), the
 // kernel's int8 query and softmax weights about double it. Bound: max 0.5,
-// NMSE 3e-3, argmax agreement >= 90%.
+// NMSE 3e-3, argmax agreement >= 90%. AVX2's kernel holds the query and the
+// softmax weights in [-64, 64] (vpmaddubsw's 16-bit pair sums), half the
+// steps of AVX-512's and NEON's 127: measured at worst max 0.36, NMSE 4.0e-3, argmax
+// 89% on these cases (LATTE_ISA=avx2; ctest session_int8_avx2), so there the
+// bound is max 0.5, NMSE 6e-3, argmax >= 85%.
 TEST_P(SessionVsLlamaCpp, Logits) {
   const Case c = GetParam();
   auto model = Model::load(kTestdata + "/" + c.file + ".gguf");
@@ -108,11 +113,13 @@ TEST_P(SessionVsLlamaCpp, Logits) {
       EXPECT_LT(e.max_abs, 0.01);
       EXPECT_LT(e.nmse, 5e-6);
       break;
-    case LatentStorage::int8:
+    case LatentStorage::int8: {
+      const bool avx2 = active_isa() == Isa::avx2;
       EXPECT_LT(e.max_abs, 0.5);
-      EXPECT_LT(e.nmse, 3e-3);
-      EXPECT_GE(e.argmax_agree, 0.90);
+      EXPECT_LT(e.nmse, avx2 ? 6e-3 : 3e-3) << isa_name(active_isa());
+      EXPECT_GE(e.argmax_agree, avx2 ? 0.85 : 0.90) << isa_name(active_isa());
       break;
+    }
   }
 }
 
