@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/isa.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/gguf/gguf_writer.h"
@@ -173,7 +174,8 @@ TEST(RandomModel, KQuantWeightsMatchReference) {
       // that they, not the integer paths, ran.
       const char* name = mode == 0 ? "rows" : mode == 1 ? "packed" : "gemm";
       EXPECT_LT(num / den, gemm ? 1e-6 : 3e-4) << ggml_type_name(type) << ", " << name;
-      if (!gemm) {
+      // (The ref ISA's row kernels multiply f32 activations: no trace there.)
+      if (!gemm && active_isa() != Isa::ref) {
         EXPECT_GT(num / den, 1e-8) << ggml_type_name(type) << ", " << name << ": the int8 activations left no trace";
       }
       RecordProperty(std::string(ggml_type_name(type)) + "_" + name, std::to_string(num / den));
