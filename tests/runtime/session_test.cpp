@@ -86,11 +86,13 @@ class SessionVsLlamaCpp : public ::testing::TestWithParam<Case> {};
 // 2.6 GB budget at 163,840 tokens): these random-weight files have outlier-heavy
 // latents; storage alone measures NMSE 2.6e-4 (dense) / 1.0e-3 (MoE), the
 // kernel's int8 query and softmax weights about double it. Bound: max 0.5,
-// NMSE 3e-3, argmax agreement >= 90%. AVX2's kernel holds the query and the
-// softmax weights in [-64, 64] (vpmaddubsw's 16-bit pair sums), half the
-// steps of AVX-512's and NEON's 127: measured at worst max 0.36, NMSE 4.0e-3, argmax
-// 89% on these cases (LATTE_ISA=avx2; ctest session_int8_avx2), so there the
-// bound is max 0.5, NMSE 6e-3, argmax >= 85%.
+// NMSE 3e-3, argmax agreement >= 90%. AVX2's kernel holds the query in
+// [-64, 64] (vpmaddubsw's 16-bit pair sums), half the steps of AVX-512's and
+// NEON's 127: measured at worst max 0.42, NMSE 3.05e-3, argmax 91% on these
+// cases (LATTE_ISA=avx2; ctest session_int8_avx2), and over prefill chunks of
+// 1, 7 and 64 tokens max 0.49, NMSE 4.1e-3, argmax 90.6% (the MoE file; with
+// 7-bit softmax weights too, before 25 November, 5.8e-3 and 86%). There the
+// bound is max 0.5, NMSE 5e-3, argmax >= 88%.
 TEST_P(SessionVsLlamaCpp, Logits) {
   const Case c = GetParam();
   auto model = Model::load(kTestdata + "/" + c.file + ".gguf");
@@ -116,8 +118,8 @@ TEST_P(SessionVsLlamaCpp, Logits) {
     case LatentStorage::int8: {
       const bool avx2 = active_isa() == Isa::avx2;
       EXPECT_LT(e.max_abs, 0.5);
-      EXPECT_LT(e.nmse, avx2 ? 6e-3 : 3e-3) << isa_name(active_isa());
-      EXPECT_GE(e.argmax_agree, avx2 ? 0.85 : 0.90) << isa_name(active_isa());
+      EXPECT_LT(e.nmse, avx2 ? 5e-3 : 3e-3) << isa_name(active_isa());
+      EXPECT_GE(e.argmax_agree, avx2 ? 0.88 : 0.90) << isa_name(active_isa());
       break;
     }
   }
