@@ -6,10 +6,15 @@
    (same key order and value types, same tensor-info order, same alignment
    padding between header and data and after every tensor).
 2. If numpy is available: writes a small file with every metadata value type
-   (incl. arrays of strings and nested arrays) and F32/F16/Q8_0 tensors, reads
-   it back and checks the values, and checks Q8_0 round-to-nearest.
+   (and arrays of strings, ints, floats and bools; the writer cannot write
+   nested arrays, which llama.cpp's files do not hold) and F32/F16/Q8_0
+   tensors, reads it back and checks the values, and checks Q8_0
+   round-to-nearest. This reader shares the writer's format tables, so
+   test_runtime's GgufPythonWriter test reads such a file with the C++
+   reader too.
 Usage: check_gguf_py.py [FILE.gguf ...]   (default: ../shared/testdata/*.gguf
-and models/*.gguf).  Exit status 0 on success.
+and models/*.gguf; without arguments llama.cpp's two files and the shipped
+model must be there).  Exit status 0 on success.
 """
 import glob
 import os
@@ -110,13 +115,25 @@ def types_test():
         os.unlink(path)
 
 
+# The files a run without arguments must rewrite: llama.cpp's two and the
+# shipped model. A missing one fails the check (a glob that matched nothing
+# let it pass having rewritten no real file).
+REQUIRED = [os.path.join("..", "shared", "testdata", "tiny-dense.gguf"),
+            os.path.join("..", "shared", "testdata", "tiny-moe-v2-lite.gguf"),
+            os.path.join("models", "latte-tiny-mla.gguf")]
+
+
 def main():
     files = sys.argv[1:]
+    ok = True
     if not files:
         root = os.path.dirname(HERE)
+        for rel in REQUIRED:
+            if not os.path.isfile(os.path.join(root, rel)):
+                print("FAIL %s: missing (the check rewrites it)" % os.path.normpath(os.path.join(root, rel)))
+                ok = False
         files = sorted(glob.glob(os.path.join(root, "..", "shared", "testdata", "*.gguf")))
         files += sorted(glob.glob(os.path.join(root, "models", "*.gguf")))
-    ok = True
     for p in files:
         ok = roundtrip(p) and ok
     ok = types_test() and ok
