@@ -6,13 +6,17 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "quant/fp16.h"
+#include "quant/ggml_blocks.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/gguf/gguf_writer.h"
@@ -347,6 +351,93 @@ TEST(GgufWriterRoundTrip, WriterRefusesBadInput) {
   const std::int32_t one[] = {1};
   std::vector<V> mixed = {V::array_i32(one), V::u8(1)};
   expect_error([&] { V::array(GgufValueType::array, mixed); }, Status::invalid_argument, {"u8"});
+}
+
+// ============================================================ the Python writer
+
+// scripts/latte_gguf.py (which exports the shipped model) read by this
+// reader, not by its own: scripts/check_gguf_py.py reads its output back
+// with the Python reader, which shares the writer's format tables, so a
+// wrong one (say, f32 metadata big-endian) passed there. Every scalar type,
+// arrays, alignment 64, and F32, F16 and Q8_0 tensors from numpy arrays.
+TEST(GgufPythonWriter, ItsFilesReadBackInTheCppReader) {
+  const std::string py = ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  if (std::system((py + " -c 'import numpy' 2>/dev/null").c_str()) != 0)
+    GTEST_SKIP() << py << " with numpy is needed (scripts/setup.sh installs python3-numpy)";
+  const std::string script = temp_path("py_writer") + ".py", out = temp_path("py_writer");
+  std::ofstream(script) << "import sys\n"
+                           "sys.path.insert(0, '" LATTE_SOURCE_DIR "/scripts')\n"
+                           "import numpy as np\n"
+                           "import latte_gguf as g\n"
+                           "VT = g.VT\n"
+                           "w = g.GGUFWriter(sys.argv[1], arch='test', alignment=64)\n"
+                           "w.add_uint8('u8', 250); w.add_int8('i8', -100); w.add_uint16('u16', 65000)\n"
+                           "w.add_int16('i16', -30000); w.add_uint32('u32', 4000000000); w.add_int32('i32', -2000000000)\n"
+                           "w.add_float32('f32', -1.625); w.add_bool('b', True); w.add_string('s', 'h\\u00e9llo')\n"
+                           "w.add_uint64('u64', 2 ** 63 + 5); w.add_int64('i64', -2 ** 62); w.add_float64('f64', 1e-300)\n"
+                           "w.add_array('as', ['a b', '', '\\u00e9'], VT.STRING)\n"
+                           "w.add_array('ai', [1, -2, 3], VT.INT32)\n"
+                           "w.add_array('af', [0.25, -1.5], VT.FLOAT32)\n"
+                           "w.add_array('ab', [True, False], VT.BOOL)\n"
+                           "w.add_array('au64', [2 ** 40, 7], VT.UINT64)\n"
+                           "v = ((np.arange(320) * 73 % 255) - 127).astype(np.float32) / 16\n"
+                           "w.add_tensor('t32', v[:192].reshape(3, 64))\n"
+                           "w.add_tensor('t16', v[:64].reshape(2, 4, 8), g.GT.F16)\n"
+                           "w.add_tensor('tq', v.reshape(5, 64) * np.float32(1.37), g.GT.Q8_0)\n"
+                           "w.write()\n";
+  ASSERT_EQ(std::system((py + " " + script + " " + out).c_str()), 0) << script;
+  const GgufFile f = GgufFile::open(out);
+  EXPECT_EQ(f.version(), 3u);
+  EXPECT_EQ(f.alignment(), 64u);
+  EXPECT_EQ(f.require_string("general.architecture"), "test");
+  const struct { const char* key; GgufValueType type; } types[] = {
+      {"u8", GgufValueType::u8},   {"i8", GgufValueType::i8},     {"u16", GgufValueType::u16},
+      {"i16", GgufValueType::i16}, {"u32", GgufValueType::u32},   {"i32", GgufValueType::i32},
+      {"f32", GgufValueType::f32}, {"b", GgufValueType::boolean}, {"s", GgufValueType::string},
+      {"u64", GgufValueType::u64}, {"i64", GgufValueType::i64},   {"f64", GgufValueType::f64}};
+  for (const auto& t : types) EXPECT_EQ(f.require(t.key).type, t.type) << t.key;
+  EXPECT_EQ(f.require_u32("u8"), 250u);
+  EXPECT_EQ(f.require_i32("i8"), -100);
+  EXPECT_EQ(f.require_u32("u16"), 65000u);
+  EXPECT_EQ(f.require_i32("i16"), -30000);
+  EXPECT_EQ(f.require_u32("u32"), 4000000000u);
+  EXPECT_EQ(f.require_i32("i32"), -2000000000);
+  EXPECT_EQ(f.require_f32("f32"), -1.625f);
+  EXPECT_TRUE(f.require_bool("b"));
+  EXPECT_EQ(f.require_string("s"), "h\xC3\xA9llo");
+  EXPECT_EQ(f.require_u64("u64"), (1ull << 63) + 5);
+  EXPECT_EQ(f.require_i64("i64"), -(1ll << 62));
+  EXPECT_EQ(*f.require("f64").as_f64(), 1e-300);
+  EXPECT_EQ(f.get_string_array("as"), (std::vector<std::string_view>{"a b", "", "\xC3\xA9"}));
+  EXPECT_EQ(f.get_i32_array("ai"), (std::vector<std::int32_t>{1, -2, 3}));
+  EXPECT_EQ(f.get_f32_array("af"), (std::vector<float>{0.25f, -1.5f}));
+  EXPECT_EQ(f.require_array("ab").elem_type, GgufValueType::boolean);
+  EXPECT_EQ(f.require_array("ab").count, 2u);
+  EXPECT_EQ(f.get_i64_array("au64"), (std::vector<std::int64_t>{1ll << 40, 7}));
+  // The tensors: shapes as ggml's ne, the values the arrays held.
+  std::vector<float> v(320);
+  for (int i = 0; i < 320; ++i) v[i] = static_cast<float>((i * 73 % 255) - 127) / 16.f;
+  const GgufTensor& t32 = f.require_tensor("t32", {64, 3});
+  ASSERT_EQ(t32.type, GgmlType::F32);
+  EXPECT_EQ(std::memcmp(t32.data, v.data(), 192 * 4), 0);
+  const GgufTensor& t16 = f.require_tensor("t16", {8, 4, 2});
+  ASSERT_EQ(t16.type, GgmlType::F16);
+  for (int i = 0; i < 64; ++i) {
+    std::uint16_t h;
+    std::memcpy(&h, t16.data + 2 * i, 2);
+    EXPECT_EQ(fp16_to_f32(h), v[i]) << i;
+  }
+  const GgufTensor& tq = f.require_tensor("tq", {64, 5});
+  ASSERT_EQ(tq.type, GgmlType::Q8_0);
+  std::vector<float> x(320);
+  for (int i = 0; i < 320; ++i) x[i] = v[i] * 1.37f;
+  std::vector<std::uint8_t> want(ggml_row_bytes(GgmlType::Q8_0, 320));
+  quantize_row_ref(GgmlType::Q8_0, x.data(), want.data(), 320);  // llama.cpp's rounding, as the script's
+  ASSERT_EQ(tq.n_bytes, want.size());
+  EXPECT_EQ(std::memcmp(tq.data, want.data(), want.size()), 0);
+  for (const GgufTensor& t : f.tensors()) EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.data) % 64, 0u) << t.name;
+  ::unlink(script.c_str());
+  ::unlink(out.c_str());
 }
 
 // ============================================================ llama.cpp files
