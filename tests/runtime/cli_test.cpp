@@ -58,10 +58,17 @@ std::string tokens_csv() {
 TEST(Cli, EvalMatchesLlamaCppLogits) {
   // The file mapped, then read into memory (--no-mmap): both match.
   for (const char* load : {"", " --no-mmap"}) {
-    const std::string out = ::testing::TempDir() + "/eval.f32";
+    // A file of its own per run, none there before it: the second run must
+    // not pass on the first one's output.
+    const std::string out = ::testing::TempDir() + "/eval" + (*load ? "_read" : "_mapped") + ".f32";
+    std::filesystem::remove(out);
     const Result r = run("eval -m " + kTestdata + "/tiny-moe-v2-lite.gguf --tokens " + tokens_csv() +
                          " --logits-out " + out + " --cache-type f32 --threads 2" + load);
     ASSERT_EQ(r.code, 0) << r.output;
+    // Exactly [160, 512] floats, and llama.cpp's file as long.
+    ASSERT_TRUE(std::filesystem::exists(out)) << load << ": no logits file\n" << r.output;
+    ASSERT_EQ(std::filesystem::file_size(out), 160u * 512 * 4) << load;
+    ASSERT_EQ(std::filesystem::file_size(kTestdata + "/tiny-moe-v2-lite.logits.f32"), 160u * 512 * 4);
     std::vector<float> got(160 * 512), want(160 * 512);
     std::ifstream(out, std::ios::binary).read(reinterpret_cast<char*>(got.data()), got.size() * 4);
     std::ifstream(kTestdata + "/tiny-moe-v2-lite.logits.f32", std::ios::binary)
