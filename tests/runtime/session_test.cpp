@@ -167,7 +167,17 @@ TEST(Session, ContextOverflowIsRefusedAndChangesNothing) {
   EXPECT_EQ(std::vector<float>(s.logits().begin(), s.logits().end()), before);
   s.prefill(std::span(tokens).subspan(40, 10));  // exactly fills the context
   EXPECT_EQ(s.n_past(), 50);
-  EXPECT_THROW(s.decode(1), Error);
+  // One more token: the same refusal, by name, and nothing changed.
+  const std::vector<float> full(s.logits().begin(), s.logits().end());
+  try {
+    s.decode(1);
+    FAIL() << "expected context_overflow";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::context_overflow) << e.what();
+    EXPECT_NE(std::string(e.what()).find("context"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s.n_past(), 50);
+  EXPECT_EQ(std::vector<float>(s.logits().begin(), s.logits().end()), full);
 }
 
 // The child of OutOfMemoryLeavesTheSessionAsItWas: 0 when all holds.
