@@ -156,7 +156,10 @@ TEST(CApi, ErrorsNameWhatIsWrong) {
   const std::string junk = ::testing::TempDir() + "/junk.gguf";
   { std::ofstream(junk) << "this is not a model"; }
   EXPECT_EQ(latte_model_load(junk.c_str(), &m), LATTE_ERR_BAD_FILE);
-  EXPECT_NE(std::string(latte_last_error()), "");
+  EXPECT_NE(std::string(latte_last_error()).find(junk), std::string::npos) << latte_last_error();
+  EXPECT_NE(std::string(latte_last_error()).find("not a GGUF file (bad magic)"), std::string::npos)
+      << latte_last_error();
+  EXPECT_EQ(m, nullptr);
 
   ASSERT_EQ(latte_model_load(kDense.c_str(), &m), LATTE_OK);
   latte_session_options o = latte_session_default_options();
