@@ -83,7 +83,9 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
     p.kv_layout = KvLayout::split;
     if (n_head_kv != 1) bad(k + "attention.head_count_kv must be 1 in the split (MLA) layout");
     if (key_length != m.kv_lora_rank + m.d_rope || value_length != m.kv_lora_rank)
-      bad(k + "attention.key_length/value_length do not match kv_lora_rank + rope dimension");
+      bad(k + "attention.key_length = " + std::to_string(key_length) + " / " + k + "attention.value_length = " +
+          std::to_string(value_length) + " do not match " + k + "attention.kv_lora_rank = " +
+          std::to_string(m.kv_lora_rank) + " + " + k + "rope.dimension_count = " + std::to_string(m.d_rope));
     m.d_nope = key_mla - m.d_rope;
     m.d_v = value_mla;
   } else {
@@ -91,7 +93,10 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
     m.d_nope = key_length - m.d_rope;
     m.d_v = value_length;
   }
-  if (m.d_nope <= 0) bad(k + "attention.key_length is not larger than rope.dimension_count");
+  if (m.d_nope <= 0)
+    bad(k + (p.kv_layout == KvLayout::split ? "attention.key_length_mla" : "attention.key_length") + " = " +
+        std::to_string(m.d_nope + m.d_rope) + " is not larger than " + k + "rope.dimension_count = " +
+        std::to_string(m.d_rope));
 
   RopeParams& r = m.rope;
   r.dim = m.d_rope;
@@ -158,9 +163,12 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
     p.n_expert_groups = opt("expert_group_count", 0, 1u << 16);
     p.n_expert_groups_used = opt("expert_group_used_count", 0, 1u << 16);
     if (p.n_experts_used < 1 || p.n_experts_used > p.n_experts)
-      bad(k + "expert_used_count must be in [1, expert_count]");
+      bad(k + "expert_used_count = " + std::to_string(p.n_experts_used) + " must be in [1, " + k +
+          "expert_count = " + std::to_string(p.n_experts) + "]");
     if (p.n_expert_groups > 1) {
-      if (p.n_experts % p.n_expert_groups != 0) bad(k + "expert_count is not a multiple of expert_group_count");
+      if (p.n_experts % p.n_expert_groups != 0)
+        bad(k + "expert_count = " + std::to_string(p.n_experts) + " is not a multiple of " + k +
+            "expert_group_count = " + std::to_string(p.n_expert_groups));
       if (p.n_expert_groups_used < 1 || p.n_expert_groups_used > p.n_expert_groups)
         bad(k + "expert_group_used_count must be in [1, expert_group_count]");
       // The kept groups must hold the experts used (else top-k would pick
@@ -189,6 +197,17 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
   }
   if (p.n_vocab <= 0) bad("vocabulary size unknown (" + k + "vocab_size and tokenizer.ggml.tokens absent)");
 
+  // The attention shapes by the keys they come from (validate() below names
+  // MlaConfig's fields, which a file does not have).
+  auto positive = [&](int v, const std::string& key) {
+    if (v <= 0) bad(key + " = " + std::to_string(v) + " must be > 0");
+  };
+  positive(m.d_model, k + "embedding_length");
+  positive(m.n_heads, k + "attention.head_count");
+  positive(m.kv_lora_rank, k + "attention.kv_lora_rank");
+  if (m.d_rope <= 0 || m.d_rope % 2 != 0)
+    bad(k + "rope.dimension_count = " + std::to_string(m.d_rope) + " must be even and > 0 (RoPE rotates pairs)");
+  positive(m.d_v, k + (p.kv_layout == KvLayout::split ? "attention.value_length_mla" : "attention.value_length"));
   try {
     m.validate();
   } catch (const Error& e) {
@@ -197,8 +216,8 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
   // Finite inputs can still overflow here (a huge YaRN log multiplier squared).
   const float kq = static_cast<float>(m.kq_scale());
   if (!std::isfinite(kq) || !(kq > 0.f))
-    bad("attention score scale " + std::to_string(kq) + " (from " + k +
-        "rope.scaling.* and key_length) is not finite and > 0");
+    bad("attention score scale " + std::to_string(kq) + " (from " + k + "rope.scaling.yarn_log_multiplier, " + k +
+        "rope.scaling.factor, " + k + "rope.scaling.attn_factor and the key length) is not finite and > 0");
   return p;
 }
 

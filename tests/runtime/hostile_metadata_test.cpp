@@ -5,7 +5,9 @@
 // negative, tiny, huge, inf and NaN). Loading, opening a session (with the
 // requested context and with the model's maximum), prefilling and decoding
 // must then either refuse with latte::Error or produce finite logits: never
-// a crash, another exception, or NaN/inf logits (silent garbage).
+// a crash, another exception, or NaN/inf logits (silent garbage). A file
+// refused at load is refused naming the key, or the tensor whose shape the
+// value contradicts.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -94,6 +96,7 @@ std::string describe(const std::vector<std::uint8_t>& b, GgufValueType t) {
 // defect (`problem` says which).
 struct Outcome {
   bool loaded = false;
+  std::string refusal;  // the load's error message, when refused
   int sessions_ran = 0;  // of 4 (2 contexts x 2 cache types)
   std::string problem;
 };
@@ -142,7 +145,8 @@ Outcome exercise(std::vector<std::uint8_t> bytes) {
         }
       }
     }
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    if (!r.loaded) r.refusal = e.what();
   } catch (const std::exception& e) {
     r.problem = std::string("exception other than latte::Error: ") + e.what();
   }
@@ -164,6 +168,11 @@ void check_file(const std::vector<std::uint8_t>& good, const std::string& name) 
       ++tried;
       const Outcome o = exercise(std::move(b));
       refused += !o.loaded;
+      // A refusal names the key, or the tensor whose shape the value
+      // contradicts ("MLA config: d_model must be > 0" named neither).
+      if (!o.loaded && o.refusal.find(kv.key) == std::string::npos && o.refusal.find("tensor '") == std::string::npos)
+        failures.push_back(std::string(kv.key) + " = " + describe(v, kv.value.type) +
+                           ": refused naming neither the key nor a tensor: " + o.refusal);
       ran += o.sessions_ran > 0;
       if (!o.problem.empty())
         failures.push_back(std::string(kv.key) + " = " + describe(v, kv.value.type) + ": " + o.problem);
