@@ -260,7 +260,13 @@ TEST(HostileWeights, NanLogitsAreRefusedAndForgotten) {
         // Prefill with the bad token in the middle, every position's logits asked.
         std::vector<float> all;
         const std::vector<std::int32_t> mixed = {13, bad_token, 17};
-        EXPECT_THROW(a.prefill(mixed, &all), Error);
+        try {
+          a.prefill(mixed, &all);
+          ADD_FAILURE() << "a NaN embedding in a prefill gave finite logits";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.status(), Status::bad_file) << e.what();
+          EXPECT_NE(std::string(e.what()).find("at position 4 is nan"), std::string::npos) << e.what();
+        }
         EXPECT_EQ(a.n_past(), 3);
         // Afterwards the session matches one that never saw the bad token.
         a.decode(19);
