@@ -2,6 +2,7 @@
 // have, for every cache type; every kind of bad file is refused by name and
 // leaves the session as it was.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <cstdint>
@@ -435,6 +436,33 @@ TEST(SessionStateFile, TheRopeFactorSetMustMatch) {
   a.decode(6);
   b.decode(6);
   EXPECT_EQ(logits_of(a), logits_of(b));
+}
+
+// README: the file is written 0600 (it holds a conversation), over an older
+// file of any mode, whatever the umask; a model file written through the
+// same temporary-and-rename takes the umask's mode as a plain file does.
+TEST(SessionStateFile, SavedPrivately) {
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  SessionOptions o;
+  o.n_ctx = 16;
+  Session a(model, o);
+  a.prefill(std::vector<std::int32_t>{1, 2, 3});
+  const std::string path = ::testing::TempDir() + "/private.lsess";
+  std::ofstream(path) << "an older file";
+  ::chmod(path.c_str(), 0644);
+  const mode_t old_mask = ::umask(022);
+  a.save_state(path);
+  const std::string model_path = ::testing::TempDir() + "/umask_model.gguf";
+  write_random_model(RandomModelSpec{}, model_path);
+  ::umask(old_mask);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << std::oct << (st.st_mode & 0777);
+  ASSERT_EQ(::stat(model_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u) << std::oct << (st.st_mode & 0777);
+  Session b(model, o);
+  b.load_state(path);
+  EXPECT_EQ(b.n_past(), 3);
 }
 
 // Two saves to one path at once (two threads, or two `latte run --session`
