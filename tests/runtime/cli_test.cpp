@@ -485,6 +485,32 @@ TEST(Cli, InteractiveRunOutlivesAFullContext) {
   EXPECT_NE(r.output.find("generated: 3 tokens"), std::string::npos) << r.output;
 }
 
+// README: any command whose context goes past what the model was trained for
+// says so on stderr (the shipped model: 512 tokens), and one within it does not.
+TEST(Cli, ContextsPastTheTrainedOneAreSaid) {
+  const std::string m = std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf", dir = ::testing::TempDir();
+  std::string ids;
+  for (int i = 0; i < 520; ++i) ids += (i ? "," : "") + std::to_string(1 + (i * 37) % 2000);
+  std::ofstream(dir + "/long_window.txt") << ids << "\n";
+  const std::string tail = " tokens, beyond the model's trained context of 512: its output there is unreliable";
+  const struct { std::string args, warning; } cases[] = {
+      {"run -m " + m + " -c 600 -p hi -n 1 --seed 1", "warning: --ctx reaches 600" + tail},
+      {"eval -m " + m + " --tokens " + ids + " --logits-out " + dir + "/long.f32 --threads 1",
+       "warning: --tokens reaches 520" + tail},
+      {"bench -m " + m + " --depths 600 -p 1 -n 1 --threads 1", "warning: the deepest measurement reaches 601" + tail},
+      {"perplexity -m " + m + " --windows " + dir + "/long_window.txt --threads 1",
+       "warning: the longest window reaches 520" + tail},
+  };
+  for (const auto& c : cases) {
+    const Result r = run(c.args);
+    EXPECT_EQ(r.code, 0) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.warning), std::string::npos) << c.args << "\n" << r.output;
+  }
+  const Result within = run("run -m " + m + " -c 512 -p hi -n 1 --seed 1");
+  EXPECT_EQ(within.code, 0) << within.output;
+  EXPECT_EQ(within.output.find("warning:"), std::string::npos) << within.output;
+}
+
 TEST(Cli, RunWithoutAModelUsesTheShippedOne) {
   const Result r = run("run -p \"A fortune\" -n 8 --seed 1");
   ASSERT_EQ(r.code, 0) << r.output;
