@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/isa.h"
@@ -184,6 +185,25 @@ TEST(RandomModel, KQuantWeightsMatchReference) {
       RecordProperty(std::string(ggml_type_name(type)) + "_" + name, std::to_string(num / den));
     }
   }
+}
+
+// README: make-model writes the rows a 256-element block does not divide in
+// llama.cpp's fallback types (Q2_K and Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K ->
+// Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL), and F16 where 32 does not divide
+// either (V2-Lite's 1408-column expert rows; 1400 here).
+TEST(RandomModel, RowsABlockDoesNotDivideTakeLlamaCppsFallback) {
+  const std::pair<GgmlType, GgmlType> fallback[] = {
+      {GgmlType::Q2_K, GgmlType::Q4_0}, {GgmlType::Q3_K, GgmlType::Q4_0}, {GgmlType::Q4_K, GgmlType::Q5_0},
+      {GgmlType::Q5_K, GgmlType::Q5_1}, {GgmlType::Q6_K, GgmlType::Q8_0}, {GgmlType::IQ4_XS, GgmlType::IQ4_NL}};
+  for (const auto& [want, fb] : fallback) {
+    EXPECT_EQ(row_type_for(want, 2048), want) << ggml_type_name(want);
+    EXPECT_EQ(row_type_for(want, 1408), fb) << ggml_type_name(want);
+    EXPECT_EQ(row_type_for(want, 1400), GgmlType::F16) << ggml_type_name(want);
+  }
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    EXPECT_EQ(row_type_for(t, 1408), t) << ggml_type_name(t);
+  }
+  EXPECT_EQ(row_type_for(GgmlType::Q8_0, 1400), GgmlType::F16);
 }
 
 // general.alignment 1 or 2 is valid GGUF// general.alignment 1 or 2 is valid GGUF, and places tensors at any byte:
