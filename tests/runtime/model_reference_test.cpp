@@ -35,10 +35,11 @@ struct Case {
 class ModelReferenceVsLlamaCpp : public ::testing::TestWithParam<Case> {};
 
 // All 160 tokens: a prefill of 100, then 60 single-token decode steps.
-// Bound: the README's 1.7e-5 (measured 8.6e-6 dense, 1.66e-5 MoE); 1e-4,
+// Bound: 2.5e-5, a margin over the README's 1.7e-5 for other compilers'
+// roundings (measured 8.6e-6 dense, 1.66e-5 MoE); 1e-4,
 // the optimized path's bar, let a reference with RMSNorm's epsilon 5% off
 // through (6.5e-5 on tiny-dense).
-TEST_P(ModelReferenceVsLlamaCpp, LogitsWithin1_7e5) {
+TEST_P(ModelReferenceVsLlamaCpp, LogitsWithin2_5e5) {
   const Case c = GetParam();
   auto file = GgufFile::open(kTestdata + "/" + c.file + ".gguf");
   ModelReference model(file);
@@ -54,7 +55,7 @@ TEST_P(ModelReferenceVsLlamaCpp, LogitsWithin1_7e5) {
   }
   ASSERT_EQ(got.size(), expected.size());
   const double diff = max_abs_diff(got, expected);
-  EXPECT_LT(diff, 1.7e-5) << c.file << " " << mla_form_name(c.form);
+  EXPECT_LT(diff, 2.5e-5) << c.file << " " << mla_form_name(c.form);
   RecordProperty("max_abs_diff", std::to_string(diff));
 }
 
