@@ -383,7 +383,10 @@ std::uint8_t* read_into_huge_pages(int fd, const std::string& path, std::size_t 
 GgufFile GgufFile::open(const std::string& path, GgufLoad how) {
   GgufFile f;
   f.path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO's open() would otherwise wait for a writer (forever,
+  // in the caller's thread) before the regular-file check below refuses it.
+  // It changes nothing for a regular file's reads or mapping.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     throw Error(Status::io_error, path + ": cannot open: " + std::strerror(errno));
   struct stat st {};

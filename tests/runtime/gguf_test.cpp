@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -578,6 +579,34 @@ TEST(GgufValidation, OpenMissingFileIsIoError) {
   expect_error([] { GgufFile::open("/nonexistent/dir/x.gguf"); }, Status::io_error,
                {"/nonexistent/dir/x.gguf", "cannot open"});
   expect_error([] { GgufFile::open("/tmp"); }, Status::io_error, {"not a regular file"});
+}
+
+// A FIFO (or a device) named as the model: refused, where open() without
+// O_NONBLOCK waited for a writer forever and hung the caller's thread before
+// the regular-file check. In a child: a hang there is an alarm, not a stuck
+// test run.
+TEST(GgufValidation, FifoIsRefusedWithoutBlocking) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string path = temp_path("gguf_fifo");
+  ::unlink(path.c_str());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+  for (GgufLoad how : {GgufLoad::map, GgufLoad::read}) {
+    EXPECT_EXIT(
+        {
+          ::alarm(10);
+          try {
+            GgufFile::open(path, how);
+          } catch (const Error& e) {
+            std::exit(e.status() == Status::io_error && std::string(e.what()).find("not a regular file") !=
+                                                              std::string::npos
+                          ? 0
+                          : 2);
+          }
+          std::exit(3);
+        },
+        ::testing::ExitedWithCode(0), "");
+  }
+  ::unlink(path.c_str());
 }
 
 TEST(GgufValidation, EmptyFile) {
