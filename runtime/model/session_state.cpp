@@ -208,7 +208,11 @@ void Session::load_state(const std::string& path) {
   const LatentTileLayout& lay = cache_.layout();
   const std::string what = "session file '" + path + "'";
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(Status::io_error, what + " is a directory");
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st)) throw Error(Status::io_error, what + " is a directory");
+  // Opening a FIFO would wait for a writer, forever, in the caller's thread.
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    throw Error(Status::io_error, what + " is not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(Status::io_error, "cannot open " + what + ": " + std::strerror(errno));
   const std::uintmax_t size = std::filesystem::file_size(path, ec);

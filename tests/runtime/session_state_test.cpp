@@ -3,7 +3,9 @@
 // leaves the session as it was.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -281,6 +283,31 @@ TEST(SessionStateFile, BadFilesAreRefusedByName) {
   // The intact file still loads.
   s.load_state(good);
   EXPECT_EQ(s.n_past(), 140);
+}
+
+// The child of FifoIsRefusedWithoutBlocking: 0 when the load is refused.
+int fifo_load_child(const std::string& fifo) {
+  ::alarm(10);
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  SessionOptions o;
+  o.threads = 1;
+  Session s(model, o);
+  const std::int32_t t[] = {1, 2, 3};
+  s.prefill(t);
+  expect_refused(s, fifo, Status::io_error, "is not a regular file");
+  return ::testing::Test::HasFailure() ? 2 : 0;
+}
+
+// A FIFO named as the session file: refused, where opening it waited for a
+// writer forever and hung the caller's thread. In a child, under an alarm:
+// without the check the test fails (SIGALRM) instead of hanging the run.
+TEST(SessionStateFile, FifoIsRefusedWithoutBlocking) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string fifo = ::testing::TempDir() + "/state_" + std::to_string(::getpid()) + ".fifo";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  EXPECT_EXIT(std::exit(fifo_load_child(fifo)), ::testing::ExitedWithCode(0), "");
+  ::unlink(fifo.c_str());
 }
 
 TEST(SessionStateFile, AnotherFileOfTheSameShapesIsAnotherModel) {
