@@ -1,5 +1,6 @@
 #include "runtime/atomic_file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,7 +32,9 @@ mode_t current_umask() {
 
 AtomicFile::AtomicFile(const std::string& path, const std::string& what, bool private_mode)
     : path_(path), tmp_(path + ".XXXXXX"), what_(what) {
-  const int fd = ::mkstemp(tmp_.data());
+  // Close-on-exec: a child that a host forks and execs meanwhile (on another
+  // thread) must not inherit it.
+  const int fd = ::mkostemp(tmp_.data(), O_CLOEXEC);
   if (fd < 0) throw Error(Status::io_error, what_ + ": cannot create '" + tmp_ + "': " + std::strerror(errno));
   if (!private_mode) ::fchmod(fd, 0666 & ~current_umask());
   f_ = ::fdopen(fd, "wb");

@@ -1,6 +1,6 @@
 // A file written whole or not at all: through a unique temporary beside the
-// target (mkstemp, so two writers to one path never share it), renamed over
-// the target at commit(). An error, or destruction before commit(), leaves
+// target (mkostemp, so two writers to one path never share it; close-on-exec),
+// renamed over the target at commit(). An error, or destruction before commit(), leaves
 // an earlier file as it was and removes the temporary. Errors:
 // Error(io_error) naming the file and the system's reason.
 #pragma once
@@ -14,7 +14,7 @@ namespace latte {
 class AtomicFile {
  public:
   // what: the operation, for messages ("save session"). The file is created
-  // with mode 0600 (mkstemp's), or 0666 less the umask when !private_mode.
+  // with mode 0600 (mkostemp's), or 0666 less the umask when !private_mode.
   AtomicFile(const std::string& path, const std::string& what, bool private_mode);
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;

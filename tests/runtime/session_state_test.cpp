@@ -2,6 +2,7 @@
 // have, for every cache type; every kind of bad file is refused by name and
 // leaves the session as it was.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "quant/latent_formats.h"
+#include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "runtime/latent_cache.h"
 #include "runtime/model/random_model.h"
@@ -308,6 +310,17 @@ TEST(SessionStateFile, FifoIsRefusedWithoutBlocking) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
   EXPECT_EXIT(std::exit(fifo_load_child(fifo)), ::testing::ExitedWithCode(0), "");
   ::unlink(fifo.c_str());
+}
+
+// The temporary a save writes is close-on-exec, as the model's descriptor
+// is: a host that forks and execs on another thread meanwhile must not hand
+// it to the child (which would keep the file open past the save).
+TEST(SessionStateFile, TheTemporaryIsCloseOnExec) {
+  const std::string path = ::testing::TempDir() + "/cloexec_" + std::to_string(::getpid()) + ".bin";
+  AtomicFile f(path, "test", /*private_mode=*/true);
+  const int flags = ::fcntl(::fileno(f.stream()), F_GETFD);
+  ASSERT_GE(flags, 0);
+  EXPECT_TRUE(flags & FD_CLOEXEC);
 }
 
 TEST(SessionStateFile, AnotherFileOfTheSameShapesIsAnotherModel) {
