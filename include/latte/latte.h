@@ -4,6 +4,15 @@
  * shared by any number of sessions, each on its own thread. A session holds
  * one sequence: its latent cache and scratch.
  *
+ * Threads: a session (like a sampler) is used by one thread at a time; calls
+ * on one session from two threads at once are not detected and corrupt it.
+ * latte_model_free may come while sessions of the model exist (they keep it
+ * alive), but not while another thread is in a call given that model. A
+ * session's threads are OpenMP's (libgomp): a process forked after a call
+ * with more than one thread hangs in its own next call with more than one
+ * (libgomp's thread pool is not carried over fork), so a child calls Latte
+ * with threads = 1 or after exec.
+ *
  * Every function that can fail returns a latte_status; on failure
  * latte_last_error() gives a message naming what is wrong (thread-local,
  * valid until the next failing call on the same thread). */
