@@ -11,7 +11,10 @@
  * session's threads are OpenMP's (libgomp): a process forked after a call
  * with more than one thread hangs in its own next call with more than one
  * (libgomp's thread pool is not carried over fork), so a child calls Latte
- * with threads = 1 or after exec.
+ * with threads = 1 or after exec. Latte leaves the caller's floating-point
+ * environment as it was and computes in it: a rounding mode other than to
+ * nearest (fesetround) changes the logits, and makes them depend on the
+ * thread count (OpenMP's threads keep the mode they were created with).
  *
  * Every function that can fail returns a latte_status; on failure
  * latte_last_error() gives a message naming what is wrong (thread-local,
