@@ -368,6 +368,48 @@ TEST(Session, ConcurrentSessionsShareOneModel) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i], expected) << "session " << i;
 }
 
+// Sessions with their own team sizes at once, each thread's OpenMP settings
+// its own: a 170-token prefill (oneDNN's GEMMs for F32 weights), then
+// decode steps, on std::threads and on the threads of a caller's own OpenMP
+// region (Latte's regions nested inside it, inactive at the default
+// max-active-levels of 1, active at 2). Each gets the bits it gets alone.
+TEST(Session, ConcurrentSessionsWithTheirOwnTeams) {
+  for (const char* file : {"tiny-dense", "tiny-moe-v2-lite"}) {
+    auto model = Model::load(kTestdata + "/" + file + ".gguf");
+    std::vector<std::int32_t> tokens(180);  // more than testdata's 160
+    for (std::size_t t = 0; t < tokens.size(); ++t) tokens[t] = static_cast<std::int32_t>((t * 37 + 11) % 512);
+    auto run = [&](int i) {
+      SessionOptions o;
+      o.threads = 1 + i % 3;
+      o.cache = static_cast<LatentStorage>(i % 3);
+      o.n_ctx = 256;
+      Session s(model, o);
+      s.prefill(std::span(tokens).first(170));
+      for (int t = 170; t < 180; ++t) s.decode(tokens[t]);
+      return std::vector<float>(s.logits().begin(), s.logits().end());
+    };
+    std::vector<std::vector<float>> expected;
+    for (int i = 0; i < 4; ++i) expected.push_back(run(i));
+    std::vector<std::vector<float>> got(4);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i) threads.emplace_back([&, i] { got[i] = run(i); });
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i], expected[i]) << file << ", std::thread " << i;
+    const int levels = omp_get_max_active_levels(), dynamic = omp_get_dynamic();
+    omp_set_dynamic(0);  // the caller's team: all 4 threads
+    for (int nest : {1, 2}) {
+      omp_set_max_active_levels(nest);
+      std::vector<std::vector<float>> in_region(4);
+#pragma omp parallel num_threads(4)
+      in_region[omp_get_thread_num()] = run(omp_get_thread_num());
+      for (int i = 0; i < 4; ++i)
+        EXPECT_EQ(in_region[i], expected[i]) << file << ", max-active-levels " << nest << ", OpenMP thread " << i;
+    }
+    omp_set_max_active_levels(levels);
+    omp_set_dynamic(dynamic);
+  }
+}
+
 // A session fed its own tokens(): the span points into storage the call may
 // move (it grows the token list first); ASan saw the freed memory read.
 TEST(Session, PrefillOfItsOwnTokensReadsACopy) {
