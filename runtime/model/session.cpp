@@ -24,6 +24,7 @@
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
 #include "runtime/mla/cost_model.h"
+#include "runtime/model/expert_parts.h"
 
 namespace latte {
 
@@ -425,7 +426,7 @@ struct Session::Scratch {
       base[e + 1] = base[e] + static_cast<std::size_t>(nt);
       const int parts = split ? (nt + kExpertItemTokens - 1) / kExpertItemTokens : std::min(nt, 1);
       for (int q = 0; q < parts; ++q) {
-        items.push_back({e, nt * q / parts, nt * (q + 1) / parts});
+        items.push_back({e, expert_part_begin(nt, q, parts), expert_part_begin(nt, q + 1, parts)});
         max_nt = std::max(max_nt, items.back().j1 - items.back().j0);
       }
     }

@@ -8,7 +8,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -18,6 +20,7 @@
 #include "kernels/isa.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
+#include "runtime/model/expert_parts.h"
 #include "runtime/model/model_reference.h"
 #include "runtime/model/random_model.h"
 #include "tests/runtime/testdata.h"
@@ -344,6 +347,29 @@ TEST(Session, LargeExpertsSplitKeepTheLogits) {
   const auto one = run(1);
   EXPECT_EQ(run(2), one);
   EXPECT_EQ(run(3), one);
+}
+
+// The parts a large expert is split into (moe_experts: ceil(n / 128) of
+// them) cover its n tokens in order, each 64 to 128 tokens, up to the
+// longest chunk an int holds: from 524,288 tokens an expert, n * q in 32
+// bits wrapped and gave negative bounds (a crash reading the token list).
+TEST(Session, ExpertPartsCoverLongChunks) {
+  for (int n : {1, 128, 129, 400, 524287, 524289, 600000, 16777216, 2147483647}) {
+    const int parts = static_cast<int>((static_cast<std::int64_t>(n) + 127) / 128);
+    int prev = expert_part_begin(n, 0, parts), worst_short = 128, worst_long = 0;
+    EXPECT_EQ(prev, 0) << n;
+    for (int q = 1; q <= parts; ++q) {
+      const int b = expert_part_begin(n, q, parts);
+      worst_short = std::min(worst_short, b - prev);
+      worst_long = std::max(worst_long, b - prev);
+      prev = b;
+    }
+    EXPECT_EQ(prev, n) << n;
+    EXPECT_LE(worst_long, 128) << n;
+    if (n > 128) {
+      EXPECT_GE(worst_short, 64) << n;
+    }
+  }
 }
 
 // One read-only model, several sessions decoding at once on their own threads.
