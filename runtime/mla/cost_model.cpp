@@ -18,13 +18,21 @@ MlaCost mla_attention_cost(const MlaConfig& cfg, std::int64_t n_query, std::int6
 
 MlaForm mla_pick_form(const MlaConfig& cfg, std::int64_t n_query, std::int64_t n_cached,
                       double absorbed_pair_cost) {
-  const MlaCost c = mla_attention_cost(cfg, n_query, n_cached);
-  // Split the absorbed count into its per-query projections (f32) and its
-  // per-pair work (the attention kernel), and weight the latter.
-  const std::int64_t nh = cfg.n_heads, dc = cfg.kv_lora_rank;
-  const double projections = static_cast<double>(n_query) * nh * (cfg.d_nope + cfg.d_v) * dc;
-  const double absorbed = projections + (static_cast<double>(c.absorbed) - projections) * absorbed_pair_cost;
-  return static_cast<double>(c.naive) < absorbed ? MlaForm::naive : MlaForm::absorbed;
+  if (n_query < 0 || n_cached < 0)
+    throw Error(Status::invalid_argument, "MLA cost: token counts must be >= 0");
+  // mla_attention_cost's counts in double: in int64 they wrap for DeepSeek
+  // shapes from ~6.6e13 query-key pairs (65,536 queries behind 2^31 cached
+  // tokens), and the wrapped counts picked the form backwards. Integers
+  // below 2^53 stay exact, so shorter chunks pick as before.
+  const double nq = static_cast<double>(n_query), nc = static_cast<double>(n_cached);
+  const double nh = cfg.n_heads, dc = cfg.kv_lora_rank, dn = cfg.d_nope, dr = cfg.d_rope, dv = cfg.d_v;
+  const double pairs = nq * nc + nq * (nq + 1) / 2;
+  // The absorbed count split into its per-query projections (f32) and its
+  // per-pair work (the attention kernel), the latter weighted.
+  const double projections = nq * nh * (dn + dv) * dc;
+  const double absorbed = projections + pairs * nh * (2 * dc + dr) * absorbed_pair_cost;
+  const double naive = (nc + nq) * nh * (dn + dv) * dc + pairs * nh * (dn + dr + dv);
+  return naive < absorbed ? MlaForm::naive : MlaForm::absorbed;
 }
 
 double mla_absorbed_pair_cost(bool int8_cache, bool has_vnni512) {

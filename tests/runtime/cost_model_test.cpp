@@ -75,6 +75,16 @@ TEST(CostModel, Int8CacheShiftsTheChoice) {
   EXPECT_EQ(mla_pick_form(c, 1, 100, int8), MlaForm::absorbed);
 }
 
+// A long chunk behind the longest context a cache holds (2^31 - 1 tokens):
+// V3 shapes count ~2e19 multiply-adds absorbed against ~6e18 naive, past
+// int64, where the wrapped counts picked absorbed.
+TEST(CostModel, PicksWithoutOverflowAtTheLongestContext) {
+  const MlaConfig c = deepseek_shape(128);
+  const std::int64_t n_query = 65536, n_cached = 2147483647 - n_query;
+  EXPECT_EQ(mla_pick_form(c, n_query, n_cached), MlaForm::naive);
+  EXPECT_EQ(mla_pick_form(c, 1, 2147483646), MlaForm::absorbed);
+}
+
 TEST(CostModel, RejectsNegativeCounts) {
   EXPECT_THROW(mla_attention_cost(deepseek_shape(16), -1, 0), Error);
 }
