@@ -67,7 +67,9 @@ const char* latte_last_error(void);
 typedef struct latte_model_options {
   /* 1 (default): map the file read-only, nothing copied. 0: read it into
    * private memory on huge pages (slower load, the model's size in private
-   * memory, ~5-10% faster decode where decode is bound by weight reads). */
+   * memory, ~5-10% faster decode where decode is bound by weight reads).
+   * A mapped file truncated or rewritten in place while loaded raises
+   * SIGBUS at the next read of a lost page: replace files by rename. */
   int32_t use_mmap;
 } latte_model_options;
 
