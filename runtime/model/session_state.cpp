@@ -32,8 +32,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -41,6 +39,7 @@
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "runtime/model/session.h"
+#include "runtime/read_only_file.h"
 
 namespace latte {
 
@@ -184,22 +183,19 @@ void Session::save_state(const std::string& path) const {
 
 // Whether the checksum at the end of a file matches its other bytes. For a
 // file whose header cannot be trusted yet: one streaming pass.
-bool checksum_matches(std::ifstream& in, std::uintmax_t size) {
+bool checksum_matches(ReadOnlyFile& in, std::uint64_t size) {
   if (size < 8) return false;
-  in.clear();
-  in.seekg(0);
+  in.seek(0);
   Checksum sum;
   std::vector<char> buf(std::size_t{1} << 20);
-  for (std::uintmax_t left = size - 8; left > 0;) {
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uintmax_t>(left, buf.size()));
-    in.read(buf.data(), static_cast<std::streamsize>(n));
-    if (static_cast<std::size_t>(in.gcount()) != n) return false;
+  for (std::uint64_t left = size - 8; left > 0;) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, buf.size()));
+    if (in.read(buf.data(), n) != n) return false;
     sum.add(buf.data(), n);
     left -= n;
   }
   std::uint64_t stored = 0;
-  in.read(reinterpret_cast<char*>(&stored), sizeof stored);
-  return in.gcount() == sizeof stored && stored == sum.value();
+  return in.read(&stored, sizeof stored) == sizeof stored && stored == sum.value();
 }
 
 void Session::load_state(const std::string& path) {
@@ -207,16 +203,10 @@ void Session::load_state(const std::string& path) {
   const LatentCacheConfig& cc = cache_.config();
   const LatentTileLayout& lay = cache_.layout();
   const std::string what = "session file '" + path + "'";
-  std::error_code ec;
-  const std::filesystem::file_status st = std::filesystem::status(path, ec);
-  if (std::filesystem::is_directory(st)) throw Error(Status::io_error, what + " is a directory");
-  // Opening a FIFO would wait for a writer, forever, in the caller's thread.
-  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
-    throw Error(Status::io_error, what + " is not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(Status::io_error, "cannot open " + what + ": " + std::strerror(errno));
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw Error(Status::io_error, "cannot size " + what + ": " + ec.message());
+  // Close-on-exec, and a FIFO in the path's place refused rather than
+  // waited on (forever, in the caller's thread): see ReadOnlyFile.
+  ReadOnlyFile in(path, what);
+  const std::uint64_t size = in.size();
   const std::string not_session = what + " is not a Latte session";
   const std::string corrupt = what + " is corrupt: its checksum does not match";
 
@@ -224,8 +214,8 @@ void Session::load_state(const std::string& path) {
   // first the magic, the version and the size the header implies (a damaged
   // header fails those, or the checksum), then every byte.
   std::uint8_t h[kHeaderBytes] = {};
-  in.read(reinterpret_cast<char*>(h), 12);
-  if (size < 12 || in.gcount() != 12) throw Error(Status::bad_file, not_session + " (" + std::to_string(size) + " bytes)");
+  const std::size_t head = in.read(h, 12);
+  if (size < 12 || head != 12) throw Error(Status::bad_file, not_session + " (" + std::to_string(size) + " bytes)");
   if (std::memcmp(h, kMagic, 8) != 0) throw Error(Status::bad_file, not_session + " (no LATTESES magic)");
   const std::uint32_t version = get<std::uint32_t>(h + 8);
   if (version != kVersion) {
@@ -236,8 +226,7 @@ void Session::load_state(const std::string& path) {
                                          "; this build reads " + std::to_string(kVersion));
   }
   if (size < kHeaderBytes + 8) throw Error(Status::bad_file, not_session + " (" + std::to_string(size) + " bytes)");
-  in.read(reinterpret_cast<char*>(h + 12), kHeaderBytes - 12);
-  if (in.gcount() != static_cast<std::streamsize>(kHeaderBytes - 12))
+  if (in.read(h + 12, kHeaderBytes - 12) != kHeaderBytes - 12)
     throw Error(Status::bad_file, what + " is truncated (it changed while being read?)");
   StateHeader s;
   s.version = version;
@@ -299,14 +288,12 @@ void Session::load_state(const std::string& path) {
     throw Error(Status::context_overflow, what + " holds " + std::to_string(s.n_past) +
                                               " tokens; this session's context is " + std::to_string(opts_.n_ctx));
 
-  in.clear();
-  in.seekg(static_cast<std::streamoff>(kHeaderBytes));
+  in.seek(kHeaderBytes);
   Checksum sum;
   sum.add(h, sizeof h);
   const auto read = [&](void* data, std::size_t n) {
     if (n == 0) return;  // data may be null
-    in.read(static_cast<char*>(data), static_cast<std::streamsize>(n));
-    if (static_cast<std::size_t>(in.gcount()) != n)
+    if (in.read(data, n) != n)
       throw Error(Status::bad_file, what + " is truncated (it changed while being read?)");
     sum.add(data, n);
   };
@@ -335,8 +322,7 @@ void Session::load_state(const std::string& path) {
     }
   }
   std::uint64_t stored = 0;
-  in.read(reinterpret_cast<char*>(&stored), sizeof stored);
-  if (in.gcount() != sizeof stored) throw Error(Status::bad_file, what + " is truncated (it changed while being read?)");
+  if (in.read(&stored, sizeof stored) != sizeof stored) throw Error(Status::bad_file, what + " is truncated (it changed while being read?)");
   if (stored != sum.value()) throw Error(Status::bad_file, corrupt + " (it changed while being read?)");
 
   // Nothing below throws: the session changes all at once.

@@ -22,6 +22,7 @@
 
 #include "quant/latent_formats.h"
 #include "runtime/atomic_file.h"
+#include "runtime/read_only_file.h"
 #include "runtime/error.h"
 #include "runtime/latent_cache.h"
 #include "runtime/model/random_model.h"
@@ -321,6 +322,57 @@ TEST(SessionStateFile, TheTemporaryIsCloseOnExec) {
   const int flags = ::fcntl(::fileno(f.stream()), F_GETFD);
   ASSERT_GE(flags, 0);
   EXPECT_TRUE(flags & FD_CLOEXEC);
+}
+
+// Session loads read through ReadOnlyFile: its descriptor is close-on-exec
+// (std::ifstream's was not: a host forking and exec-ing on another thread
+// during a load handed it to the child), and it judges the file it opened,
+// not the path, so a FIFO is refused without waiting for a writer even when
+// it takes the path's place after any check of the path.
+TEST(ReadOnlyFile, IsCloseOnExecAndSizesTheFileItOpened) {
+  const std::string path = ::testing::TempDir() + "/rof_" + std::to_string(::getpid()) + ".bin";
+  {
+    AtomicFile f(path, "test", /*private_mode=*/true);
+    f.write("0123456789", 10);
+    f.commit(/*sync=*/false);
+  }
+  ReadOnlyFile f(path, "test file");
+  const int flags = ::fcntl(f.fd(), F_GETFD);
+  ASSERT_GE(flags, 0);
+  EXPECT_TRUE(flags & FD_CLOEXEC);
+  EXPECT_EQ(f.size(), 10u);
+  char buf[8] = {};
+  f.seek(6);
+  EXPECT_EQ(f.read(buf, sizeof buf), 4u);  // short only at the end
+  EXPECT_EQ(std::string(buf, 4), "6789");
+  EXPECT_EQ(f.read(buf, sizeof buf), 0u);
+  ::unlink(path.c_str());
+  try {
+    ReadOnlyFile d(::testing::TempDir(), "test dir");
+    ADD_FAILURE() << "a directory was opened";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::io_error);
+    EXPECT_NE(std::string(e.what()).find("test dir is a directory"), std::string::npos) << e.what();
+  }
+}
+
+int fifo_open_child(const std::string& fifo) {
+  ::alarm(10);
+  try {
+    ReadOnlyFile f(fifo, "test fifo");
+  } catch (const Error& e) {
+    return std::string(e.what()).find("test fifo is not a regular file") != std::string::npos ? 0 : 3;
+  }
+  return 2;
+}
+
+TEST(ReadOnlyFile, FifoIsRefusedWithoutBlocking) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string fifo = ::testing::TempDir() + "/rof_" + std::to_string(::getpid()) + ".fifo";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  EXPECT_EXIT(std::exit(fifo_open_child(fifo)), ::testing::ExitedWithCode(0), "");
+  ::unlink(fifo.c_str());
 }
 
 TEST(SessionStateFile, AnotherFileOfTheSameShapesIsAnotherModel) {
