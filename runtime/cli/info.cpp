@@ -106,6 +106,13 @@ int run_info_file(const std::string& path) {
   std::printf("latent cache:  %d elements per token per layer (MHA would keep %d)\n", m.kv_lora_rank + m.d_rope,
               m.n_heads * (m.d_nope + m.d_rope + m.d_v));
   for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+    // A shape one layout cannot hold (int8 needs d_c and d_R in multiples of
+    // 4) is said on its line: the model still runs with the others, and the
+    // rest of the report must not be lost to an exception.
+    if (const char* why = latent_layout_problem(st, m.kv_lora_rank, m.d_rope, kLatentCacheTileTokens); *why) {
+      std::printf("  %-5s not available: %s\n", latent_storage_name(st), why);
+      continue;
+    }
     const double per_tok =
         static_cast<double>(LatentCache::bytes_for(p.n_layers, m.kv_lora_rank, m.d_rope, 1 << 16, st)) / (1 << 16);
     std::printf("  %-5s %8.1f bytes per token (all layers), %9.3f GB at %lld tokens\n", latent_storage_name(st), per_tok,

@@ -93,6 +93,25 @@ TEST(Cli, InfoDescribesAFile) {
       << r.output;
 }
 
+// A model whose d_R is not a multiple of 4 loads and runs with the f32 and
+// f16 caches but cannot take the int8 one: info says so on that line and
+// still reports the rest (it used to stop there with exit 1).
+TEST(Cli, InfoOnAShapeInt8CannotCache) {
+  latte::RandomModelSpec spec;  // 2 layers, d_c 32
+  spec.d_rope = 6;
+  const std::string path = ::testing::TempDir() + "/rope6.gguf";
+  latte::write_random_model(spec, path);
+  const Result r = run("info " + path, /*stdout_only=*/true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  // 2 layers x (32 + 6) elements x 4 bytes, plus the tile tables per token.
+  EXPECT_NE(r.output.find("  f32      304.1 bytes per token (all layers)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  f16      152.1 bytes per token (all layers)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  int8  not available: int8 latent storage needs d_c and d_R to be multiples of 4"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("tokenizer:     byte-level BPE"), std::string::npos) << r.output;
+}
+
 // make-model writes a file Latte loads and runs: here the tiny preset in
 // Q6_K (its rows of 256 and 512 take Q6_K, the 64-wide ones llama.cpp's
 // fallback Q8_0), evaluated over 20 tokens (one prefill chunk, which takes
