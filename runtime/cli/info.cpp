@@ -16,6 +16,15 @@ namespace latte::cli {
 
 namespace {
 double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
+// Decimal GB, MB or kB, whichever keeps the figure at 1 or more: a small
+// model's whole cache in "GB" read 0.000.
+std::string decimal_bytes(double bytes) {
+  char b[32];
+  if (bytes >= 1e9) std::snprintf(b, sizeof b, "%.3f GB", bytes / 1e9);
+  else if (bytes >= 1e6) std::snprintf(b, sizeof b, "%.3f MB", bytes / 1e6);
+  else std::snprintf(b, sizeof b, "%.3f kB", bytes / 1e3);
+  return b;
+}
 }  // namespace
 
 std::string default_model_path() {
@@ -115,8 +124,9 @@ int run_info_file(const std::string& path) {
     }
     const double per_tok =
         static_cast<double>(LatentCache::bytes_for(p.n_layers, m.kv_lora_rank, m.d_rope, 1 << 16, st)) / (1 << 16);
-    std::printf("  %-5s %8.1f bytes per token (all layers), %9.3f GB at %lld tokens\n", latent_storage_name(st), per_tok,
-                LatentCache::bytes_for(p.n_layers, m.kv_lora_rank, m.d_rope, max_ctx, st) / 1e9,
+    std::printf("  %-5s %8.1f bytes per token (all layers), %12s at %lld tokens\n", latent_storage_name(st), per_tok,
+                decimal_bytes(static_cast<double>(LatentCache::bytes_for(p.n_layers, m.kv_lora_rank, m.d_rope, max_ctx, st)))
+                    .c_str(),
                 static_cast<long long>(max_ctx));
   }
   if (const Tokenizer* tok = model->tokenizer()) {

@@ -93,6 +93,20 @@ TEST(Cli, InfoDescribesAFile) {
       << r.output;
 }
 
+// The cache at the model's context in a unit that keeps its digits: 2 layers
+// x 32 tiles of 128 tokens x 80 elements, plus tile tables (8 bytes a tile)
+// and the cache's own objects (a few hundred bytes). In GB all three read 0.00x.
+TEST(Cli, InfoCacheAtContextKeepsItsDigits) {
+  const Result r = run("info " + kTestdata + "/tiny-dense.gguf", /*stdout_only=*/true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("  f32      640.1 bytes per token (all layers),     2.622 MB at 4096 tokens"), std::string::npos)
+      << r.output;  // 2621952 + objects
+  EXPECT_NE(r.output.find("  f16      320.1 bytes per token (all layers),     1.311 MB at 4096 tokens"), std::string::npos)
+      << r.output;  // 1311232 + objects
+  EXPECT_NE(r.output.find("  int8     176.1 bytes per token (all layers),   721.608 kB at 4096 tokens"), std::string::npos)
+      << r.output;  // 128 x (80 + 8 scale bytes) a tile: 721408 + objects
+}
+
 // A model whose d_R is not a multiple of 4 loads and runs with the f32 and
 // f16 caches but cannot take the int8 one: info says so on that line and
 // still reports the rest (it used to stop there with exit 1).
