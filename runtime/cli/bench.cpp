@@ -14,8 +14,6 @@
 // minutes earlier. So each repetition at a depth D > 0 also decodes n_gen
 // steps from depth 0 right after its own (a second session, empty cache):
 // `decode_depth0_adjacent_tok_s` and `decode_pct_of_adjacent_depth0`.
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -75,7 +73,9 @@ int run_bench(const BenchOptions& o) {
   SessionOptions so0 = so;
   so0.n_ctx = std::max(o.n_gen, 1) + 1;
   Session s0(model, so0);
-  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  // What the sessions run with (OMP_THREAD_LIMIT may cap --threads): the
+  // figure reported, and the plain reads' team.
+  const int threads = s.threads();
   const std::size_t weight_bytes = model->decode_weight_bytes();
   // Over the decode step's bytes, from 64 MiB (so a cache does not hold it
   // all unless it holds the weights too) to 1 GiB (enough for any cache).
@@ -167,8 +167,8 @@ int run_bench(const BenchOptions& o) {
     }
     std::printf("  ]\n}\n");
   } else {
-    std::printf("model %s (%s), cache %s, threads %s, kernels %s, weights %s\n", o.model.c_str(),
-                model_arch_name(p.arch), o.cache.c_str(), o.threads > 0 ? std::to_string(o.threads).c_str() : "all",
+    std::printf("model %s (%s), cache %s, threads %d, kernels %s, weights %s\n", o.model.c_str(),
+                model_arch_name(p.arch), o.cache.c_str(), threads,
                 isa_name(active_isa()), o.no_mmap ? "read (--no-mmap)" : "mmap");
     std::printf("%8s | %16s | %16s | %18s | %22s\n", "depth", "prefill tok/s", "decode tok/s", "weights GB/s (%)",
                 "depth 0 next to it (%)");

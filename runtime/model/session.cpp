@@ -526,6 +526,8 @@ struct Session::Scratch {
   }
 };
 
+int Session::threads() const { return s_->threads; }
+
 Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
     : model_(std::move(model)),
       opts_(opts),

@@ -60,6 +60,9 @@ class Session {
   std::span<const std::int32_t> tokens() const { return tokens_; }
   std::int64_t n_past() const { return n_past_; }
   std::int64_t n_ctx() const { return opts_.n_ctx; }
+  // The threads the session runs with: SessionOptions::threads (0: OpenMP's
+  // default) capped by OMP_THREAD_LIMIT and kMaxThreads.
+  int threads() const;
   void reset();  // forget every token
   // Forget the tokens at positions >= n_tokens (n_tokens <= n_past()).
   void truncate(std::int64_t n_tokens);

@@ -307,6 +307,19 @@ TEST(Cli, BenchReportsEveryDepth) {
       << r.output;
 }
 
+// The threads bench reports are those its sessions ran with: OMP_THREAD_LIMIT
+// caps --threads (it used to report the 2 asked for while 1 ran).
+TEST(Cli, BenchReportsTheThreadsItRan) {
+  const std::string cmd = "OMP_THREAD_LIMIT=1 " + std::string(LATTE_CLI) + " bench -m " + kTestdata +
+                          "/tiny-dense.gguf --depths 0 -p 2 -n 1 --threads 2";
+  const Result json = run_command(cmd + " --json 2>/dev/null");
+  ASSERT_EQ(json.code, 0) << json.output;
+  EXPECT_NE(json.output.find("\"threads\": 1,"), std::string::npos) << json.output;
+  const Result text = run_command(cmd + " 2>/dev/null");
+  ASSERT_EQ(text.code, 0) << text.output;
+  EXPECT_NE(text.output.find(", threads 1, "), std::string::npos) << text.output;
+}
+
 TEST(Cli, BenchLeavesWhatItDidNotMeasureBlank) {
   const std::string m = kTestdata + "/tiny-dense.gguf";
   const Result decode_only = run("bench -m " + m + " --depths 0,32 -p 0 -n 2 --threads 1 --json");
