@@ -63,6 +63,7 @@ int run_bench(const BenchOptions& o) {
   SessionOptions so;
   so.threads = o.threads;
   so.cache = *parse_latent_storage(o.cache);
+  so.prefill_chunk = o.prefill_chunk;
   so.prefill_form = o.form == "naive" ? FormChoice::naive : o.form == "absorbed" ? FormChoice::absorbed : FormChoice::cost_model;
   // Room for the largest depth plus the longer measurement, and at least
   // the warm-up's 3 tokens.
@@ -132,9 +133,9 @@ int run_bench(const BenchOptions& o) {
 
   if (o.json) {
     std::printf("{\n  \"model\": %s,\n  \"architecture\": \"%s\",\n  \"cache_type\": \"%s\",\n  \"threads\": %d,\n"
-                "  \"isa\": \"%s\",\n  \"weights\": \"%s\",\n  \"n_prompt\": %d,\n  \"n_gen\": %d,\n",
+                "  \"isa\": \"%s\",\n  \"weights\": \"%s\",\n  \"n_prompt\": %d,\n  \"n_gen\": %d,\n  \"prefill_chunk\": %d,\n",
                 json_string(o.model).c_str(), model_arch_name(p.arch), o.cache.c_str(), threads, isa_name(active_isa()),
-                o.no_mmap ? "read" : "mmap", o.n_prompt, o.n_gen);
+                o.no_mmap ? "read" : "mmap", o.n_prompt, o.n_gen, o.prefill_chunk);
     auto num = [](bool measured, double v, const char* fmt) {
       if (!measured) return std::string("null");
       char b[64];

@@ -48,6 +48,7 @@ struct BenchOptions {
   int n_gen = 32;
   int repetitions = 1;
   std::string form = "auto";  // prefill form: auto (cost model) | naive | absorbed
+  int prefill_chunk = 512;    // tokens per prefill chunk (the measured prefill and the fill)
   bool json = false;
   bool no_mmap = false;     // read the file into huge pages instead of mapping it
 };

@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
   bench->add_option("-r,--repetitions", bench_opts.repetitions, "Repetitions (the best is reported)")->check(integer_in(1, 100));
   bench->add_option("--form", bench_opts.form, "Prefill form: auto (the cost model), naive or absorbed")
       ->check(CLI::IsMember({"auto", "naive", "absorbed"}));
+  bench->add_option("--prefill-chunk", bench_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
   bench->add_flag("--json", bench_opts.json, "JSON output");
 
   latte::cli::RunOptions run_opts;

@@ -320,6 +320,15 @@ TEST(Cli, BenchReportsTheThreadsItRan) {
   EXPECT_NE(text.output.find(", threads 1, "), std::string::npos) << text.output;
 }
 
+// scripts/bench.sh passes extra options such as --prefill-chunk 256 on to
+// every run: bench takes it (it was refused) and records it.
+TEST(Cli, BenchTakesThePrefillChunk) {
+  const Result r = run("bench -m " + kTestdata + "/tiny-dense.gguf --depths 0 -p 8 -n 1 --prefill-chunk 3 --threads 1 --json",
+                       /*stdout_only=*/true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"n_prompt\": 8,\n  \"n_gen\": 1,\n  \"prefill_chunk\": 3,"), std::string::npos) << r.output;
+}
+
 TEST(Cli, BenchLeavesWhatItDidNotMeasureBlank) {
   const std::string m = kTestdata + "/tiny-dense.gguf";
   const Result decode_only = run("bench -m " + m + " --depths 0,32 -p 0 -n 2 --threads 1 --json");
