@@ -39,12 +39,13 @@ inline float32x4_t pow2i(float32x4_t n) {
 }  // namespace
 
 // exp(z) for z clamped to [-87, 88] (so 2^k stays a normal float; below,
-// ~1.6e-38 instead of 0 or a subnormal; above, 1.65e38 instead of inf), NaN
-// for NaN: k = round(z / ln 2), r = z - k ln 2 in two parts (Cody and
-// Waite), exp(r) by Cephes' degree-7 polynomial for expf (within ~1 ulp on
-// |r| <= ln 2 / 2).
+// ~1.6e-38 instead of 0 or a subnormal; above, 1.65e38 instead of inf): k =
+// round(z / ln 2), r = z - k ln 2 in two parts (Cody and Waite), exp(r) by
+// Cephes' degree-7 polynomial for expf (within ~1 ulp on |r| <= ln 2 / 2).
+// A NaN argument may come out finite (the clamp can drop it): for callers
+// whose result carries x's NaN on another path (swiglu's numerator).
 template <class Arch>
-xsimd::batch<float, Arch> exp_clamped(xsimd::batch<float, Arch> x) {
+xsimd::batch<float, Arch> exp_clamped_nan_dropped(xsimd::batch<float, Arch> x) {
   using V = xsimd::batch<float, Arch>;
   const V z = xsimd::min(xsimd::max(x, V(-87.f)), V(88.f));
   const V k = xsimd::nearbyint(z * V(1.44269504088896341f));
@@ -56,8 +57,14 @@ xsimd::batch<float, Arch> exp_clamped(xsimd::batch<float, Arch> x) {
   p = xsimd::fma(p, r, V(1.6666665459e-1f));
   p = xsimd::fma(p, r, V(5.0000001201e-1f));
   p = xsimd::fma(p, r * r, r + V(1.f));
-  const V e = p * V(pow2i(static_cast<typename V::register_type>(k)));
-  return xsimd::select(xsimd::isnan(x), x, e);  // the clamp may have dropped a NaN (xsimd 8's != is ordered: false for NaN)
+  return p * V(pow2i(static_cast<typename V::register_type>(k)));
+}
+
+// exp_clamped_nan_dropped, and NaN for NaN.
+template <class Arch>
+xsimd::batch<float, Arch> exp_clamped(xsimd::batch<float, Arch> x) {
+  // the clamp may have dropped a NaN (xsimd 8's != is ordered: false for NaN)
+  return xsimd::select(xsimd::isnan(x), x, exp_clamped_nan_dropped<Arch>(x));
 }
 
 }  // namespace latte::kernels

@@ -12,8 +12,10 @@ namespace latte::kernels {
 
 struct SwigluF32Kernels {
   // a[i] = a[i] / (1 + exp(-a[i])) * b[i] for i < n, in place. The
-  // exponential is a polynomial after range reduction (xsimd's, within ~2
-  // ulp of exp); NaN in, NaN out; a = -inf gives NaN, as the formula does.
+  // exponential is a polynomial after range reduction (kernels/
+  // exp_f32_impl.h, within ~2 ulp of exp); a gate below -88 gives -0 times
+  // b (silu is below any float there); NaN in, NaN out; a = -inf gives NaN,
+  // as the formula does.
   void (*silu_mul)(float* a, const float* b, std::size_t n);
 };
 

@@ -73,5 +73,23 @@ TEST(SwigluF32, SpecialValuesEveryIsa) {
   }
 }
 
+// Gates far below zero (an overflowing model's, short of -inf): silu(a) is
+// ~a * exp(a), below any float. The clamped exponential stops at ~1.65e38,
+// so a / (1 + exp(-a)) alone gave a / 1.65e38: -6e-9 at -1e30, -2.06 at
+// -3.4e38, in a full batch and in the tail alike.
+TEST(SwigluF32, HugeNegativeGatesGiveZeroEveryIsa) {
+  for (Isa isa : supported_isas()) {
+    const auto& k = kernels::swiglu_f32_kernels(isa);
+    const std::vector<float> gates = {-89.f, -200.f, -1e10f, -1e30f, -3.4e38f, -std::numeric_limits<float>::max()};
+    for (float g : gates) {
+      std::vector<float> a(19, g);  // a full batch on every ISA and a tail
+      const std::vector<float> b(a.size(), 3.f);
+      k.silu_mul(a.data(), b.data(), a.size());
+      for (std::size_t i = 0; i < a.size(); ++i)
+        EXPECT_LE(std::fabs(a[i]), 1e-30f) << isa_name(isa) << " gate " << g << " i=" << i << " got " << a[i];
+    }
+  }
+}
+
 }  // namespace
 }  // namespace latte
