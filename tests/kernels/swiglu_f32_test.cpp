@@ -16,8 +16,8 @@ namespace {
 // Within a few float ulps of the double result: the polynomial exponential
 // (~2 ulp), the division and the product each round once (measured within
 // 2 epsilon relative on AVX2 and AVX-512; bound 4). Below 1e-30 in
-// magnitude (a gate below about -65) absolutely: the exponential flushes to 0 where
-// exp(-a) overflows, where the double reference still has a subnormal.
+// magnitude (a gate below about -65) absolutely: the kernel gives -0 below
+// -88, where the double reference still has a tiny or subnormal value.
 void expect_close(float got, float ref, const char* what, std::size_t i) {
   const float tol = 4 * std::numeric_limits<float>::epsilon() * std::fabs(ref) + 1e-30f;
   EXPECT_NEAR(got, ref, tol) << what << " i=" << i;
@@ -46,9 +46,9 @@ TEST(SwigluF32, MatchesReferenceEveryIsa) {
 }
 
 // The values a model whose numbers overflow hands it: NaN stays NaN (the
-// session's logits check then reports it), +-inf stays not finite (the
-// formula's -inf / inf = NaN; the kernel's clamped exponential gives -inf),
-// and a gate far below zero gives ~0.
+// session's logits check then reports it), +-inf stays not finite (-inf
+// gives NaN, as the formula's -inf / inf), and a gate far below zero gives
+// ~0.
 TEST(SwigluF32, SpecialValuesEveryIsa) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   for (Isa isa : supported_isas()) {
