@@ -63,6 +63,7 @@ void rope_angles(const RopeParams& p, double pos, double* theta) {
 }
 
 void rope_apply_ref(const RopeParams& p, double pos, double* x) {
+  check(p);  // before dim sizes anything
   std::vector<double> theta(p.dim / 2);  // (d_R/2)
   rope_angles(p, pos, theta.data());
   const int half = p.dim / 2;
@@ -78,6 +79,7 @@ void rope_apply_ref(const RopeParams& p, double pos, double* x) {
 }
 
 void rope_apply_ref(const RopeParams& p, double pos, float* x) {
+  check(p);  // before x + dim is formed
   std::vector<double> t(x, x + p.dim);
   rope_apply_ref(p, pos, t.data());
   for (int i = 0; i < p.dim; ++i) x[i] = static_cast<float>(t[i]);

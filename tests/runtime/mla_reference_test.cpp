@@ -244,6 +244,20 @@ TEST(Rope, OddDimensionRefused) {
   EXPECT_THROW(rope_apply_ref(p, 0.0, x), Error);
 }
 
+// A negative dimension is refused as an invalid argument before anything is
+// sized from it (it had made a vector of dim/2 or [x, x + dim): a
+// std::length_error, and a pointer before x).
+TEST(Rope, NegativeDimensionRefused) {
+  RopeParams p;
+  p.dim = -2;
+  double xd[2] = {0.5, 0.25};
+  float xf[2] = {0.5f, 0.25f};
+  EXPECT_THROW(rope_apply_ref(p, 3.0, xd), Error);
+  EXPECT_THROW(rope_apply_ref(p, 3.0, xf), Error);
+  EXPECT_EQ(xd[0], 0.5);
+  EXPECT_EQ(xf[1], 0.25f);
+}
+
 // ---------------------------------------------------------------- seed 000
 
 // Seed 000's worked example (d 4, 2 heads, d_h 2, d_c 2, d_c' 2, no RMSNorm,
