@@ -22,7 +22,7 @@ ReadOnlyFile::ReadOnlyFile(const std::string& path, const std::string& what) : w
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd_);
-    throw Error(Status::io_error, what_ + (S_ISDIR(st.st_mode) ? " is a directory" : " is not a regular file"));
+    throw Error(Status::io_error, what_ + (S_ISDIR(st.st_mode) ? " is a directory, not a regular file" : " is not a regular file"));
   }
   size_ = static_cast<std::uint64_t>(st.st_size);
 }

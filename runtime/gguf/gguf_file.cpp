@@ -1,9 +1,6 @@
 #include "runtime/gguf/gguf_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -14,6 +11,7 @@
 
 #include "runtime/error.h"
 #include "runtime/huge_pages.h"
+#include "runtime/read_only_file.h"
 
 namespace latte {
 
@@ -356,23 +354,22 @@ std::string GgufTensor::shape_string() const {
 
 namespace {
 
-// Reads the whole of fd (size bytes) into a fresh 2 MiB-aligned region
+// Reads the whole of the file (size bytes) into a fresh 2 MiB-aligned region
 // advised for huge pages, then makes it read-only like the mapping.
-std::uint8_t* read_into_huge_pages(int fd, const std::string& path, std::size_t size) {
+std::uint8_t* read_into_huge_pages(ReadOnlyFile& file, const std::string& path, std::size_t size) {
   std::uint8_t* start = map_huge_region(size, 0, /*lazy=*/false);
   if (start == nullptr)
     throw Error(Status::out_of_memory, path + ": cannot allocate " + std::to_string(size) + " bytes to read it into");
-  std::size_t done = 0;
-  while (done < size) {
-    const std::size_t want = std::min<std::size_t>(size - done, std::size_t{1} << 30);
-    const ssize_t got = ::pread(fd, start + done, want, static_cast<off_t>(done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      const std::string why = got < 0 ? std::strerror(errno) : "the file shrank while being read";
-      unmap_huge_region(start, size);
-      throw Error(Status::io_error, path + ": cannot read at byte " + std::to_string(done) + ": " + why);
-    }
-    done += static_cast<std::size_t>(got);
+  std::size_t got = 0;
+  try {
+    got = file.read(start, size);
+  } catch (...) {
+    unmap_huge_region(start, size);
+    throw;
+  }
+  if (got != size) {
+    unmap_huge_region(start, size);
+    throw Error(Status::io_error, path + ": cannot read at byte " + std::to_string(got) + ": the file shrank while being read");
   }
   ::mprotect(start, round_to_huge_pages(size), PROT_READ);
   return start;
@@ -383,40 +380,18 @@ std::uint8_t* read_into_huge_pages(int fd, const std::string& path, std::size_t 
 GgufFile GgufFile::open(const std::string& path, GgufLoad how) {
   GgufFile f;
   f.path_ = path;
-  // O_NONBLOCK: a FIFO's open() would otherwise wait for a writer (forever,
-  // in the caller's thread) before the regular-file check below refuses it.
-  // It changes nothing for a regular file's reads or mapping.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    throw Error(Status::io_error, path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    throw Error(Status::io_error, path + ": cannot stat: " + std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(Status::io_error, path + ": not a regular file");
-  }
-  const auto size = static_cast<std::size_t>(st.st_size);
+  // Close-on-exec, and a FIFO or device in the path's place refused rather
+  // than waited on (see ReadOnlyFile); the mapping outlives the descriptor.
+  ReadOnlyFile file(path, path);
+  const auto size = static_cast<std::size_t>(file.size());
   if (size > 0 && how == GgufLoad::read) {
-    try {
-      std::uint8_t* start = read_into_huge_pages(fd, path, size);
-      f.map_ = start;
-      f.map_size_ = round_to_huge_pages(size);  // what release() unmaps
-      f.base_ = start;
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
+    std::uint8_t* start = read_into_huge_pages(file, path, size);
+    f.map_ = start;
+    f.map_size_ = round_to_huge_pages(size);  // what release() unmaps
+    f.base_ = start;
   } else if (size > 0) {
-    void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) {
-      int e = errno;
-      ::close(fd);
-      throw Error(Status::io_error, path + ": cannot mmap: " + std::strerror(e));
-    }
+    void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd(), 0);
+    if (m == MAP_FAILED) throw Error(Status::io_error, path + ": cannot mmap: " + std::strerror(errno));
     // A hint: where the page cache holds 2 MiB folios (or reads the file
     // now), the weights are then mapped with huge pages.
     ::madvise(m, size, MADV_HUGEPAGE);
@@ -424,7 +399,6 @@ GgufFile GgufFile::open(const std::string& path, GgufLoad how) {
     f.map_size_ = size;
     f.base_ = static_cast<const std::uint8_t*>(m);
   }
-  ::close(fd);  // the mapping keeps the file alive
   f.size_ = size;
   f.parse();
   return f;
