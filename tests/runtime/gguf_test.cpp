@@ -21,6 +21,7 @@
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/gguf/gguf_writer.h"
+#include "tests/runtime/fifo_util.h"
 
 namespace latte {
 namespace {
@@ -586,27 +587,19 @@ TEST(GgufValidation, OpenMissingFileIsIoError) {
 // the regular-file check. In a child: a hang there is an alarm, not a stuck
 // test run.
 TEST(GgufValidation, FifoIsRefusedWithoutBlocking) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const std::string path = temp_path("gguf_fifo");
-  ::unlink(path.c_str());
-  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+  const test::TempFifo fifo(temp_path("gguf_fifo"));
   for (GgufLoad how : {GgufLoad::map, GgufLoad::read}) {
-    EXPECT_EXIT(
-        {
-          ::alarm(10);
-          try {
-            GgufFile::open(path, how);
-          } catch (const Error& e) {
-            std::exit(e.status() == Status::io_error && std::string(e.what()).find("not a regular file") !=
-                                                              std::string::npos
-                          ? 0
-                          : 2);
-          }
-          std::exit(3);
-        },
-        ::testing::ExitedWithCode(0), "");
+    test::expect_child_exits_0_unblocked([&] {
+      try {
+        GgufFile::open(fifo.path(), how);
+      } catch (const Error& e) {
+        return e.status() == Status::io_error && std::string(e.what()).find("not a regular file") != std::string::npos
+                   ? 0
+                   : 2;
+      }
+      return 3;
+    });
   }
-  ::unlink(path.c_str());
 }
 
 TEST(GgufValidation, EmptyFile) {

@@ -28,6 +28,7 @@
 #include "runtime/model/random_model.h"
 #include "runtime/model/session.h"
 #include "tests/runtime/architecture_cases.h"
+#include "tests/runtime/fifo_util.h"
 #include "tests/runtime/testdata.h"
 
 namespace latte {
@@ -288,29 +289,21 @@ TEST(SessionStateFile, BadFilesAreRefusedByName) {
   EXPECT_EQ(s.n_past(), 140);
 }
 
-// The child of FifoIsRefusedWithoutBlocking: 0 when the load is refused.
-int fifo_load_child(const std::string& fifo) {
-  ::alarm(10);
-  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
-  SessionOptions o;
-  o.threads = 1;
-  Session s(model, o);
-  const std::int32_t t[] = {1, 2, 3};
-  s.prefill(t);
-  expect_refused(s, fifo, Status::io_error, "is not a regular file");
-  return ::testing::Test::HasFailure() ? 2 : 0;
-}
-
 // A FIFO named as the session file: refused, where opening it waited for a
 // writer forever and hung the caller's thread. In a child, under an alarm:
 // without the check the test fails (SIGALRM) instead of hanging the run.
 TEST(SessionStateFile, FifoIsRefusedWithoutBlocking) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const std::string fifo = ::testing::TempDir() + "/state_" + std::to_string(::getpid()) + ".fifo";
-  ::unlink(fifo.c_str());
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
-  EXPECT_EXIT(std::exit(fifo_load_child(fifo)), ::testing::ExitedWithCode(0), "");
-  ::unlink(fifo.c_str());
+  const test::TempFifo fifo(::testing::TempDir() + "/state_" + std::to_string(::getpid()) + ".fifo");
+  test::expect_child_exits_0_unblocked([&] {
+    auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+    SessionOptions o;
+    o.threads = 1;
+    Session s(model, o);
+    const std::int32_t t[] = {1, 2, 3};
+    s.prefill(t);
+    expect_refused(s, fifo.path(), Status::io_error, "is not a regular file");
+    return ::testing::Test::HasFailure() ? 2 : 0;
+  });
 }
 
 // The temporary a save writes is close-on-exec, as the model's descriptor
@@ -356,23 +349,16 @@ TEST(ReadOnlyFile, IsCloseOnExecAndSizesTheFileItOpened) {
   }
 }
 
-int fifo_open_child(const std::string& fifo) {
-  ::alarm(10);
-  try {
-    ReadOnlyFile f(fifo, "test fifo");
-  } catch (const Error& e) {
-    return std::string(e.what()).find("test fifo is not a regular file") != std::string::npos ? 0 : 3;
-  }
-  return 2;
-}
-
 TEST(ReadOnlyFile, FifoIsRefusedWithoutBlocking) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const std::string fifo = ::testing::TempDir() + "/rof_" + std::to_string(::getpid()) + ".fifo";
-  ::unlink(fifo.c_str());
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
-  EXPECT_EXIT(std::exit(fifo_open_child(fifo)), ::testing::ExitedWithCode(0), "");
-  ::unlink(fifo.c_str());
+  const test::TempFifo fifo(::testing::TempDir() + "/rof_" + std::to_string(::getpid()) + ".fifo");
+  test::expect_child_exits_0_unblocked([&] {
+    try {
+      ReadOnlyFile f(fifo.path(), "test fifo");
+    } catch (const Error& e) {
+      return std::string(e.what()).find("test fifo is not a regular file") != std::string::npos ? 0 : 3;
+    }
+    return 2;
+  });
 }
 
 TEST(SessionStateFile, AnotherFileOfTheSameShapesIsAnotherModel) {
