@@ -428,8 +428,22 @@ TEST(Session, ConcurrentSessionsWithTheirOwnTeams) {
       std::vector<std::vector<float>> in_region(4);
 #pragma omp parallel num_threads(4)
       in_region[omp_get_thread_num()] = run(omp_get_thread_num());
-      for (int i = 0; i < 4; ++i)
+      for (int i = 0; i < 4; ++i) {
+#if defined(__x86_64__)
         EXPECT_EQ(in_region[i], expected[i]) << file << ", max-active-levels " << nest << ", OpenMP thread " << i;
+#else
+        // Inside the caller's region oneDNN's GEMMs run on one thread (it
+        // asks omp_in_parallel()). On x86-64 its sgemm gives the same bits
+        // for any team on these shapes; Debian's aarch64 build does not
+        // (1 and 3 threads differ by up to ~3e-6 in these logits), so there
+        // the check is that no session saw another's data.
+        ASSERT_EQ(in_region[i].size(), expected[i].size());
+        float worst = 0.f;
+        for (std::size_t k = 0; k < expected[i].size(); ++k)
+          worst = std::max(worst, std::fabs(in_region[i][k] - expected[i][k]));
+        EXPECT_LE(worst, 1e-4f) << file << ", max-active-levels " << nest << ", OpenMP thread " << i;
+#endif
+      }
     }
     omp_set_max_active_levels(levels);
     omp_set_dynamic(dynamic);
