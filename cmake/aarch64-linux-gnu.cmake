@@ -1,4 +1,5 @@
-# Cross build for aarch64 (NEON kernels), run under qemu-aarch64.
+# Cross build for aarch64 (NEON kernels, and the runtime where Debian's arm64
+# libraries are installed: scripts/setup.sh --cross), run under qemu-aarch64.
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
@@ -8,4 +9,12 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)
+# The binaries run against one C library: Debian's arm64 one (libc6:arm64,
+# installed with the runtime's arm64 libraries) where present, else the cross
+# toolchain's. Mixing the two (the toolchain's loader with the multiarch
+# libc, which the runtime's libraries pull in) hung multithreaded runs.
+if(EXISTS /lib/ld-linux-aarch64.so.1)
+  set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /)
+else()
+  set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)
+endif()

@@ -1,7 +1,18 @@
 #!/usr/bin/env bash
 # Installs Latte's build and test dependencies from Debian packages.
 # Idempotent: installs only what is missing; apt-get as root, sudo otherwise.
+#   --cross  also Debian's arm64 builds of the runtime's libraries (adds the
+#            arm64 architecture to dpkg), so scripts/test.sh can cross-build
+#            the whole runtime for aarch64 and run its tests under qemu.
 set -euo pipefail
+
+cross=0
+for arg in "$@"; do
+  case $arg in
+    --cross) cross=1 ;;
+    *) echo "setup: unknown argument '$arg' (expected: --cross)" >&2; exit 2 ;;
+  esac
+done
 
 PACKAGES=(
   build-essential cmake ninja-build
@@ -20,6 +31,14 @@ PACKAGES=(
   python3-numpy     # the GGUF writer check's tensor part
 )
 
+# The aarch64 runtime's libraries: PCRE2 with its headers; oneDNN's library
+# only (libdnnl-dev:arm64 cannot be installed beside libdnnl-dev: the cross
+# build takes the same version's headers from the host, see
+# cmake/cross_runtime_deps.cmake). They bring libc6:arm64, libgomp1:arm64 and
+# libstdc++6:arm64, which the binaries then run against under qemu.
+CROSS_PACKAGES=(libpcre2-dev:arm64 libdnnl2:arm64)
+if [ "$cross" -eq 1 ]; then PACKAGES+=("${CROSS_PACKAGES[@]}"); fi
+
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
   echo "setup: this is not a Debian system (no dpkg-query / apt-get): install by hand the" \
        "equivalents of: ${PACKAGES[*]}" >&2
@@ -33,7 +52,10 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
+add_arch=0
+if [ "$cross" -eq 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then add_arch=1; fi
+
+if [ ${#missing[@]} -eq 0 ] && [ "$add_arch" -eq 0 ]; then
   echo "setup: all dependencies present"
   exit 0
 fi
@@ -41,11 +63,17 @@ fi
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then
   if ! command -v sudo >/dev/null; then
+    arch_step=""
+    if [ "$add_arch" -eq 1 ]; then arch_step="dpkg --add-architecture arm64 && apt-get update && "; fi
     echo "setup: missing packages: ${missing[*]}; run this script as root, or install sudo," \
-         "or as root: apt-get install --no-install-recommends ${missing[*]}" >&2
+         "or as root: ${arch_step}apt-get install --no-install-recommends ${missing[*]}" >&2
     exit 1
   fi
   SUDO=(sudo)
+fi
+if [ "$add_arch" -eq 1 ]; then
+  echo "setup: adding the arm64 architecture to dpkg (for the aarch64 cross build's libraries)"
+  "${SUDO[@]}" dpkg --add-architecture arm64
 fi
 echo "setup: installing ${missing[*]}"
 # Through env: sudo's env_reset would drop a DEBIAN_FRONTEND set in front of it.
