@@ -105,6 +105,7 @@ struct PerplexityOptions {
   std::string cache = "f32";
   std::string form = "auto";  // prefill form: auto | naive | absorbed
   bool decode = false;        // feed tokens one by one (absorbed decode kernel)
+  bool llama_cpp = false;     // -f only: llama.cpp's chunks, second halves scored
   int threads = 0;
   int prefill_chunk = 512;
   bool json = false;

@@ -17,6 +17,8 @@
 
 #include "runtime/model/model.h"
 #include "runtime/model/random_model.h"
+#include "runtime/model/session.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 namespace {
 
@@ -362,6 +364,83 @@ TEST(Cli, PerplexityOverTokenWindows) {
     return std::stod(s.substr(s.find_first_of("0123456789", s.find(at == std::string::npos ? "" : "perplexity", at) + 10)));
   };
   EXPECT_NEAR(ppl(f32.output.substr(f32.output.find("\"perplexity\""))), ppl(dec.output.substr(dec.output.find("perplexity "))), 0.01);
+}
+
+// --llama-cpp: llama.cpp's perplexity method, recomputed here from the
+// session's logits: whole 96-token chunks, each starting with BOS, the
+// tokens after each chunk's first half scored (47 per chunk), and the
+// "+/-" as llama.cpp computes it.
+TEST(Cli, PerplexityTheLlamaCppWay) {
+  const std::string m = std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf", dir = ::testing::TempDir();
+  std::string text;
+  {
+    std::ifstream in(std::string(LATTE_SOURCE_DIR) + "/models/heldout.txt");
+    text.resize(2000);
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+  }
+  std::ofstream(dir + "/ppl.txt") << text;
+  auto model = latte::Model::load(m);
+  const latte::Tokenizer& tok = *model->tokenizer();
+  const auto ids = tok.encode(text, true, false);
+  const std::size_t n_ctx = 96, n_chunks = ids.size() / n_ctx;
+  ASSERT_GE(n_chunks, 3u);
+  ASSERT_NE(ids.size() % n_ctx, 0u);  // a remainder, which must be dropped
+  latte::SessionOptions so;
+  so.cache = latte::LatentStorage::f32;
+  so.n_ctx = static_cast<std::int64_t>(n_ctx);
+  so.threads = 1;
+  latte::Session s(model, so);
+  const int V = model->params().n_vocab;
+  double nll = 0, nll2 = 0;
+  std::int64_t count = 0;
+  for (std::size_t c = 0; c < n_chunks; ++c) {
+    std::vector<std::int32_t> w(ids.begin() + static_cast<std::ptrdiff_t>(c * n_ctx),
+                                ids.begin() + static_cast<std::ptrdiff_t>((c + 1) * n_ctx));
+    w[0] = tok.bos_id();
+    std::vector<float> logits;
+    s.reset();
+    s.prefill(w, &logits);
+    for (std::size_t t = n_ctx / 2; t + 1 < n_ctx; ++t) {
+      const float* lg = logits.data() + t * V;
+      const double mx = *std::max_element(lg, lg + V);
+      double z = 0;
+      for (int i = 0; i < V; ++i) z += std::exp(double(lg[i]) - mx);
+      const double e = mx + std::log(z) - lg[w[t + 1]];
+      nll += e;
+      nll2 += e * e;
+      ++count;
+    }
+  }
+  ASSERT_EQ(count, static_cast<std::int64_t>(n_chunks * 47));
+  const double mean = nll / count, ppl = std::exp(mean);
+  const double err = std::sqrt((nll2 / count - mean * mean) / (count - 1)) * ppl;
+  const Result r = run("perplexity -m " + m + " -f " + dir + "/ppl.txt -c 96 --llama-cpp --threads 1 --json", true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto field = [&](const std::string& key) {
+    const auto at = r.output.find("\"" + key + "\": ");
+    EXPECT_NE(at, std::string::npos) << key << ": " << r.output;
+    return at == std::string::npos ? -1.0 : std::stod(r.output.substr(at + key.size() + 4));
+  };
+  EXPECT_EQ(field("windows"), static_cast<double>(n_chunks)) << r.output;
+  EXPECT_EQ(field("predicted"), static_cast<double>(count)) << r.output;
+  EXPECT_NEAR(field("mean_nll"), mean, 1e-6) << r.output;
+  EXPECT_NEAR(field("perplexity_error"), err, 1e-5 * err) << r.output;
+  EXPECT_NE(r.output.find("\"method\": \"llama.cpp\""), std::string::npos) << r.output;
+  // The default scores every next token of every window, the remainder's too.
+  const Result all = run("perplexity -m " + m + " -f " + dir + "/ppl.txt -c 96 --threads 1 --json", true);
+  ASSERT_EQ(all.code, 0) << all.output;
+  EXPECT_NE(all.output.find("\"predicted\": " + std::to_string(ids.size() - (ids.size() + n_ctx - 1) / n_ctx)),
+            std::string::npos)
+      << all.output;
+  // Refused: too short a text for two chunks, and token-id windows.
+  const Result short_text = run("perplexity -m " + m + " -f " + dir + "/ppl.txt -c 512 --llama-cpp");
+  EXPECT_EQ(short_text.code, 1) << short_text.output;
+  EXPECT_NE(short_text.output.find("needs at least 2 x --ctx = 1024"), std::string::npos) << short_text.output;
+  std::ofstream(dir + "/w.txt") << "1,2,3\n";
+  const Result windows = run("perplexity -m " + m + " --windows " + dir + "/w.txt --llama-cpp");
+  EXPECT_EQ(windows.code, 1) << windows.output;
+  EXPECT_NE(windows.output.find("--llama-cpp applies to -f"), std::string::npos) << windows.output;
 }
 
 TEST(Cli, InteractiveChatReadsTurnsFromStdin) {
