@@ -15,6 +15,27 @@
 namespace latte::cli {
 
 namespace {
+
+// Which kernels run, and why: capped by LATTE_ISA, or the best this CPU runs,
+// naming what it lacks where that leaves the scalar reference (an ARMv8.0
+// core such as the Raspberry Pi 4's Cortex-A72 has no dot products).
+void print_kernels_line() {
+  const Isa isa = active_isa();
+  const char* cap = std::getenv("LATTE_ISA");
+  if (cap != nullptr && *cap != '\0') {
+    std::printf("kernels:       %s (LATTE_ISA=%s caps the choice)\n", isa_name(isa), cap);
+    return;
+  }
+  std::string why = "the best this CPU runs";
+  if (isa == Isa::ref) {
+#if defined(LATTE_HAVE_NEON)
+    why += ": the neon kernels need ARMv8.2 dot products and fp16 arithmetic (asimddp, asimdhp), which it lacks";
+#elif defined(LATTE_HAVE_AVX2)
+    why += ": the avx2 kernels need AVX2, FMA and F16C, which it lacks";
+#endif
+  }
+  std::printf("kernels:       %s (%s%s)\n", isa_name(isa), why.c_str(), isa == Isa::ref ? "" : "; LATTE_ISA caps it");
+}
 double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
 // Decimal GB, MB or kB, whichever keeps the figure at 1 or more: a small
 // model's whole cache in "GB" read 0.000.
@@ -143,7 +164,7 @@ int run_info_file(const std::string& path) {
   } else {
     std::printf("tokenizer:     none (tokenizer.ggml.* absent: token ids only)\n");
   }
-  std::printf("kernels:       %s (LATTE_ISA caps it)\n", isa_name(active_isa()));
+  print_kernels_line();
   return 0;
 }
 

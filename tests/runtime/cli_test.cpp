@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/isa.h"
 #include "runtime/model/model.h"
 #include "runtime/model/random_model.h"
 #include "runtime/model/session.h"
@@ -93,6 +94,12 @@ TEST(Cli, InfoDescribesAFile) {
                           "chat format deepseek2"),
             std::string::npos)
       << r.output;
+  // The kernels that run and why: this CPU's best, or LATTE_ISA's cap.
+  const std::string best = latte::isa_name(latte::supported_isas().back());
+  EXPECT_NE(r.output.find("kernels:       " + best + " (the best this CPU runs"), std::string::npos) << r.output;
+  const Result capped = run_shell("LATTE_ISA=ref " + std::string(LATTE_CLI) + " info " + kTestdata + "/tiny-dense.gguf");
+  EXPECT_NE(capped.output.find("kernels:       ref (LATTE_ISA=ref caps the choice)"), std::string::npos)
+      << capped.output;
 }
 
 // The cache at the model's context in a unit that keeps its digits: 2 layers
