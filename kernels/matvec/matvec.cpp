@@ -1,6 +1,8 @@
-#include <algorithm>
 #include "kernels/matvec/matvec.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -66,12 +68,16 @@ void matmul_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols
   matvec_check_args(type, cols);
   const std::size_t rb = ggml_row_bytes(type, cols);
   const auto* wb = static_cast<const std::uint8_t*>(w);
-#pragma omp parallel num_threads(threads > 0 ? threads : 1) if (threads > 1)
+  const int team = threads > 1 ? threads : 1;
+  // Allocated here: a std::bad_alloc thrown inside the parallel region would
+  // terminate the process instead of reaching the caller.
+  std::vector<float> rows_buf(static_cast<std::size_t>(team) * cols);  // (team, cols) dequantized rows
+#pragma omp parallel num_threads(team) if (team > 1)
   {
-    std::vector<float> row(cols);  // [cols] one dequantized weight row
+    float* row = rows_buf.data() + static_cast<std::size_t>(omp_get_thread_num()) * cols;  // [cols]
 #pragma omp for schedule(static)
     for (std::size_t r = 0; r < rows; ++r) {
-      dequantize_row_ref(type, wb + r * rb, row.data(), cols);
+      dequantize_row_ref(type, wb + r * rb, row, cols);
       for (std::size_t t = 0; t < n_tokens; ++t) {
         double acc = 0;
         for (std::size_t c = 0; c < cols; ++c) acc += static_cast<double>(row[c]) * x[t * ldx + c];
