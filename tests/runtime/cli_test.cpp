@@ -631,7 +631,7 @@ TEST(Cli, InteractiveRunOutlivesAFullContext) {
 TEST(Cli, ContextsPastTheTrainedOneAreSaid) {
   const std::string m = std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf", dir = ::testing::TempDir();
   std::string ids;
-  for (int i = 0; i < 520; ++i) ids += (i ? "," : "") + std::to_string(1 + (i * 37) % 2000);
+  for (int i = 0; i < 520; ++i) ids.append(i ? "," : "").append(std::to_string(1 + (i * 37) % 2000));
   std::ofstream(dir + "/long_window.txt") << ids << "\n";
   const std::string tail = " tokens, beyond the model's trained context of 512: its output there is unreliable";
   const struct { std::string args, warning; } cases[] = {
@@ -707,7 +707,7 @@ TEST(Cli, RunSaysWhenTheContextCutsGenerationShort) {
 // with dynamic teams off.
 TEST(Cli, ThreadLimitBelowThreadsKeepsTheLogits) {
   std::string ids;
-  for (int i = 0; i < 200; ++i) ids += (i ? "," : "") + std::to_string(1 + (i * 37) % 500);
+  for (int i = 0; i < 200; ++i) ids.append(i ? "," : "").append(std::to_string(1 + (i * 37) % 500));
   const std::string m = kTestdata + "/tiny-dense.gguf", dir = ::testing::TempDir();
   const Result one = run("eval -m " + m + " --tokens " + ids + " --logits-out " + dir + "/tl1.f32 --threads 1");
   ASSERT_EQ(one.code, 0) << one.output;
