@@ -65,6 +65,11 @@ int run_perplexity(const PerplexityOptions& o) {
     const auto ids = tok->encode(read_text_file(o.text_file), bos, false);
     const auto n_ctx = static_cast<std::size_t>(o.n_ctx);
     if (o.llama_cpp) {
+      // Each chunk scores n_ctx - 1 - n_ctx/2 tokens: none at all with -c 2,
+      // which would print a NaN perplexity (and invalid JSON).
+      if (n_ctx < 3)
+        throw Error(Status::invalid_argument, "--llama-cpp scores the tokens after each chunk's first half: -c " +
+                                                  std::to_string(n_ctx) + " leaves none (it needs 3 or more)");
       if (ids.size() < 2 * n_ctx)
         throw Error(Status::invalid_argument, "'" + o.text_file + "' gives " + std::to_string(ids.size()) +
                                                   " tokens; --llama-cpp needs at least 2 x --ctx = " +

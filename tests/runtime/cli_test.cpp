@@ -444,6 +444,11 @@ TEST(Cli, PerplexityTheLlamaCppWay) {
   const Result short_text = run("perplexity -m " + m + " -f " + dir + "/ppl.txt -c 512 --llama-cpp");
   EXPECT_EQ(short_text.code, 1) << short_text.output;
   EXPECT_NE(short_text.output.find("needs at least 2 x --ctx = 1024"), std::string::npos) << short_text.output;
+  // -c 2: a chunk's second half is its last token, which predicts nothing.
+  const Result two = run("perplexity -m " + m + " -f " + dir + "/ppl.txt -c 2 --llama-cpp --json");
+  EXPECT_EQ(two.code, 1) << two.output;
+  EXPECT_NE(two.output.find("-c 2 leaves none (it needs 3 or more)"), std::string::npos) << two.output;
+  EXPECT_EQ(two.output.find("nan"), std::string::npos) << two.output;
   std::ofstream(dir + "/w.txt") << "1,2,3\n";
   const Result windows = run("perplexity -m " + m + " --windows " + dir + "/w.txt --llama-cpp");
   EXPECT_EQ(windows.code, 1) << windows.output;
