@@ -22,19 +22,27 @@ namespace {
 void print_kernels_line() {
   const Isa isa = active_isa();
   const char* cap = std::getenv("LATTE_ISA");
-  if (cap != nullptr && *cap != '\0') {
+  const bool capped = cap != nullptr && *cap != '\0';
+  // active_isa() has refused a LATTE_ISA that names no ISA.
+  const Isa asked = capped ? parse_isa(cap).value_or(isa) : isa;
+  if (capped && asked == isa) {
     std::printf("kernels:       %s (LATTE_ISA=%s caps the choice)\n", isa_name(isa), cap);
     return;
   }
+  // Either no cap, or one this CPU does not reach (LATTE_ISA=neon on a
+  // Cortex-A72): then the CPU, not the cap, decided.
   std::string why = "the best this CPU runs";
+  if (capped) why += " under LATTE_ISA=" + std::string(cap);
   if (isa == Isa::ref) {
 #if defined(LATTE_HAVE_NEON)
-    why += ": the neon kernels need ARMv8.2 dot products and fp16 arithmetic (asimddp, asimdhp), which it lacks";
+    if (!isa_supported(Isa::neon))
+      why += ": the neon kernels need ARMv8.2 dot products and fp16 arithmetic (asimddp, asimdhp), which it lacks";
 #elif defined(LATTE_HAVE_AVX2)
-    why += ": the avx2 kernels need AVX2, FMA and F16C, which it lacks";
+    if (!isa_supported(Isa::avx2)) why += ": the avx2 kernels need AVX2, FMA and F16C, which it lacks";
 #endif
   }
-  std::printf("kernels:       %s (%s%s)\n", isa_name(isa), why.c_str(), isa == Isa::ref ? "" : "; LATTE_ISA caps it");
+  std::printf("kernels:       %s (%s%s)\n", isa_name(isa), why.c_str(),
+              capped || isa == Isa::ref ? "" : "; LATTE_ISA caps it");
 }
 double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
 // Decimal GB, MB or kB, whichever keeps the figure at 1 or more: a small

@@ -100,6 +100,19 @@ TEST(Cli, InfoDescribesAFile) {
   const Result capped = run_shell("LATTE_ISA=ref " + std::string(LATTE_CLI) + " info " + kTestdata + "/tiny-dense.gguf");
   EXPECT_NE(capped.output.find("kernels:       ref (LATTE_ISA=ref caps the choice)"), std::string::npos)
       << capped.output;
+  // A cap this CPU does not reach (LATTE_ISA=neon on a Cortex-A72, or on
+  // x86-64): the CPU decided, not the cap.
+  for (const latte::Isa cap : {latte::Isa::avx2, latte::Isa::avx512, latte::Isa::neon}) {
+    if (latte::isa_supported(cap)) continue;
+    const std::string name = latte::isa_name(cap);
+    const Result above = run_shell("LATTE_ISA=" + name + " " + std::string(LATTE_CLI) + " info " + kTestdata +
+                                   "/tiny-dense.gguf");
+    EXPECT_NE(above.output.find(std::string("kernels:       ") + latte::isa_name(latte::best_isa_up_to(cap)) +
+                                " (the best this CPU runs under LATTE_ISA=" + name),
+              std::string::npos)
+        << above.output;
+    EXPECT_EQ(above.output.find("caps the choice"), std::string::npos) << above.output;
+  }
 }
 
 // The cache at the model's context in a unit that keeps its digits: 2 layers
