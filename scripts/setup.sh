@@ -53,7 +53,10 @@ for p in "${PACKAGES[@]}"; do
 done
 
 add_arch=0
-if [ "$cross" -eq 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then add_arch=1; fi
+if [ "$cross" -eq 1 ] && [ "$(dpkg --print-architecture)" != arm64 ] &&
+   ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  add_arch=1
+fi
 
 if [ ${#missing[@]} -eq 0 ] && [ "$add_arch" -eq 0 ]; then
   echo "setup: all dependencies present"

@@ -151,15 +151,15 @@ int main(int argc, char** argv) {
   ppl->add_option("-m,--model", ppl_opts.model, "GGUF model file")->required();
   auto* ppl_src = ppl->add_option_group("input");
   ppl_src->add_option("--windows", ppl_opts.windows_file, "Token-id windows, one per line (1,2,3)");
-  ppl_src->add_option("-f,--file", ppl_opts.text_file, "A text file (tokenized with BOS, cut into --ctx windows)");
+  ppl_src->add_option("-f,--file", ppl_opts.text_file, "A text file (tokenized, with BOS where the model adds one, cut into --ctx windows)");
   ppl_src->require_option(1);
   ppl->add_option("-c,--ctx", ppl_opts.n_ctx, "Window length for -f")->check(integer_in(2, 1LL << 20));
   ppl->add_option("--cache-type", ppl_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
   ppl->add_option("--form", ppl_opts.form, "Prefill form")->check(CLI::IsMember({"auto", "naive", "absorbed"}));
   ppl->add_flag("--decode", ppl_opts.decode, "Feed the tokens one by one (the decode kernel for every position)");
   ppl->add_flag("--llama-cpp", ppl_opts.llama_cpp,
-                "With -f, llama.cpp's method: whole --ctx chunks (at least 2), each starting with BOS, only the "
-                "tokens after each chunk's first half scored");
+                "With -f, llama.cpp's method: whole --ctx chunks (at least 2), each starting with BOS where the model "
+                "adds one, only the tokens after each chunk's first half scored");
   ppl->add_option("--threads", ppl_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
   ppl->add_flag("--no-mmap", ppl_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
   ppl->add_option("--prefill-chunk", ppl_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
