@@ -13,7 +13,13 @@
 #include <arm_neon.h>
 #endif
 
+#ifndef LATTE_KERNEL_ISA_NS
+#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
+#endif
 namespace latte::kernels {
+// Each ISA's instances in a namespace of their own: two ISAs compiled with
+// the same flags (neon, asimd) still never share a template instance.
+inline namespace LATTE_KERNEL_ISA_NS {
 namespace {
 
 // 2^n for n a float holding an integer in [-126, 127]: the exponent bits.
@@ -67,4 +73,5 @@ xsimd::batch<float, Arch> exp_clamped(xsimd::batch<float, Arch> x) {
   return xsimd::select(xsimd::isnan(x), x, exp_clamped_nan_dropped<Arch>(x));
 }
 
+}  // inline namespace LATTE_KERNEL_ISA_NS
 }  // namespace latte::kernels

@@ -17,12 +17,13 @@ const char* isa_name(Isa isa) {
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
     case Isa::neon: return "neon";
+    case Isa::asimd: return "asimd";
   }
   return "?";
 }
 
 std::optional<Isa> parse_isa(std::string_view name) {
-  for (Isa i : {Isa::ref, Isa::avx2, Isa::avx512, Isa::neon})
+  for (Isa i : {Isa::ref, Isa::avx2, Isa::avx512, Isa::asimd, Isa::neon})
     if (name == isa_name(i)) return i;
   return std::nullopt;
 }
@@ -43,9 +44,10 @@ bool cpu_runs(Isa isa) {
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
 #endif
 #if defined(__aarch64__) && defined(__linux__)
+    case Isa::asimd: return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
     case Isa::neon: {
       unsigned long hw = getauxval(AT_HWCAP);
-      return (hw & HWCAP_ASIMD) && (hw & HWCAP_ASIMDDP) && (hw & HWCAP_ASIMDHP);
+      return (hw & HWCAP_ASIMD) && (hw & HWCAP_ASIMDDP);  // sdot; nothing uses fp16 arithmetic
     }
 #endif
     default: return false;
@@ -61,6 +63,9 @@ bool compiled_in(Isa isa) {
 #ifdef LATTE_HAVE_AVX512
     case Isa::avx512: return true;
 #endif
+#ifdef LATTE_HAVE_ASIMD
+    case Isa::asimd: return true;
+#endif
 #ifdef LATTE_HAVE_NEON
     case Isa::neon: return true;
 #endif
@@ -74,13 +79,14 @@ bool isa_supported(Isa isa) { return compiled_in(isa) && cpu_runs(isa); }
 
 std::vector<Isa> supported_isas() {
   std::vector<Isa> out;
-  for (Isa i : {Isa::ref, Isa::avx2, Isa::avx512, Isa::neon})
+  for (Isa i : {Isa::ref, Isa::avx2, Isa::avx512, Isa::asimd, Isa::neon})  // worst to best
     if (isa_supported(i)) out.push_back(i);
   return out;
 }
 
 Isa best_isa_up_to(Isa cap) {
-  if (cap == Isa::neon) return isa_supported(Isa::neon) ? Isa::neon : Isa::ref;
+  if (cap == Isa::neon && isa_supported(Isa::neon)) return Isa::neon;
+  if (cap == Isa::neon || cap == Isa::asimd) return isa_supported(Isa::asimd) ? Isa::asimd : Isa::ref;
   Isa best = Isa::ref;
   for (Isa i : {Isa::avx2, Isa::avx512})
     if (static_cast<int>(i) <= static_cast<int>(cap) && isa_supported(i)) best = i;
@@ -98,7 +104,7 @@ Isa active_isa() {
     auto cap = parse_isa(env);
     if (!cap)
       throw std::runtime_error(std::string("LATTE_ISA='") + env +
-                               "' is not one of ref, avx2, avx512, neon");
+                               "' is not one of ref, avx2, avx512, asimd, neon");
     return best_isa_up_to(*cap);
   }();
   return chosen;

@@ -1,6 +1,6 @@
 // Instruction-set selection: which SIMD kernel bodies this binary holds, which
 // of them this CPU can run, and which one Latte uses (chosen once, capped by
-// the LATTE_ISA environment variable: ref|avx2|avx512|neon).
+// the LATTE_ISA environment variable: ref|avx2|avx512|asimd|neon).
 #pragma once
 
 #include <optional>
@@ -10,7 +10,8 @@
 namespace latte {
 
 // Ordered by preference within an architecture (higher is better).
-enum class Isa { ref = 0, avx2 = 1, avx512 = 2, neon = 3 };
+// asimd comes after neon in value only to keep the older values.
+enum class Isa { ref = 0, avx2 = 1, avx512 = 2, neon = 3, asimd = 4 };
 
 const char* isa_name(Isa isa);
 std::optional<Isa> parse_isa(std::string_view name);
@@ -18,7 +19,8 @@ std::optional<Isa> parse_isa(std::string_view name);
 // Compiled into this binary and runnable on this CPU.
 //   avx2:   AVX2 + FMA + F16C
 //   avx512: AVX-512 F/BW/VL/DQ + VNNI (+ the avx2 set)
-//   neon:   AArch64 ASIMD + dot product (sdot) + fp16 arithmetic
+//   asimd:  AArch64 ASIMD alone (ARMv8.0: Cortex-A53, A72), dot products emulated
+//   neon:   AArch64 ASIMD + dot product (sdot, ARMv8.2's asimddp)
 bool isa_supported(Isa isa);
 
 // Every supported ISA, ref first: the loop tests and benchmarks run over.
@@ -26,7 +28,7 @@ std::vector<Isa> supported_isas();
 
 // The ISA Latte uses: the best supported one, capped by LATTE_ISA. Computed
 // once. Throws std::runtime_error naming the value if LATTE_ISA is not one of
-// ref|avx2|avx512|neon.
+// ref|avx2|avx512|asimd|neon.
 Isa active_isa();
 
 // The best supported ISA not above `cap` (ref if the cap is for the other

@@ -65,7 +65,7 @@ if command -v aarch64-linux-gnu-g++ >/dev/null && command -v qemu-aarch64 >/dev/
   cmake -S . -B build-neon "${GEN[@]}" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
         -DLATTE_KERNELS_ONLY=OFF -DLATTE_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build-neon -j "$JOBS"
-  QEMU_CPU=max LATTE_EXPECT_ISAS=neon run_ctest build-neon "neon (qemu-aarch64)" \
+  QEMU_CPU=max LATTE_EXPECT_ISAS=asimd,neon run_ctest build-neon "neon (qemu-aarch64)" \
     -E 'FifoIsRefusedWithoutBlocking|OutOfMemoryLeavesTheSessionAsItWas|HostileMetadata|^Cli\.|^Shapes/MlaForms|ConcurrentSessionsWithTheirOwnTeams|kquant_models_ref|HeldOutPerplexity'
 else
   echo "test.sh: aarch64 cross compiler or qemu missing" >&2

@@ -28,6 +28,9 @@ const DotF32Kernels& dot_f32_kernels(Isa isa) {
 #ifdef LATTE_HAVE_NEON
     case Isa::neon: return *dot_f32_kernels_neon();
 #endif
+#ifdef LATTE_HAVE_ASIMD
+    case Isa::asimd: return *dot_f32_kernels_asimd();
+#endif
     default: return kRef;
   }
 }

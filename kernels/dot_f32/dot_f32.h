@@ -27,5 +27,6 @@ const DotF32Kernels& dot_f32_kernels(Isa isa);
 const DotF32Kernels* dot_f32_kernels_avx2();
 const DotF32Kernels* dot_f32_kernels_avx512();
 const DotF32Kernels* dot_f32_kernels_neon();
+const DotF32Kernels* dot_f32_kernels_asimd();
 
 }  // namespace latte::kernels

@@ -1,4 +1,4 @@
-// dot_f32 for neon: compiled with this ISA's flags only (see CMakeLists.txt).
+// dot_f32 for neon (ARMv8.2 dot products): compiled with this ISA's flags only (see CMakeLists.txt).
 #include "kernels/dot_f32/dot_f32_impl.h"
 
 namespace latte::kernels {

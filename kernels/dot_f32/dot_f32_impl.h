@@ -5,7 +5,13 @@
 
 #include "kernels/dot_f32/dot_f32.h"
 
+#ifndef LATTE_KERNEL_ISA_NS
+#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
+#endif
 namespace latte::kernels {
+// Each ISA's instances in a namespace of their own: two ISAs compiled with
+// the same flags (neon, asimd) still never share a template instance.
+inline namespace LATTE_KERNEL_ISA_NS {
 
 template <class Arch>
 float dot_f32_body(const float* a, const float* b, std::size_t n) {
@@ -24,4 +30,5 @@ float dot_f32_body(const float* a, const float* b, std::size_t n) {
   return s;
 }
 
+}  // inline namespace LATTE_KERNEL_ISA_NS
 }  // namespace latte::kernels

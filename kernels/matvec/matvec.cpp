@@ -121,6 +121,9 @@ const MatvecKernels& matvec_kernels(Isa isa) {
 #ifdef LATTE_HAVE_NEON
     case Isa::neon: return *matvec_kernels_neon();
 #endif
+#ifdef LATTE_HAVE_ASIMD
+    case Isa::asimd: return *matvec_kernels_asimd();
+#endif
     default: return kRef;
   }
 }

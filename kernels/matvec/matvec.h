@@ -116,5 +116,6 @@ const MatvecKernels& matvec_kernels(Isa isa);
 const MatvecKernels* matvec_kernels_avx2();
 const MatvecKernels* matvec_kernels_avx512();
 const MatvecKernels* matvec_kernels_neon();
+const MatvecKernels* matvec_kernels_asimd();
 
 }  // namespace latte::kernels

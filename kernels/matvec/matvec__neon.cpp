@@ -1,4 +1,4 @@
-// matvec for neon: compiled with this ISA's flags only (see CMakeLists.txt).
+// matvec for neon (ARMv8.2 dot products): compiled with this ISA's flags only (see CMakeLists.txt).
 #include "kernels/matvec/matvec_impl.h"
 
 namespace latte::kernels {

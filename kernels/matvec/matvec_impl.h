@@ -30,12 +30,20 @@
 #include <immintrin.h>
 #elif defined(__aarch64__)
 #include <arm_neon.h>
+
+#include "kernels/neon_sdot.h"
 #endif
 
 #include "kernels/matvec/matvec.h"
 #include "quant/ggml_blocks.h"
 
+#ifndef LATTE_KERNEL_ISA_NS
+#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
+#endif
 namespace latte::kernels {
+// Each ISA's instances in a namespace of their own: two ISAs compiled with
+// the same flags (neon, asimd) still never share a template instance.
+inline namespace LATTE_KERNEL_ISA_NS {
 namespace {
 
 inline std::size_t mv_min(std::size_t a, std::size_t b) { return a < b ? a : b; }
@@ -389,13 +397,13 @@ inline void transpose8_words(I8x32 (&v)[8]) {
 inline Acc acc_zero() { return vdupq_n_f32(0.f); }
 // sdot is signed x signed: unsigned weights <= 127 are the same bytes.
 inline Acc fma_dot_s(Acc acc, I8x32 w, I8x32 x, float s) {
-  const int32x4_t d = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w.a, x.a), w.b, x.b);
+  const int32x4_t d = sdot_s32(sdot_s32(vdupq_n_s32(0), w.a, x.a), w.b, x.b);
   return vfmaq_n_f32(acc, vcvtq_f32_s32(d), s);
 }
 inline Acc fma_dot_u(Acc acc, I8x32 u, I8x32 x, float s) { return fma_dot_s(acc, u, x, s); }
 inline Acc fma_dot2_s(Acc acc, I8x32 w, I8x32 x, float s0, float s1) {
-  acc = vfmaq_n_f32(acc, vcvtq_f32_s32(vdotq_s32(vdupq_n_s32(0), w.a, x.a)), s0);
-  return vfmaq_n_f32(acc, vcvtq_f32_s32(vdotq_s32(vdupq_n_s32(0), w.b, x.b)), s1);
+  acc = vfmaq_n_f32(acc, vcvtq_f32_s32(sdot_s32(vdupq_n_s32(0), w.a, x.a)), s0);
+  return vfmaq_n_f32(acc, vcvtq_f32_s32(sdot_s32(vdupq_n_s32(0), w.b, x.b)), s1);
 }
 inline float hsum(Acc a) { return vaddvq_f32(a); }
 struct I32 {
@@ -430,8 +438,8 @@ inline KScale2 k_scale(const KScales& s) {
   return {s.v[j0], s.v[j1]};
 }
 inline I32 madd_sc_s(I32 acc, I8x32 w, I8x32 x, KScale2 sc) {
-  return {vmlaq_n_s32(acc.a, vdotq_s32(vdupq_n_s32(0), w.a, x.a), sc.lo),
-          vmlaq_n_s32(acc.b, vdotq_s32(vdupq_n_s32(0), w.b, x.b), sc.hi)};
+  return {vmlaq_n_s32(acc.a, sdot_s32(vdupq_n_s32(0), w.a, x.a), sc.lo),
+          vmlaq_n_s32(acc.b, sdot_s32(vdupq_n_s32(0), w.b, x.b), sc.hi)};
 }
 inline I32 madd_sc_u(I32 acc, I8x32 u, I8x32 x, KScale2 sc) { return madd_sc_s(acc, u, x, sc); }
 inline Acc fnma_mins(Acc acc, const std::uint8_t* mn, const std::int32_t* sums, float s) {
@@ -1838,7 +1846,7 @@ struct Q8Dot<xsimd::neon64> {
   static constexpr std::uint32_t kFlip = 0;  // bytes as they are
   static Wv load_w(const std::uint8_t* p) { return vreinterpretq_s8_u8(vld1q_u8(p)); }
   static I start(std::int32_t) { return vdupq_n_s32(0); }
-  static I dot(I acc, const Wv& w, std::int32_t x4) { return vdotq_s32(acc, w, vreinterpretq_s8_s32(vdupq_n_s32(x4))); }
+  static I dot(I acc, const Wv& w, std::int32_t x4) { return sdot_s32(acc, w, vreinterpretq_s8_s32(vdupq_n_s32(x4))); }
   static float32x4_t to_f(I a) { return vcvtq_f32_s32(a); }
 };
 #endif
@@ -2324,4 +2332,5 @@ void matvec_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   matmul_body<Arch>(type, w, rows, cols, x, cols, 1, y, rows, scratch, threads);
 }
 
+}  // inline namespace LATTE_KERNEL_ISA_NS
 }  // namespace latte::kernels

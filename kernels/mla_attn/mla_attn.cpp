@@ -92,6 +92,9 @@ const MlaAttnKernels& mla_attn_kernels(Isa isa) {
 #ifdef LATTE_HAVE_NEON
     case Isa::neon: return *mla_attn_kernels_neon();
 #endif
+#ifdef LATTE_HAVE_ASIMD
+    case Isa::asimd: return *mla_attn_kernels_asimd();
+#endif
     default: return kRef;
   }
 }

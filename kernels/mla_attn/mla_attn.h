@@ -72,5 +72,6 @@ double mla_decode_ops(int n_heads, int d_c, int d_R, std::int64_t n_ctx);
 const MlaAttnKernels* mla_attn_kernels_avx2();
 const MlaAttnKernels* mla_attn_kernels_avx512();
 const MlaAttnKernels* mla_attn_kernels_neon();
+const MlaAttnKernels* mla_attn_kernels_asimd();
 
 }  // namespace latte::kernels

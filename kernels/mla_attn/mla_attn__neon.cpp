@@ -1,4 +1,4 @@
-// mla_attn for neon: compiled with this ISA's flags only (see CMakeLists.txt).
+// mla_attn for neon (ARMv8.2 dot products): compiled with this ISA's flags only (see CMakeLists.txt).
 #include "kernels/mla_attn/mla_attn_impl.h"
 
 namespace latte::kernels {

@@ -20,11 +20,19 @@
 #endif
 #if defined(__ARM_NEON)
 #include <arm_neon.h>
+
+#include "kernels/neon_sdot.h"
 #endif
 
 #include "kernels/mla_attn/mla_attn.h"
 
+#ifndef LATTE_KERNEL_ISA_NS
+#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
+#endif
 namespace latte::kernels {
+// Each ISA's instances in a namespace of their own: two ISAs compiled with
+// the same flags (neon, asimd) still never share a template instance.
+inline namespace LATTE_KERNEL_ISA_NS {
 
 // ---------------------------------------------------------------- int8 ops
 // vec: 16*L cache bytes (L lanes of one 16-byte block each); acc: int32 lanes.
@@ -199,7 +207,7 @@ struct I8<xsimd::neon64> {
     std::memcpy(&v, p, 4);
     return vreinterpretq_s8_s32(vdupq_n_s32(v));
   }
-  static acc dot(acc s, vec a, vec b) { return vdotq_s32(s, a, b); }
+  static acc dot(acc s, vec a, vec b) { return sdot_s32(s, a, b); }
   static vec load_v(const void* p) { return load(p); }
   static acc dot_v(acc s, vec x, vec w) { return dot(s, x, w); }
   static vec tshuf(vec x) {
@@ -1248,4 +1256,5 @@ void mla_prefill_body(const MlaPrefillArgs& a) {
     decode_core<Arch>(P, base, a.q_lat + i * nl, a.q_pe + i * nr, a.scale, a.cache, a.p0 + i + 1, a.out + i * nl);
 }
 
+}  // inline namespace LATTE_KERNEL_ISA_NS
 }  // namespace latte::kernels

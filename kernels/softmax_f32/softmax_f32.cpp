@@ -34,6 +34,9 @@ const SoftmaxF32Kernels& softmax_f32_kernels(Isa isa) {
 #ifdef LATTE_HAVE_NEON
     case Isa::neon: return *softmax_f32_kernels_neon();
 #endif
+#ifdef LATTE_HAVE_ASIMD
+    case Isa::asimd: return *softmax_f32_kernels_asimd();
+#endif
     default: return kRef;
   }
 }

@@ -29,5 +29,6 @@ const SoftmaxF32Kernels& softmax_f32_kernels(Isa isa);
 const SoftmaxF32Kernels* softmax_f32_kernels_avx2();
 const SoftmaxF32Kernels* softmax_f32_kernels_avx512();
 const SoftmaxF32Kernels* softmax_f32_kernels_neon();
+const SoftmaxF32Kernels* softmax_f32_kernels_asimd();
 
 }  // namespace latte::kernels

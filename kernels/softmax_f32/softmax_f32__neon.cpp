@@ -1,4 +1,4 @@
-// softmax_f32 for neon: compiled with this ISA's flags only (see CMakeLists.txt).
+// softmax_f32 for neon (ARMv8.2 dot products): compiled with this ISA's flags only (see CMakeLists.txt).
 #include "kernels/softmax_f32/softmax_f32_impl.h"
 
 namespace latte::kernels {

@@ -30,6 +30,9 @@ const SwigluF32Kernels& swiglu_f32_kernels(Isa isa) {
 #ifdef LATTE_HAVE_NEON
     case Isa::neon: return *swiglu_f32_kernels_neon();
 #endif
+#ifdef LATTE_HAVE_ASIMD
+    case Isa::asimd: return *swiglu_f32_kernels_asimd();
+#endif
     default: return kRef;
   }
 }

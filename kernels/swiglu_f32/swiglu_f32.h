@@ -29,5 +29,6 @@ const SwigluF32Kernels& swiglu_f32_kernels(Isa isa);
 const SwigluF32Kernels* swiglu_f32_kernels_avx2();
 const SwigluF32Kernels* swiglu_f32_kernels_avx512();
 const SwigluF32Kernels* swiglu_f32_kernels_neon();
+const SwigluF32Kernels* swiglu_f32_kernels_asimd();
 
 }  // namespace latte::kernels

@@ -1,4 +1,4 @@
-// swiglu_f32 for neon: compiled with this ISA's flags only (see CMakeLists.txt).
+// swiglu_f32 for neon (ARMv8.2 dot products): compiled with this ISA's flags only (see CMakeLists.txt).
 #include "kernels/swiglu_f32/swiglu_f32_impl.h"
 
 namespace latte::kernels {

@@ -17,8 +17,8 @@ namespace latte::cli {
 namespace {
 
 // Which kernels run, and why: capped by LATTE_ISA, or the best this CPU runs,
-// naming what it lacks where that leaves the scalar reference (an ARMv8.0
-// core such as the Raspberry Pi 4's Cortex-A72 has no dot products).
+// naming what it lacks where that leaves slower kernels (an ARMv8.0 core such
+// as the Raspberry Pi 4's Cortex-A72 has no dot products: asimd, not neon).
 void print_kernels_line() {
   const Isa isa = active_isa();
   const char* cap = std::getenv("LATTE_ISA");
@@ -33,14 +33,12 @@ void print_kernels_line() {
   // Cortex-A72): then the CPU, not the cap, decided.
   std::string why = "the best this CPU runs";
   if (capped) why += " under LATTE_ISA=" + std::string(cap);
-  if (isa == Isa::ref) {
 #if defined(LATTE_HAVE_NEON)
-    if (!isa_supported(Isa::neon))
-      why += ": the neon kernels need ARMv8.2 dot products and fp16 arithmetic (asimddp, asimdhp), which it lacks";
+  if ((isa == Isa::ref || isa == Isa::asimd) && !isa_supported(Isa::neon))
+    why += ": the neon kernels need ARMv8.2 dot products (asimddp), which it lacks";
 #elif defined(LATTE_HAVE_AVX2)
-    if (!isa_supported(Isa::avx2)) why += ": the avx2 kernels need AVX2, FMA and F16C, which it lacks";
+  if (isa == Isa::ref && !isa_supported(Isa::avx2)) why += ": the avx2 kernels need AVX2, FMA and F16C, which it lacks";
 #endif
-  }
   std::printf("kernels:       %s (%s%s)\n", isa_name(isa), why.c_str(),
               capped || isa == Isa::ref ? "" : "; LATTE_ISA caps it");
 }

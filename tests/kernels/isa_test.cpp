@@ -13,7 +13,7 @@ namespace latte {
 namespace {
 
 TEST(Isa, NamesRoundTrip) {
-  for (Isa i : {Isa::ref, Isa::avx2, Isa::avx512, Isa::neon}) {
+  for (Isa i : {Isa::ref, Isa::avx2, Isa::avx512, Isa::asimd, Isa::neon}) {
     auto p = parse_isa(isa_name(i));
     ASSERT_TRUE(p.has_value());
     EXPECT_EQ(*p, i);
@@ -36,9 +36,14 @@ TEST(Isa, CapNeverExceedsRequest) {
   }
 #if defined(__x86_64__)
   EXPECT_FALSE(isa_supported(Isa::neon));
+  EXPECT_FALSE(isa_supported(Isa::asimd));
 #endif
 #if defined(__aarch64__)
   EXPECT_FALSE(isa_supported(Isa::avx2));
+  // Every AArch64 Linux core has ASIMD; neon (dot products) falls back to it.
+  EXPECT_TRUE(isa_supported(Isa::asimd));
+  EXPECT_EQ(best_isa_up_to(Isa::asimd), Isa::asimd);
+  EXPECT_EQ(best_isa_up_to(Isa::neon), isa_supported(Isa::neon) ? Isa::neon : Isa::asimd);
 #endif
 }
 

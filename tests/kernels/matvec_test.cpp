@@ -421,6 +421,28 @@ void check_any_bits(Isa isa, GgmlType t, const Weights& w, std::size_t rows, std
   }
 }
 
+// asimd (ARMv8.0) runs neon's bodies with each sdot emulated, exactly: every
+// type's decode and prefill products come out bit for bit the same (where
+// the CPU runs both; under qemu -cpu max).
+TEST(Matvec, AsimdEqualsNeonBitForBit) {
+  if (!isa_supported(Isa::asimd) || !isa_supported(Isa::neon)) GTEST_SKIP() << "needs asimd and neon";
+  const auto& a = matvec_kernels(Isa::asimd);
+  const auto& n = matvec_kernels(Isa::neon);
+  const std::size_t rows = 37, cols = 512, tokens = 20;
+  for (GgmlType t : kTypes) {
+    const Weights w = make_weights(t, rows, cols, 91);
+    auto x = test::random_vector(tokens * cols, 92, -3.f, 3.f);  // (tokens, cols)
+    std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, cols, tokens) + 64);
+    std::vector<float> ya(tokens * rows), yn(tokens * rows);
+    a.matvec(t, w.bytes.data(), rows, cols, x.data(), ya.data(), scratch.data(), 1);
+    n.matvec(t, w.bytes.data(), rows, cols, x.data(), yn.data(), scratch.data(), 1);
+    EXPECT_EQ(std::memcmp(ya.data(), yn.data(), rows * sizeof(float)), 0) << ggml_type_name(t) << " matvec";
+    a.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, tokens, ya.data(), rows, scratch.data(), 2);
+    n.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, tokens, yn.data(), rows, scratch.data(), 2);
+    EXPECT_EQ(std::memcmp(ya.data(), yn.data(), ya.size() * sizeof(float)), 0) << ggml_type_name(t) << " matmul";
+  }
+}
+
 TEST(Matvec, KQuantsAnyBitPattern) {
   const std::size_t rows = 37, cols = 1280;
   for (Isa isa : supported_isas()) {

@@ -253,6 +253,20 @@ TEST(MlaDecodeInt8, SoftmaxWeightsKeepEightBits) {
   }
 }
 
+// asimd (ARMv8.0) runs neon's bodies with each sdot emulated, exactly: the
+// same bits for every cache type (where the CPU runs both; qemu -cpu max).
+TEST(MlaDecode, AsimdEqualsNeonBitForBit) {
+  if (!isa_supported(Isa::asimd) || !isa_supported(Isa::neon)) GTEST_SKIP() << "needs asimd and neon";
+  for (LatentStorage st : {LatentStorage::int8, LatentStorage::f16, LatentStorage::f32}) {
+    TestCache cache(st, kV2, 1500, 31);
+    Query q(kV2, 1, 32);
+    const auto a = run_decode(kernels::mla_attn_kernels(Isa::asimd), kV2, q, cache, 1500, 2);
+    const auto n = run_decode(kernels::mla_attn_kernels(Isa::neon), kV2, q, cache, 1500, 2);
+    ASSERT_EQ(a.size(), n.size());
+    EXPECT_EQ(std::memcmp(a.data(), n.data(), a.size() * sizeof(float)), 0) << static_cast<int>(st);
+  }
+}
+
 TEST(MlaDecode, ThreadCountsAgree) {
   TestCache cache(LatentStorage::int8, kV2, 3000, 4);
   Query q(kV2, 1, 8);

@@ -102,7 +102,7 @@ TEST(Cli, InfoDescribesAFile) {
       << capped.output;
   // A cap this CPU does not reach (LATTE_ISA=neon on a Cortex-A72, or on
   // x86-64): the CPU decided, not the cap.
-  for (const latte::Isa cap : {latte::Isa::avx2, latte::Isa::avx512, latte::Isa::neon}) {
+  for (const latte::Isa cap : {latte::Isa::avx2, latte::Isa::avx512, latte::Isa::asimd, latte::Isa::neon}) {
     if (latte::isa_supported(cap)) continue;
     const std::string name = latte::isa_name(cap);
     const Result above = run_shell("LATTE_ISA=" + name + " " + std::string(LATTE_CLI) + " info " + kTestdata +

@@ -1,0 +1,12 @@
+// matvec for asimd (ARMv8.0, dot products emulated): compiled with this ISA's flags only (see CMakeLists.txt).
+#include "kernels/matvec/matvec_impl.h"
+
+namespace latte::kernels {
+
+const MatvecKernels* matvec_kernels_asimd() {
+  static const MatvecKernels k{&matvec_body<xsimd::neon64>, &matmul_body<xsimd::neon64>,
+                                 &dequantize_body<xsimd::neon64>, &dequantize_bf16_body<xsimd::neon64>};
+  return &k;
+}
+
+}  // namespace latte::kernels

@@ -1,0 +1,12 @@
+// mla_attn for asimd (ARMv8.0, dot products emulated): compiled with this ISA's flags only (see CMakeLists.txt).
+#include "kernels/mla_attn/mla_attn_impl.h"
+
+namespace latte::kernels {
+
+const MlaAttnKernels* mla_attn_kernels_asimd() {
+  static const MlaAttnKernels k{&mla_scratch_body<xsimd::neon64>, &mla_decode_body<xsimd::neon64>,
+                                &mla_prefill_body<xsimd::neon64>};
+  return &k;
+}
+
+}  // namespace latte::kernels

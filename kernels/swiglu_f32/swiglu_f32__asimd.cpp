@@ -1,0 +1,11 @@
+// swiglu_f32 for asimd (ARMv8.0, dot products emulated): compiled with this ISA's flags only (see CMakeLists.txt).
+#include "kernels/swiglu_f32/swiglu_f32_impl.h"
+
+namespace latte::kernels {
+
+const SwigluF32Kernels* swiglu_f32_kernels_asimd() {
+  static const SwigluF32Kernels k{&swiglu_f32_body<xsimd::neon64>};
+  return &k;
+}
+
+}  // namespace latte::kernels
