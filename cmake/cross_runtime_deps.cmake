@@ -6,7 +6,8 @@
 #
 # Headers: the host's /usr/include must not be on the include path (its C
 # headers would shadow the cross toolchain's), so each library's headers are
-# reached through a folder holding only links to them, as for xsimd.
+# reached through the folder of links xsimd's come from
+# (latte_cross_header_link, CMakeLists.txt).
 # oneDNN: libdnnl-dev:arm64 cannot be installed beside libdnnl-dev:amd64 (they
 # ship different dnnl_config.h at one path; the only difference is the GPU
 # runtime, OpenCL on amd64), so the cross build compiles against the host's
@@ -17,8 +18,6 @@ if(NOT _triplet)
   set(_triplet ${CMAKE_SYSTEM_PROCESSOR}-linux-gnu)
 endif()
 set(_libdir /usr/lib/${_triplet})
-set(_inc ${CMAKE_BINARY_DIR}/cross-include)
-file(MAKE_DIRECTORY ${_inc} ${_inc}/oneapi)
 
 function(_latte_cross_lib var name)
   find_library(${var} NAMES ${name} PATHS ${_libdir} NO_DEFAULT_PATH NO_CMAKE_FIND_ROOT_PATH)
@@ -27,27 +26,20 @@ function(_latte_cross_lib var name)
   endif()
 endfunction()
 
-function(_latte_cross_header_link path)
-  if(NOT EXISTS /usr/include/${path})
-    message(FATAL_ERROR "cross build: /usr/include/${path} not found; run scripts/setup.sh")
-  endif()
-  file(CREATE_LINK /usr/include/${path} ${_inc}/${path} SYMBOLIC)
-endfunction()
-
 _latte_cross_lib(LATTE_CROSS_PCRE2 libpcre2-8.so)
 _latte_cross_lib(LATTE_CROSS_DNNL libdnnl.so.2)
-_latte_cross_header_link(pcre2.h)
-_latte_cross_header_link(oneapi/dnnl)
-_latte_cross_header_link(CLI)
+latte_cross_header_link(pcre2.h)
+latte_cross_header_link(oneapi/dnnl)
+latte_cross_header_link(CLI)
 
 add_library(PCRE2::pcre2-8 UNKNOWN IMPORTED)
 set_target_properties(PCRE2::pcre2-8 PROPERTIES IMPORTED_LOCATION ${LATTE_CROSS_PCRE2}
-  INTERFACE_INCLUDE_DIRECTORIES ${_inc} INTERFACE_COMPILE_DEFINITIONS PCRE2_CODE_UNIT_WIDTH=8)
+  INTERFACE_INCLUDE_DIRECTORIES ${LATTE_CROSS_INCLUDE} INTERFACE_COMPILE_DEFINITIONS PCRE2_CODE_UNIT_WIDTH=8)
 add_library(DNNL::dnnl UNKNOWN IMPORTED)
 set_target_properties(DNNL::dnnl PROPERTIES IMPORTED_LOCATION ${LATTE_CROSS_DNNL}
-  INTERFACE_INCLUDE_DIRECTORIES ${_inc})
+  INTERFACE_INCLUDE_DIRECTORIES ${LATTE_CROSS_INCLUDE})
 add_library(CLI11::CLI11 INTERFACE IMPORTED)
-set_target_properties(CLI11::CLI11 PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${_inc})
+set_target_properties(CLI11::CLI11 PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${LATTE_CROSS_INCLUDE})
 # The libraries' own dependencies (libgomp, libstdc++ for the target) are
 # found at link time in the same folder, and by the binaries at run time.
 add_link_options(-Wl,-rpath-link,${_libdir})
