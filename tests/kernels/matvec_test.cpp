@@ -68,28 +68,48 @@ double act_bound(GgmlType t, const float* wrow, const float* x, std::size_t cols
   return b * 1.001 + 2e-6 * mag + 1e-6;
 }
 
+// What every ISA's matmul (and matvec when n_tokens == 1) must give for
+// weights w and random activations: the reference outputs and each one's
+// bound. Computed once and compared for every ISA: the reference and the
+// bounds (double loops) cost far more than the kernels, ~20x more under qemu.
+struct Expected {
+  std::size_t rows, cols, n_tokens, ldx, ldy;
+  std::vector<float> x;       // (n_tokens, ldx)
+  std::vector<float> ref;     // (n_tokens, ldy)
+  std::vector<double> bound;  // (n_tokens, rows)
+};
+
+Expected expected_outputs(GgmlType t, const Weights& w, std::size_t rows, std::size_t cols, std::size_t n_tokens,
+                          std::uint64_t seed) {
+  Expected e{rows, cols, n_tokens, cols + 3, rows + 5, {}, {}, {}};
+  e.x = test::random_vector(n_tokens * e.ldx, seed + 1, -2.f, 2.f);
+  e.ref.assign(n_tokens * e.ldy, 0.f);
+  matmul_ref(t, w.bytes.data(), rows, cols, e.x.data(), e.ldx, n_tokens, e.ref.data(), e.ldy, nullptr, 1);
+  e.bound.resize(n_tokens * rows);
+  for (std::size_t tok = 0; tok < n_tokens; ++tok)
+    for (std::size_t row = 0; row < rows; ++row)
+      e.bound[tok * rows + row] = act_bound(t, w.deq.data() + row * cols, e.x.data() + tok * e.ldx, cols);
+  return e;
+}
+
 // Runs matmul (and matvec when n_tokens == 1) on `isa` and checks every
-// output; returns the NMSE over all of them.
-double check_weights(Isa isa, GgmlType t, const Weights& w, std::size_t rows, std::size_t cols, std::size_t n_tokens,
-                     int threads, std::uint64_t seed) {
+// output against e; returns the NMSE over all of them.
+double check_against(Isa isa, GgmlType t, const Weights& w, const Expected& e, int threads) {
   const auto& k = matvec_kernels(isa);
-  const std::size_t ldx = cols + 3, ldy = rows + 5;
-  auto x = test::random_vector(n_tokens * ldx, seed + 1, -2.f, 2.f);
-  std::vector<float> ref(n_tokens * ldy, 0.f), got(n_tokens * ldy, -7.f);
-  matmul_ref(t, w.bytes.data(), rows, cols, x.data(), ldx, n_tokens, ref.data(), ldy, nullptr, 1);
+  const std::size_t rows = e.rows, cols = e.cols, n_tokens = e.n_tokens, ldx = e.ldx, ldy = e.ldy;
+  std::vector<float> got(n_tokens * ldy, -7.f);
   // Exactly the advertised scratch: ASan catches an overrun.
   std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, cols, n_tokens));
   void* s = scratch.empty() ? nullptr : scratch.data();
   if (n_tokens == 1)
-    k.matvec(t, w.bytes.data(), rows, cols, x.data(), got.data(), s, threads);
+    k.matvec(t, w.bytes.data(), rows, cols, e.x.data(), got.data(), s, threads);
   else
-    k.matmul(t, w.bytes.data(), rows, cols, x.data(), ldx, n_tokens, got.data(), ldy, s, threads);
+    k.matmul(t, w.bytes.data(), rows, cols, e.x.data(), ldx, n_tokens, got.data(), ldy, s, threads);
   std::vector<float> g, r;
   for (std::size_t tok = 0; tok < n_tokens; ++tok) {
     for (std::size_t row = 0; row < rows; ++row) {
-      const float gv = got[tok * ldy + row], rv = ref[tok * ldy + row];
-      const double bound = act_bound(t, w.deq.data() + row * cols, x.data() + tok * ldx, cols);
-      EXPECT_LE(std::fabs(double(gv) - rv), bound)
+      const float gv = got[tok * ldy + row], rv = e.ref[tok * ldy + row];
+      EXPECT_LE(std::fabs(double(gv) - rv), e.bound[tok * rows + row])
           << isa_name(isa) << " " << ggml_type_name(t) << " rows=" << rows << " cols=" << cols
           << " tokens=" << n_tokens << " threads=" << threads << " at token " << tok << " row " << row;
       g.push_back(gv);
@@ -99,6 +119,11 @@ double check_weights(Isa isa, GgmlType t, const Weights& w, std::size_t rows, st
       EXPECT_EQ(got[tok * ldy + row], -7.f) << "wrote past rows";
   }
   return test::nmse(g.data(), r.data(), g.size());
+}
+
+double check_weights(Isa isa, GgmlType t, const Weights& w, std::size_t rows, std::size_t cols, std::size_t n_tokens,
+                     int threads, std::uint64_t seed) {
+  return check_against(isa, t, w, expected_outputs(t, w, rows, cols, n_tokens, seed), threads);
 }
 
 double check(Isa isa, GgmlType t, std::size_t rows, std::size_t cols, std::size_t n_tokens, int threads,
@@ -317,33 +342,41 @@ void check_packed_tiles(GgmlType t) {
   cases.push_back({45, k256 ? 1280u : 1056u, 40, 2});
   for (std::size_t n : {2, 7, 8, 12}) cases.push_back({37, k256 ? 512u : 1056u, n, 1});  // packed or not, by ISA and type
   cases.push_back({65, k256 ? 2304u : 2080u, 9, 3});
-  for (Isa isa : supported_isas()) {
-    const auto& k = matvec_kernels(isa);
-    for (const Case& c : cases) {
-      SCOPED_TRACE(std::string(isa_name(isa)) + " rows=" + std::to_string(c.rows) + " cols=" + std::to_string(c.cols) +
-                   " tokens=" + std::to_string(c.n_tokens) + " threads=" + std::to_string(c.threads));
-      check(isa, t, c.rows, c.cols, c.n_tokens, c.threads, c.rows * 1000 + c.cols + c.n_tokens);
-      Weights w = make_weights(t, c.rows, c.cols, c.cols + c.rows);
-      const std::size_t ldx = c.cols + 1, ldy = c.rows + 2;
-      auto x = test::random_vector(c.n_tokens * ldx, c.rows + 7, -3.f, 3.f);
+  for (const Case& c : cases) {
+    SCOPED_TRACE("rows=" + std::to_string(c.rows) + " cols=" + std::to_string(c.cols) +
+                 " tokens=" + std::to_string(c.n_tokens) + " threads=" + std::to_string(c.threads));
+    const std::uint64_t seed = c.rows * 1000 + c.cols + c.n_tokens;
+    const Weights w = make_weights(t, c.rows, c.cols, seed);
+    const Expected e = expected_outputs(t, w, c.rows, c.cols, c.n_tokens, seed);
+    std::vector<double> mag(c.n_tokens * c.rows);  // (n_tokens, rows) sum |w x|
+    for (std::size_t tok = 0; tok < c.n_tokens; ++tok)
+      for (std::size_t r = 0; r < c.rows; ++r)
+        for (std::size_t i = 0; i < c.cols; ++i)
+          mag[tok * c.rows + r] += std::fabs(double(w.deq[r * c.cols + i]) * e.x[tok * e.ldx + i]);
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(isa_name(isa));
+      const auto& k = matvec_kernels(isa);
+      check_against(isa, t, w, e, c.threads);
+      const std::size_t ldy = c.rows + 2;
       std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, c.cols, c.n_tokens));
       std::vector<float> y(c.n_tokens * ldy, -7.f), y1(c.rows);
-      k.matmul(t, w.bytes.data(), c.rows, c.cols, x.data(), ldx, c.n_tokens, y.data(), ldy, scratch.data(), c.threads);
+      k.matmul(t, w.bytes.data(), c.rows, c.cols, e.x.data(), e.ldx, c.n_tokens, y.data(), ldy, scratch.data(),
+               c.threads);
       for (std::size_t tok = 0; tok < c.n_tokens && !k256; ++tok) {
-        k.matvec(t, w.bytes.data(), c.rows, c.cols, x.data() + tok * ldx, y1.data(), scratch.data(), 1);
-        for (std::size_t r = 0; r < c.rows; ++r) {
-          double mag = 0;
-          for (std::size_t i = 0; i < c.cols; ++i) mag += std::fabs(double(w.deq[r * c.cols + i]) * x[tok * ldx + i]);
-          ASSERT_NEAR(y[tok * ldy + r], y1[r], 1e-5 * mag + 1e-6) << "token " << tok << " row " << r;
-        }
+        k.matvec(t, w.bytes.data(), c.rows, c.cols, e.x.data() + tok * e.ldx, y1.data(), scratch.data(), 1);
+        for (std::size_t r = 0; r < c.rows; ++r)
+          ASSERT_NEAR(y[tok * ldy + r], y1[r], 1e-5 * mag[tok * c.rows + r] + 1e-6) << "token " << tok << " row " << r;
         for (std::size_t r = c.rows; r < ldy; ++r) ASSERT_EQ(y[tok * ldy + r], -7.f) << "wrote past rows";
       }
     }
-    // A non-finite activation poisons only its own token's outputs.
-    const std::size_t rows = 33, cols = k256 ? 1280 : 1056, n = kPackedGemmAllTokens + 2;
-    Weights w = make_weights(t, rows, cols, 5);
-    auto x = test::random_vector(n * cols, 6, -2.f, 2.f);
-    x[3 * cols + 1040] = NAN;
+  }
+  // A non-finite activation poisons only its own token's outputs.
+  const std::size_t rows = 33, cols = k256 ? 1280 : 1056, n = kPackedGemmAllTokens + 2;
+  const Weights w = make_weights(t, rows, cols, 5);
+  auto x = test::random_vector(n * cols, 6, -2.f, 2.f);
+  x[3 * cols + 1040] = NAN;
+  for (Isa isa : supported_isas()) {
+    const auto& k = matvec_kernels(isa);
     std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, cols, n));
     std::vector<float> y(n * rows);
     k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, y.data(), rows, scratch.data(), 1);
