@@ -1,5 +1,8 @@
 #include "runtime/mla/cost_model.h"
 
+#include <algorithm>
+#include <string>
+
 #include "runtime/error.h"
 
 namespace latte {
@@ -30,6 +33,13 @@ Counts<T> counts(const MlaConfig& cfg, std::int64_t n_query, std::int64_t n_cach
 }  // namespace
 
 MlaCost mla_attention_cost(const MlaConfig& cfg, std::int64_t n_query, std::int64_t n_cached) {
+  // Checked in double first: past int64 the counts would wrap (V3 shapes
+  // from ~6.6e13 query-key pairs) and be reported as garbage.
+  const Counts<double> d = counts<double>(cfg, n_query, n_cached);
+  if (std::max(d.naive, d.projections + d.absorbed_pairs) >= 9.2e18)
+    throw Error(Status::invalid_argument, "MLA cost: " + std::to_string(n_query) + " query tokens over " +
+                                              std::to_string(n_cached) +
+                                              " cached count more multiply-adds than int64 holds");
   const Counts<std::int64_t> c = counts<std::int64_t>(cfg, n_query, n_cached);
   MlaCost m;
   m.absorbed = c.projections + c.absorbed_pairs;

@@ -83,6 +83,16 @@ TEST(CostModel, PicksWithoutOverflowAtTheLongestContext) {
   const std::int64_t n_query = 65536, n_cached = 2147483647 - n_query;
   EXPECT_EQ(mla_pick_form(c, n_query, n_cached), MlaForm::naive);
   EXPECT_EQ(mla_pick_form(c, 1, 2147483646), MlaForm::absorbed);
+  // The counts themselves do not fit int64 there: refused, not wrapped.
+  try {
+    mla_attention_cost(c, n_query, n_cached);
+    ADD_FAILURE() << "counts past int64 were returned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("65536 query tokens over 2147418111 cached"), std::string::npos) << e.what();
+  }
+  // Decode at that depth fits: 128*256*512 + 2147483647*128*1088.
+  EXPECT_EQ(mla_attention_cost(c, 1, 2147483646).absorbed, 299067179393024LL);
 }
 
 TEST(CostModel, RejectsNegativeCounts) {
