@@ -138,7 +138,7 @@ int run_info_file(const std::string& path) {
   std::printf("\nweights:       %.1f MiB mapped in place, %.1f MiB packed at load\n",
               model->mapped_weight_bytes() / 1048576.0, model->packed_weight_bytes() / 1048576.0);
 
-  const std::int64_t max_ctx = p.context_length > 0 ? p.context_length : 4096;
+  const std::int64_t max_ctx = p.resolve_n_ctx(0);  // what a session with n_ctx 0 gets
   std::printf("latent cache:  %d elements per token per layer (MHA would keep %d)\n", m.kv_lora_rank + m.d_rope,
               m.n_heads * (m.d_nope + m.d_rope + m.d_v));
   for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {

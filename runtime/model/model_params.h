@@ -35,6 +35,12 @@ struct ModelParams {
   // rope_factors_short to others.
   std::int64_t rope_factor_switch() const { return rope_orig_ctx > 0 ? rope_orig_ctx : context_length; }
   bool rope_long_factors(std::int64_t n_ctx) const { return n_ctx > rope_factor_switch(); }
+  // The context a session gets for n_ctx <= 0: the trained one, or 4096
+  // where the file gives none (sessions and the reference agree on it, and
+  // so on the RoPE factors above).
+  std::int64_t resolve_n_ctx(std::int64_t n_ctx) const {
+    return n_ctx > 0 ? n_ctx : context_length > 0 ? context_length : 4096;
+  }
   MlaConfig mla;                   // d_model, heads, ranks, dims, eps, rope, kq_scale
   KvLayout kv_layout = KvLayout::split;
 

@@ -533,7 +533,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
       opts_(opts),
       cache_([&] {
         const ModelParams& p = model_->params();
-        if (opts_.n_ctx <= 0) opts_.n_ctx = p.context_length > 0 ? p.context_length : 4096;
+        opts_.n_ctx = p.resolve_n_ctx(opts_.n_ctx);
         if (opts_.prefill_chunk <= 0)
           throw Error(Status::invalid_argument, "prefill_chunk must be > 0");
         if (opts_.threads < 0 || opts_.threads > kMaxThreads)

@@ -329,6 +329,38 @@ TEST(ModelMetadata, AbsentKeysTakeLlamaCppsDefaults) {
             logits_of(random_model_bytes(moe)));
 }
 
+// A minicpm3 file without a trained context: a session with n_ctx 0 gets
+// 4096 tokens, past the RoPE factor switch (0 then), so the long factors;
+// the reference took the short ones for the same n_ctx 0.
+TEST(ModelMetadata, NoTrainedContextTheReferencePicksTheSessionsRopeFactors) {
+  RandomModelSpec mc = test::architecture_cases()[3].spec;
+  ASSERT_EQ(mc.arch, ModelArch::minicpm3);
+  ASSERT_TRUE(mc.rope_factors);
+  const auto bytes = random_model_bytes(edited(mc, [](GgufWriter& w) {
+    ASSERT_TRUE(w.remove("minicpm3.context_length"));
+  }));
+  auto model = Model::from_file(GgufFile::from_bytes(std::vector<std::uint8_t>(bytes)));
+  ASSERT_NE(model->rope_factors(true), model->rope_factors(false));
+  SessionOptions o;
+  o.cache = LatentStorage::f32;
+  o.n_ctx = 0;
+  o.threads = 1;
+  Session s(model, o);
+  EXPECT_EQ(s.n_ctx(), 4096);
+  ModelReference ref(GgufFile::from_bytes(std::vector<std::uint8_t>(bytes)), 0);
+  const std::vector<std::int32_t> prompt = {3, 17, 5, 40, 9, 21};
+  std::vector<float> got;
+  s.prefill(prompt, &got);
+  const auto want = ref.forward(prompt, MlaForm::absorbed);
+  ASSERT_EQ(got.size(), want.size());
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    den += double(want[i]) * want[i];
+  }
+  EXPECT_LT(num / den, 1e-10);
+}
+
 TEST(ModelMetadata, SettingsLatteDoesNotRunAreRefusedByName) {
   RandomModelSpec plain = base();
   plain.yarn = false;
