@@ -118,6 +118,20 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
     r.yarn_beta_slow = real("rope.scaling.yarn_beta_slow", 1.f, true);
     if (!(r.yarn_orig_ctx > 0))  // (the factor is checked above)
       bad(k + "rope.scaling.original_context_length must be > 0 for yarn");
+    // minicpm3 and plm: llama.cpp's RoPE multiplies cos and sin by YaRN's
+    // magnitude 1 + 0.1 ln(factor) (Hugging Face's generic YaRN does the
+    // same), and their score scale stays 1/sqrt(head dim). deepseek2's graph
+    // cancels that factor and puts its own mscale into the score scale
+    // (MlaConfig::kq_scale). Which magnitude llama.cpp derives from a
+    // yarn_log_multiplier on these architectures changed between its
+    // versions: refused rather than guessed.
+    if (p.arch != ModelArch::deepseek2) {
+      if (r.yarn_log_multiplier != 0)
+        throw Error(Status::unsupported, k + "rope.scaling.yarn_log_multiplier = " +
+                                             std::to_string(r.yarn_log_multiplier) +
+                                             ": Latte runs YaRN's log multiplier for deepseek2 only");
+      if (r.yarn_factor > 1) r.attn_factor *= 1.0 + 0.1 * std::log(r.yarn_factor);
+    }
   } else if (scaling != "none" && scaling != "") {
     throw Error(Status::unsupported, "rope scaling type '" + scaling + "' (" + k +
                                          "rope.scaling.type) is not supported: Latte runs none and yarn");

@@ -98,6 +98,7 @@ TEST(RandomModel, ParamsRoundTrip) {
   s.arch = ModelArch::minicpm3;
   s.layout = KvLayout::legacy;
   s.q_lora_rank = 24;
+  s.yarn_log_multiplier = 0.f;  // deepseek2's alone (YarnMagnitudeOnMinicpm3AndPlm)
   auto f = GgufFile::from_bytes(random_model_bytes(s));
   const ModelParams p = ModelParams::from_gguf(f);
   EXPECT_EQ(p.arch, ModelArch::minicpm3);
@@ -359,6 +360,36 @@ TEST(ModelMetadata, NoTrainedContextTheReferencePicksTheSessionsRopeFactors) {
     den += double(want[i]) * want[i];
   }
   EXPECT_LT(num / den, 1e-10);
+}
+
+// YaRN on minicpm3 and plm, as llama.cpp's graphs run it: cos and sin
+// scaled by 1 + 0.1 ln(factor) times rope.scaling.attn_factor, the score
+// scale 1/sqrt(head dim) whatever the scaling; on deepseek2 the file's
+// attn_factor alone (its mscale goes into the score scale instead). A log
+// multiplier there is refused by name.
+TEST(ModelMetadata, YarnMagnitudeOnMinicpm3AndPlm) {
+  for (ModelArch arch : {ModelArch::minicpm3, ModelArch::plm, ModelArch::deepseek2}) {
+    RandomModelSpec s = base();
+    s.arch = arch;
+    if (arch != ModelArch::deepseek2) s.layout = KvLayout::legacy;
+    s.yarn = true;
+    s.yarn_factor = 4.f;
+    s.yarn_log_multiplier = 0.f;
+    const std::string k = arch == ModelArch::minicpm3 ? "minicpm3." : arch == ModelArch::plm ? "plm." : "deepseek2.";
+    const auto bytes = random_model_bytes(edited(s, [k](GgufWriter& w) { w.add_f32(k + "rope.scaling.attn_factor", 1.5f); }));
+    const ModelParams p = ModelParams::from_gguf(GgufFile::from_bytes(std::vector<std::uint8_t>(bytes)));
+    const double head = p.mla.d_nope + p.mla.d_rope;
+    if (arch == ModelArch::deepseek2) {
+      EXPECT_DOUBLE_EQ(p.mla.rope.attn_factor, 1.5);
+      EXPECT_NEAR(p.mla.kq_scale(), 1.5 * 1.5 / std::sqrt(head), 1e-12);
+    } else {
+      EXPECT_NEAR(p.mla.rope.attn_factor, 1.5 * (1.0 + 0.1 * std::log(4.0)), 1e-7) << k;
+      EXPECT_NEAR(p.mla.kq_scale(), 1.0 / std::sqrt(head), 1e-12) << k;
+      s.yarn_log_multiplier = 0.0707f;
+      const std::string why = refusal(random_model_bytes(s), Status::unsupported);
+      EXPECT_NE(why.find(k + "rope.scaling.yarn_log_multiplier = 0.0707"), std::string::npos) << why;
+    }
+  }
 }
 
 TEST(ModelMetadata, SettingsLatteDoesNotRunAreRefusedByName) {
