@@ -48,8 +48,8 @@ ModelReference::ModelReference(const GgufFile& f, std::int64_t n_ctx) : params_(
   const std::uint64_t dn = m.d_nope, dv = m.d_v, qh = m.q_head_dim(), V = p.n_vocab;
 
   if (p.arch == ModelArch::minicpm3) {
-    const char* name = p.rope_long_factors(p.resolve_n_ctx(n_ctx)) ? "rope_factors_long.weight"
-                                                                                  : "rope_factors_short.weight";
+    const char* name =
+        p.rope_long_factors(p.resolve_n_ctx(n_ctx)) ? "rope_factors_long.weight" : "rope_factors_short.weight";
     if (f.find_tensor(name)) params_.mla.rope.freq_factors = dequantize(f.require_tensor(name, {dr / 2}));
   }
 
