@@ -14,6 +14,13 @@
 // minutes earlier. So each repetition at a depth D > 0 also decodes n_gen
 // steps from depth 0 right after its own (a second session, empty cache):
 // `decode_depth0_adjacent_tok_s` and `decode_pct_of_adjacent_depth0`.
+// Those runs are still tens of milliseconds apart, and the best of each may
+// come from different repetitions. Closest of all, every depth D > 0 then
+// alternates single steps: one at depth D (the cache cut back to D after
+// it), one from the second session, n_gen x repetitions pairs; the median
+// step times of the two (`decode_step_ms`, `decode_depth0_step_ms`) and
+// their ratio (`decode_pct_of_interleaved_depth0`) compare them within
+// milliseconds of each other.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -40,6 +47,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+double median(std::vector<double> v) {  // v non-empty
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2) return *mid;
+  return (*mid + *std::max_element(v.begin(), mid)) / 2;
+}
+
 }  // namespace
 
 int run_bench(const BenchOptions& o) {
@@ -52,6 +66,8 @@ int run_bench(const BenchOptions& o) {
     std::int64_t depth;
     double prefill_tps, decode_tps, fill_s;
     double decode0_tps = 0;  // depth 0, measured next to each repetition
+    bool interleaved = false;          // depth > 0 and decode measured
+    double step_ms = 0, step0_ms = 0;  // medians of the interleaved steps
   };
   std::vector<Row> rows;
   std::mt19937 rng(1234);
@@ -122,6 +138,39 @@ int run_bench(const BenchOptions& o) {
       }
     }
     if (depth == 0) r.decode0_tps = r.decode_tps;
+    if (measured_decode && depth > 0) {
+      // Single steps alternated with depth-0 ones, which of the two runs
+      // first alternating too (the one after a step at depth D finds less
+      // of the weights in the caches).
+      const int pairs = o.n_gen * o.repetitions;
+      std::vector<double> at_depth, at_0;
+      auto timed_decode = [&](Session& x, std::vector<double>& times) {
+        const auto t0 = std::chrono::steady_clock::now();
+        x.decode(tok(rng));
+        times.push_back(seconds_since(t0) * 1e3);
+      };
+      auto step_at_depth = [&] {
+        timed_decode(s, at_depth);
+        s.truncate(depth);
+      };
+      auto step_at_0 = [&] {
+        if (s0.n_past() == s0.n_ctx()) s0.reset();
+        timed_decode(s0, at_0);
+      };
+      for (int i = 0; i < pairs; ++i) {
+        if (i % 2 == 0) {
+          step_at_depth();
+          step_at_0();
+        } else {
+          step_at_0();
+          step_at_depth();
+        }
+      }
+      s0.reset();
+      r.interleaved = true;
+      r.step_ms = median(at_depth);
+      r.step0_ms = median(at_0);
+    }
     rows.push_back(r);
     if (!o.json)
       std::fprintf(stderr, "depth %lld done (fill %.1f s)\n", static_cast<long long>(depth), r.fill_s);
@@ -130,6 +179,7 @@ int run_bench(const BenchOptions& o) {
   const double read_best = std::max(read_before, read_after);
   auto weight_rate = [&](const Row& r) { return r.decode_tps * static_cast<double>(weight_bytes); };  // bytes/s
   auto pct_of_depth0 = [](const Row& r) { return r.decode0_tps > 0 ? 100 * r.decode_tps / r.decode0_tps : 0.0; };
+  auto pct_interleaved = [](const Row& r) { return 100 * r.step0_ms / r.step_ms; };
 
   if (o.json) {
     std::printf("{\n  \"model\": %s,\n  \"architecture\": \"%s\",\n  \"cache_type\": \"%s\",\n  \"threads\": %d,\n"
@@ -158,38 +208,47 @@ int run_bench(const BenchOptions& o) {
       const Row& r = rows[i];
       std::printf("    {\"depth\": %lld, \"prefill_tok_s\": %s, \"decode_tok_s\": %s, \"decode_weights_GBps\": %s, "
                   "\"decode_read_pct\": %s, \"decode_depth0_adjacent_tok_s\": %s, "
-                  "\"decode_pct_of_adjacent_depth0\": %s, \"fill_s\": %.2f}%s\n",
+                  "\"decode_pct_of_adjacent_depth0\": %s, \"decode_step_ms\": %s, \"decode_depth0_step_ms\": %s, "
+                  "\"decode_pct_of_interleaved_depth0\": %s, \"fill_s\": %.2f}%s\n",
                   static_cast<long long>(r.depth), num(measured_prefill, r.prefill_tps, "%.2f").c_str(),
                   num(measured_decode, r.decode_tps, "%.2f").c_str(),
                   num(measured_decode, weight_rate(r) / 1e9, "%.2f").c_str(),
                   num(measured_decode, 100 * weight_rate(r) / read_best, "%.1f").c_str(),
                   num(measured_decode, r.decode0_tps, "%.2f").c_str(),
-                  num(measured_decode, pct_of_depth0(r), "%.1f").c_str(), r.fill_s, i + 1 < rows.size() ? "," : "");
+                  num(measured_decode, pct_of_depth0(r), "%.1f").c_str(), num(r.interleaved, r.step_ms, "%.3f").c_str(),
+                  num(r.interleaved, r.step0_ms, "%.3f").c_str(),
+                  num(r.interleaved, pct_interleaved(r), "%.1f").c_str(), r.fill_s, i + 1 < rows.size() ? "," : "");
     }
     std::printf("  ]\n}\n");
   } else {
     std::printf("model %s (%s), cache %s, threads %d, kernels %s, weights %s\n", o.model.c_str(),
                 model_arch_name(p.arch), o.cache.c_str(), threads,
                 isa_name(active_isa()), o.no_mmap ? "read (--no-mmap)" : "mmap");
-    std::printf("%8s | %16s | %16s | %18s | %22s\n", "depth", "prefill tok/s", "decode tok/s", "weights GB/s (%)",
-                "depth 0 next to it (%)");
+    std::printf("%8s | %16s | %16s | %18s | %22s | %28s\n", "depth", "prefill tok/s", "decode tok/s",
+                "weights GB/s (%)", "depth 0 next to it (%)", "step ms at it / at 0 (%)");
     for (const Row& r : rows) {
-      char pre[32] = "-", dec[96];
+      char pre[32] = "-", dec[96], step[64] = "-";
       std::snprintf(dec, sizeof dec, "%16s | %18s | %22s", "-", "-", "-");
       if (measured_prefill) std::snprintf(pre, sizeof pre, "%.1f", r.prefill_tps);
       if (measured_decode)
         std::snprintf(dec, sizeof dec, "%16.1f | %11.1f (%3.0f%%) | %14.1f (%3.0f%%)", r.decode_tps,
                       weight_rate(r) / 1e9, 100 * weight_rate(r) / read_best, r.decode0_tps, pct_of_depth0(r));
-      std::printf("%8lld | %16s | %s\n", static_cast<long long>(r.depth), pre, dec);
+      if (r.interleaved)
+        std::snprintf(step, sizeof step, "%.3f / %.3f (%3.0f%%)", r.step_ms, r.step0_ms, pct_interleaved(r));
+      std::printf("%8lld | %16s | %s | %28s\n", static_cast<long long>(r.depth), pre, dec, step);
     }
     std::printf("(prefill: %d tokens at the depth; decode: %d steps from the depth; best of %d)\n", o.n_prompt,
                 o.n_gen, o.repetitions);
     std::printf("(depth 0 next to it: decode from an empty cache right after each repetition's; %% = decode at "
                 "the depth / that)\n");
-    if (measured_decode)
+    if (measured_decode) {
+      std::printf("(step ms: medians of %d single steps at the depth alternated with as many from depth 0; %% = "
+                  "depth-0 step / step at the depth)\n",
+                  o.n_gen * o.repetitions);
       std::printf("(decode reads %.1f MB of weights per token; a plain read of %.0f MB with these threads: %.1f GB/s "
                   "before, %.1f after; %% is of the better)\n",
                   weight_bytes / 1e6, read_bytes / 1e6, read_before / 1e9, read_after / 1e9);
+    }
   }
   return 0;
 }

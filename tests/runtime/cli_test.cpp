@@ -327,6 +327,32 @@ TEST(Cli, BenchReportsEveryDepth) {
   EXPECT_GT(adj, 0.0) << r.output;
   EXPECT_NEAR(number_in(row64, "decode_pct_of_adjacent_depth0"), 100 * number_in(row64, "decode_tok_s") / adj, 0.1)
       << r.output;
+  // Single steps alternated with depth-0 ones: medians for depth 64, none
+  // for depth 0 (nothing to compare it with).
+  const std::string row0 = r.output.substr(d0, r.output.find('}', d0) - d0);
+  for (const std::string key : {"\"decode_step_ms\": null", "\"decode_depth0_step_ms\": null",
+                                "\"decode_pct_of_interleaved_depth0\": null"})
+    EXPECT_NE(row0.find(key), std::string::npos) << key << " in " << row0;
+  const double step = number_in(row64, "decode_step_ms"), step0 = number_in(row64, "decode_depth0_step_ms");
+  ASSERT_GT(step, 0.0) << row64;
+  ASSERT_GT(step0, 0.0) << row64;
+  // The ratio is of the unrounded medians; the milliseconds print to 0.001.
+  const double pct = number_in(row64, "decode_pct_of_interleaved_depth0");
+  EXPECT_NEAR(pct, 100 * step0 / step, pct * (0.0005 / step0 + 0.0005 / step) + 0.05) << row64;
+}
+
+// The interleaved steps: n_gen x repetitions of each, said in the text table.
+TEST(Cli, BenchInterleavesAsManyStepsAsItDecodes) {
+  const Result r = run("bench -m " + kTestdata + "/tiny-dense.gguf --depths 32 -p 0 -n 3 -r 2 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("medians of 6 single steps at the depth alternated with as many from depth 0"),
+            std::string::npos)
+      << r.output;
+  const auto row = r.output.find("\n      32 |");
+  ASSERT_NE(row, std::string::npos) << r.output;
+  const std::string line = r.output.substr(row + 1, r.output.find('\n', row + 1) - row - 1);
+  EXPECT_NE(line.find(" / "), std::string::npos) << line;
+  EXPECT_NE(line.find("%)"), std::string::npos) << line;
 }
 
 // The threads bench reports are those its sessions ran with: OMP_THREAD_LIMIT
@@ -363,8 +389,9 @@ TEST(Cli, BenchLeavesWhatItDidNotMeasureBlank) {
   const auto row = prefill_only.output.find("\n       0 | ");
   ASSERT_NE(row, std::string::npos) << prefill_only.output;
   const std::string line = prefill_only.output.substr(row + 1, prefill_only.output.find('\n', row + 1) - row - 1);
-  // A prefill speed, then a dash for each decode column.
-  EXPECT_EQ(std::count(line.begin(), line.end(), '-'), 3) << line;
+  // A prefill speed, then a dash for each decode column (the interleaved
+  // steps' among them).
+  EXPECT_EQ(std::count(line.begin(), line.end(), '-'), 4) << line;
   EXPECT_EQ(line.find(" 0.0 "), std::string::npos) << line;
   // Nor does it time plain reads, which only judge decode's weight stream.
   EXPECT_EQ(prefill_only.output.find("plain read"), std::string::npos) << prefill_only.output;
