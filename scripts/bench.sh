@@ -18,7 +18,10 @@
 #                              decode's weight stream against it; and decodes
 #                              from depth 0 next to every deeper repetition
 #                              (decode_depth0_adjacent_tok_s,
-#                              decode_pct_of_adjacent_depth0)
+#                              decode_pct_of_adjacent_depth0), then alternates
+#                              single steps at each depth with steps from
+#                              depth 0 (decode_step_ms, decode_depth0_step_ms,
+#                              decode_pct_of_interleaved_depth0: medians)
 # Extra arguments: kernels, to bench_kernels (e.g. --benchmark_filter=int8);
 # model, to every `latte bench` run, so only options the script does not set
 # itself (e.g. --prefill-chunk 256); depths and threads come from the env.
