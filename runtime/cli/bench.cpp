@@ -139,9 +139,8 @@ int run_bench(const BenchOptions& o) {
     }
     if (depth == 0) r.decode0_tps = r.decode_tps;
     if (measured_decode && depth > 0) {
-      // Single steps alternated with depth-0 ones, which of the two runs
-      // first alternating too (the one after a step at depth D finds less
-      // of the weights in the caches).
+      // Single steps alternated with depth-0 ones, and which of a pair
+      // runs first alternates too, so neither kind always follows the other.
       const int pairs = o.n_gen * o.repetitions;
       std::vector<double> at_depth, at_0;
       auto timed_decode = [&](Session& x, std::vector<double>& times) {
