@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "runtime/error.h"
-#include "runtime/gguf/gguf_writer.h"
+#include "tools/gguf_writer.h"
 #include "runtime/tokenizer/pretokenizer.h"
 #include "runtime/tokenizer/tokenizer.h"
 

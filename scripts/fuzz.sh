@@ -34,7 +34,7 @@ if [ ! -f "$fuzzer_lib" ]; then
   exit 1
 fi
 
-READER=(runtime/gguf/gguf_file.cpp runtime/gguf/gguf_writer.cpp runtime/atomic_file.cpp runtime/read_only_file.cpp runtime/error.cpp runtime/huge_pages.cpp quant/ggml_types.cpp)
+READER=(runtime/gguf/gguf_file.cpp tools/gguf_writer.cpp runtime/atomic_file.cpp runtime/read_only_file.cpp runtime/error.cpp runtime/huge_pages.cpp quant/ggml_types.cpp)
 TOKENIZER=(runtime/tokenizer/tokenizer.cpp runtime/tokenizer/pretokenizer.cpp)
 PCRE2=(-DPCRE2_CODE_UNIT_WIDTH=8 -lpcre2-8)
 FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -I. -Wall -Wextra -Wno-unused-parameter)

@@ -33,7 +33,7 @@
 #include "kernels/isa.h"
 #include "kernels/mla_attn/mla_attn.h"
 #include "quant/latent_formats.h"
-#include "runtime/read_bandwidth.h"
+#include "tools/read_bandwidth.h"
 
 namespace {
 

@@ -19,7 +19,7 @@
 #include "kernels/matvec/matvec.h"
 #include "quant/fp16.h"
 #include "quant/ggml_blocks.h"
-#include "runtime/read_bandwidth.h"
+#include "tools/read_bandwidth.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "runtime/mla/mla_config.h"
-#include "runtime/mla/mla_reference.h"
+#include "runtime/mla/mla_form.h"
 
 namespace latte {
 

@@ -14,8 +14,6 @@
 #include <numeric>
 #include <string>
 
-#include <oneapi/dnnl/dnnl.h>
-
 #include "kernels/isa.h"
 #include "kernels/matvec/matvec.h"
 #include "kernels/mla_attn/mla_attn.h"
@@ -25,6 +23,7 @@
 #include "runtime/error.h"
 #include "runtime/mla/cost_model.h"
 #include "runtime/model/expert_parts.h"
+#include "runtime/model/gemm_f32.h"
 
 namespace latte {
 
@@ -51,6 +50,8 @@ namespace {
 // (256 tokens: 1185-1280 against 715-900 for the row kernels; Q3_K and Q6_K
 // 1169-1264 against 844-981). NEON: not measured on hardware, 320 as before.
 int default_gemm_min_tokens(GgmlType t, Isa isa) {
+  // Without oneDNN the row kernels and the packed GEMM are Latte's fastest.
+  if (!gemm_f32_is_onednn()) return std::numeric_limits<int>::max();
   if (t == GgmlType::Q8_0 && isa != Isa::ref) return std::numeric_limits<int>::max();
   if (kernels::matvec_has_packed_gemm(t) && isa == Isa::avx512) return std::numeric_limits<int>::max();
   return t == GgmlType::F32 ? 160 : 320;
@@ -153,15 +154,11 @@ void rms_norm_rows(const float* x, const float* w, int n, int d, double eps, flo
   });
 }
 
-Error sgemm_error(dnnl_status_t st) {
-  return st == dnnl_out_of_memory ? Error(Status::out_of_memory, "oneDNN sgemm: out of memory")
-                                  : Error(Status::internal, "oneDNN sgemm failed (status " + std::to_string(st) + ")");
-}
-
-void sgemm(char ta, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
-  if (const dnnl_status_t st = dnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); st != dnnl_success)
-    throw sgemm_error(st);
+// gemm_f32, a failure thrown (outside OpenMP regions only).
+void sgemm(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t lda,
+           const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+  if (const Status st = gemm_f32(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); st != Status::ok)
+    throw gemm_f32_error(st);
 }
 
 // Sets the calling thread's OpenMP team size (which oneDNN's GEMMs follow
@@ -490,7 +487,7 @@ struct Session::Scratch {
   void linear(const WeightRef& w, const float* x, std::size_t ldx, int n, float* y, std::size_t ldy) {
     if (use_gemm(w.type, n)) {
       if (w.type == GgmlType::F32 && w.row_bytes == static_cast<std::size_t>(w.cols) * 4) {
-        sgemm('N', 'T', n, w.rows, w.cols, 1.f, x, static_cast<std::int64_t>(ldx), reinterpret_cast<const float*>(w.data),
+        sgemm('T', n, w.rows, w.cols, 1.f, x, static_cast<std::int64_t>(ldx), reinterpret_cast<const float*>(w.data),
               w.cols, 0.f, y, static_cast<std::int64_t>(ldy));
         return;
       }
@@ -515,7 +512,7 @@ struct Session::Scratch {
           }
         }
         if (failed) std::rethrow_exception(failed);
-        sgemm('N', 'T', n, nr, w.cols, 1.f, x, static_cast<std::int64_t>(ldx), panel, w.cols, 0.f, y + r0,
+        sgemm('T', n, nr, w.cols, 1.f, x, static_cast<std::int64_t>(ldx), panel, w.cols, 0.f, y + r0,
               static_cast<std::int64_t>(ldy));
       }
       return;
@@ -662,8 +659,8 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
   // Form for this chunk: decode is always absorbed (the kernel's job).
   MlaForm form = MlaForm::absorbed;
   if (n > 1) {
-    if (opts_.prefill_form == FormChoice::naive) form = MlaForm::naive;
-    else if (opts_.prefill_form == FormChoice::cost_model)
+    if (opts_.prefill_form) form = *opts_.prefill_form;
+    else
       form = mla_pick_form(m, n, p0,
                            mla_absorbed_pair_cost(opts_.cache == LatentStorage::int8, active_isa() == Isa::avx512));
   }
@@ -805,9 +802,9 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
         for (int j = 0; j < nb; ++j)
           cache_.read_row(il, j0 + j, blk_c + static_cast<std::size_t>(j) * dc, blk_kpe + static_cast<std::size_t>(j) * dr);
         // K_nope (nb, n_h*d_nope) = C W_UK^T ; V (nb, n_h*d_v) = C W_UV^T
-        sgemm('N', 'T', nb, static_cast<std::int64_t>(nh) * dn, dc, 1.f, blk_c, dc, L.naive_wuk, dc, 0.f, blk_k,
+        sgemm('T', nb, static_cast<std::int64_t>(nh) * dn, dc, 1.f, blk_c, dc, L.naive_wuk, dc, 0.f, blk_k,
               static_cast<std::int64_t>(nh) * dn);
-        sgemm('N', 'T', nb, static_cast<std::int64_t>(nh) * dv, dc, 1.f, blk_c, dc, L.naive_wuv, dc, 0.f, blk_v,
+        sgemm('T', nb, static_cast<std::int64_t>(nh) * dv, dc, 1.f, blk_c, dc, L.naive_wuv, dc, 0.f, blk_v,
               static_cast<std::int64_t>(nh) * dv);
         // Queries that see none of this block (j0 > p0 + i) are skipped.
         const int i0 = static_cast<int>(std::max<std::int64_t>(0, j0 - p0));
@@ -815,16 +812,16 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
         if (nq <= 0) continue;
         // An exception cannot leave an OpenMP region (it would terminate the
         // process): a failed GEMM is recorded, and thrown after the region.
-        std::atomic<int> gemm_status{dnnl_success};
+        std::atomic<int> gemm_status{static_cast<int>(Status::ok)};
         auto gemm = [&](char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                         std::int64_t lda, const float* Bm, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
-          const dnnl_status_t st = dnnl_sgemm('N', tb, M, N, K, alpha, A, lda, Bm, ldb, beta, C, ldc);
-          if (st != dnnl_success) gemm_status.store(st);
-          return st == dnnl_success;
+          const Status st = gemm_f32(tb, M, N, K, alpha, A, lda, Bm, ldb, beta, C, ldc);
+          if (st != Status::ok) gemm_status.store(static_cast<int>(st));
+          return st == Status::ok;
         };
 #pragma omp parallel for num_threads(s.threads) schedule(dynamic, 1)
         for (int hd = 0; hd < nh; ++hd) {
-          if (gemm_status.load(std::memory_order_relaxed) != dnnl_success) continue;
+          if (gemm_status.load(std::memory_order_relaxed) != static_cast<int>(Status::ok)) continue;
           float* S = scores + static_cast<std::size_t>(omp_get_thread_num()) * n * B;  // (nq, nb)
           const float* qh0 = q + (static_cast<std::size_t>(i0) * nh + hd) * qh;
           if (!gemm('T', nq, nb, dn, scale, qh0, static_cast<std::int64_t>(nh) * qh,
@@ -850,7 +847,8 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
                static_cast<std::int64_t>(nh) * dv, 1.f, acc + (static_cast<std::size_t>(i0) * nh + hd) * dv,
                static_cast<std::int64_t>(nh) * dv);
         }
-        if (gemm_status.load() != dnnl_success) throw sgemm_error(static_cast<dnnl_status_t>(gemm_status.load()));
+        if (const int st = gemm_status.load(); st != static_cast<int>(Status::ok))
+          throw gemm_f32_error(static_cast<Status>(st));
       }
       for (std::size_t i = 0; i < static_cast<std::size_t>(n) * nh; ++i) {
         const float inv = 1.f / stat[2 * i + 1];

@@ -6,18 +6,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "quant/latent_formats.h"
 #include "runtime/latent_cache.h"
-#include "runtime/mla/mla_reference.h"
+#include "runtime/mla/mla_form.h"
 #include "runtime/model/model.h"
 
 namespace latte {
-
-enum class FormChoice { cost_model, naive, absorbed };
 
 // The most threads a session takes (past it, thread creation fails or
 // crashes inside the OpenMP runtime rather than with a status).
@@ -28,7 +27,7 @@ struct SessionOptions {
   std::int64_t n_ctx = 4096;        // context capacity (tokens); <= 0: the model's maximum
   LatentStorage cache = LatentStorage::int8;
   int prefill_chunk = 512;          // tokens per prefill chunk
-  FormChoice prefill_form = FormChoice::cost_model;
+  std::optional<MlaForm> prefill_form;  // a forced prefill form; none: the cost model picks
   // Chunks of at least this many tokens run their weight products as oneDNN
   // GEMMs; 0: the crossover measured per weight type (session.cpp).
   int gemm_min_tokens = 0;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "runtime/gguf/gguf_file.h"
-#include "runtime/model/random_model.h"
+#include "tools/random_model.h"
 
 namespace latte::test {
 

@@ -17,7 +17,7 @@
 
 #include "kernels/isa.h"
 #include "runtime/model/model.h"
-#include "runtime/model/random_model.h"
+#include "tools/random_model.h"
 #include "runtime/model/session.h"
 #include "runtime/tokenizer/tokenizer.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "runtime/error.h"
-#include "runtime/model_catalog.h"
+#include "tools/model_catalog.h"
 
 namespace latte {
 namespace {

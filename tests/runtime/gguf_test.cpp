@@ -20,7 +20,7 @@
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
-#include "runtime/gguf/gguf_writer.h"
+#include "tools/gguf_writer.h"
 #include "tests/runtime/fifo_util.h"
 
 namespace latte {

@@ -24,7 +24,7 @@
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/model.h"
-#include "runtime/model/random_model.h"
+#include "tools/random_model.h"
 #include "runtime/model/session.h"
 #include "runtime/model/vocab.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -233,9 +233,9 @@ TEST(HostileWeights, NanLogitsAreRefusedAndForgotten) {
     if (c.spec.tied_output) continue;
     auto model = Model::from_file(GgufFile::from_bytes(test::model_with_nan_embedding(c.spec, bad_token)));
     for (LatentStorage cache : {LatentStorage::f32, LatentStorage::int8}) {
-      for (FormChoice form : {FormChoice::naive, FormChoice::absorbed}) {
+      for (MlaForm form : {MlaForm::naive, MlaForm::absorbed}) {
         SCOPED_TRACE(std::string(c.name) + (cache == LatentStorage::int8 ? ", int8" : ", f32") +
-                     (form == FormChoice::naive ? ", naive" : ", absorbed"));
+                     (form == MlaForm::naive ? ", naive" : ", absorbed"));
         SessionOptions o;
         o.threads = 1;
         o.n_ctx = 32;
@@ -325,8 +325,8 @@ TEST(HostileWeights, NanRowsAreRefusedBeforeTheCache) {
   std::vector<std::int32_t> good(40);
   for (int i = 0; i < 40; ++i) good[i] = 100 + i;
   for (LatentStorage cache : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
-    for (FormChoice form : {FormChoice::naive, FormChoice::absorbed}) {
-      SCOPED_TRACE(std::string(latent_storage_name(cache)) + (form == FormChoice::naive ? ", naive" : ", absorbed"));
+    for (MlaForm form : {MlaForm::naive, MlaForm::absorbed}) {
+      SCOPED_TRACE(std::string(latent_storage_name(cache)) + (form == MlaForm::naive ? ", naive" : ", absorbed"));
       SessionOptions o;
       o.n_ctx = 64;
       o.cache = cache;

@@ -1,6 +1,6 @@
 // The MLA scalar reference: its two forms agree, RoPE/YaRN are pinned, and
 // seed 000's worked example holds with corrected arithmetic.
-#include "runtime/mla/mla_reference.h"
+#include "reference/mla_reference.h"
 
 #include <gtest/gtest.h>
 

@@ -17,10 +17,10 @@
 #include "kernels/isa.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
-#include "runtime/gguf/gguf_writer.h"
-#include "runtime/model/model_reference.h"
+#include "tools/gguf_writer.h"
+#include "reference/model_reference.h"
 #include "runtime/model/model.h"
-#include "runtime/model/random_model.h"
+#include "tools/random_model.h"
 #include "runtime/model/session.h"
 #include "tests/runtime/architecture_cases.h"
 

@@ -1,7 +1,7 @@
 // The whole-model scalar reference against llama.cpp's logits for the GGUF
 // files in ../shared/testdata (made with llama.cpp's own tools): checks Latte's
 // reading of the format, the deepseek2 graph, YaRN and MoE routing.
-#include "runtime/model/model_reference.h"
+#include "reference/model_reference.h"
 
 #include <gtest/gtest.h>
 

@@ -25,7 +25,7 @@
 #include "runtime/read_only_file.h"
 #include "runtime/error.h"
 #include "runtime/latent_cache.h"
-#include "runtime/model/random_model.h"
+#include "tools/random_model.h"
 #include "runtime/model/session.h"
 #include "tests/runtime/architecture_cases.h"
 #include "tests/runtime/fifo_util.h"

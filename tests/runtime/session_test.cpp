@@ -21,8 +21,8 @@
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/expert_parts.h"
-#include "runtime/model/model_reference.h"
-#include "runtime/model/random_model.h"
+#include "reference/model_reference.h"
+#include "tools/random_model.h"
 #include "tests/runtime/testdata.h"
 
 namespace latte {
@@ -76,7 +76,7 @@ std::vector<float> run_session(const std::shared_ptr<const Model>& model, Sessio
 struct Case {
   const char* file;
   LatentStorage cache;
-  FormChoice form;
+  std::optional<MlaForm> form;  // none: the cost model
   int chunk;
 };
 
@@ -132,21 +132,21 @@ TEST_P(SessionVsLlamaCpp, Logits) {
 
 INSTANTIATE_TEST_SUITE_P(
     Testdata, SessionVsLlamaCpp,
-    ::testing::Values(Case{"tiny-dense", LatentStorage::f32, FormChoice::cost_model, 512},
-                      Case{"tiny-dense", LatentStorage::f32, FormChoice::naive, 37},
-                      Case{"tiny-dense", LatentStorage::f32, FormChoice::absorbed, 37},
-                      Case{"tiny-dense", LatentStorage::f16, FormChoice::cost_model, 64},
-                      Case{"tiny-dense", LatentStorage::int8, FormChoice::cost_model, 64},
-                      Case{"tiny-dense", LatentStorage::int8, FormChoice::absorbed, 64},
-                      Case{"tiny-moe-v2-lite", LatentStorage::f32, FormChoice::cost_model, 512},
-                      Case{"tiny-moe-v2-lite", LatentStorage::f32, FormChoice::naive, 37},
-                      Case{"tiny-moe-v2-lite", LatentStorage::f32, FormChoice::absorbed, 37},
-                      Case{"tiny-moe-v2-lite", LatentStorage::f16, FormChoice::cost_model, 64},
-                      Case{"tiny-moe-v2-lite", LatentStorage::int8, FormChoice::cost_model, 64}),
+    ::testing::Values(Case{"tiny-dense", LatentStorage::f32, std::nullopt, 512},
+                      Case{"tiny-dense", LatentStorage::f32, MlaForm::naive, 37},
+                      Case{"tiny-dense", LatentStorage::f32, MlaForm::absorbed, 37},
+                      Case{"tiny-dense", LatentStorage::f16, std::nullopt, 64},
+                      Case{"tiny-dense", LatentStorage::int8, std::nullopt, 64},
+                      Case{"tiny-dense", LatentStorage::int8, MlaForm::absorbed, 64},
+                      Case{"tiny-moe-v2-lite", LatentStorage::f32, std::nullopt, 512},
+                      Case{"tiny-moe-v2-lite", LatentStorage::f32, MlaForm::naive, 37},
+                      Case{"tiny-moe-v2-lite", LatentStorage::f32, MlaForm::absorbed, 37},
+                      Case{"tiny-moe-v2-lite", LatentStorage::f16, std::nullopt, 64},
+                      Case{"tiny-moe-v2-lite", LatentStorage::int8, std::nullopt, 64}),
     [](const auto& info) {
       const Case& c = info.param;
       std::string n = std::string(c.file) + "_" + latent_storage_name(c.cache) + "_" +
-                      (c.form == FormChoice::naive ? "naive" : c.form == FormChoice::absorbed ? "absorbed" : "auto") +
+                      (c.form ? mla_form_name(*c.form) : "auto") +
                       "_chunk" + std::to_string(c.chunk);
       for (auto& ch : n) if (ch == '-') ch = '_';
       return n;

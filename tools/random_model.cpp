@@ -1,4 +1,4 @@
-#include "runtime/model/random_model.h"
+#include "tools/random_model.h"
 
 #include <cerrno>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "quant/ggml_blocks.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
-#include "runtime/gguf/gguf_writer.h"
+#include "tools/gguf_writer.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace latte {

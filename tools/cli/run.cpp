@@ -16,7 +16,7 @@
 
 #include <unistd.h>
 
-#include "runtime/cli/commands.h"
+#include "tools/cli/commands.h"
 #include "runtime/error.h"
 #include "runtime/model/model.h"
 #include "runtime/model/session.h"

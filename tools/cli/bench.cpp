@@ -31,11 +31,11 @@
 #include <vector>
 
 #include "kernels/isa.h"
-#include "runtime/cli/commands.h"
+#include "tools/cli/commands.h"
 #include "runtime/error.h"
 #include "runtime/model/model.h"
 #include "runtime/model/session.h"
-#include "runtime/read_bandwidth.h"
+#include "tools/read_bandwidth.h"
 
 namespace latte::cli {
 
@@ -80,7 +80,8 @@ int run_bench(const BenchOptions& o) {
   so.threads = o.threads;
   so.cache = *parse_latent_storage(o.cache);
   so.prefill_chunk = o.prefill_chunk;
-  so.prefill_form = o.form == "naive" ? FormChoice::naive : o.form == "absorbed" ? FormChoice::absorbed : FormChoice::cost_model;
+  if (o.form == "naive") so.prefill_form = MlaForm::naive;
+  else if (o.form == "absorbed") so.prefill_form = MlaForm::absorbed;
   // Room for the largest depth plus the longer measurement, and at least
   // the warm-up's 3 tokens.
   so.n_ctx = depths.back() + std::max({o.n_prompt, o.n_gen, 3});

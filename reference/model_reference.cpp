@@ -1,4 +1,4 @@
-#include "runtime/model/model_reference.h"
+#include "reference/model_reference.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cli/commands.h"
+#include "tools/cli/commands.h"
 #include "runtime/error.h"
 #include "runtime/model/model.h"
 

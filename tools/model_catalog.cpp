@@ -1,4 +1,4 @@
-#include "runtime/model_catalog.h"
+#include "tools/model_catalog.h"
 
 namespace latte {
 

@@ -94,7 +94,10 @@ struct RunOptions {
 };
 // `latte run`: generate text from a prompt, streaming it.
 int run_generate(const RunOptions& opts);
-// The model shipped in the repository (models/).
+// The shipped model's file name, installed in <prefix>/share/latte/.
+inline constexpr const char* kShippedModelName = "latte-tiny-mla.gguf";
+// The model `latte run` uses without -m: $LATTE_MODEL, else the shipped
+// model beside this executable's bin/ folder (../share/latte/).
 std::string default_model_path();
 
 struct PerplexityOptions {

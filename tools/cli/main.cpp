@@ -11,7 +11,7 @@
 #include <string>
 
 #include "kernels/isa.h"
-#include "runtime/cli/commands.h"
+#include "tools/cli/commands.h"
 #include "runtime/error.h"
 #include "runtime/model/session.h"
 
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
 
   latte::cli::RunOptions run_opts;
   auto* run = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
-  auto* run_model = run->add_option("-m,--model", run_opts.model, "GGUF model file (default: the shipped model in models/)");
+  auto* run_model = run->add_option("-m,--model", run_opts.model, "GGUF model file (default: $LATTE_MODEL, else the shipped model in ../share/latte/ beside this program)");
   auto* run_prompt = run->add_option("-p,--prompt", run_opts.prompt, "Prompt text");
   auto* run_file = run->add_option("-f,--file", run_opts.prompt_file, "Read the prompt text from a file");
   run_file->excludes(run_prompt);

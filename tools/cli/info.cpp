@@ -1,16 +1,18 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
 
 #include "kernels/isa.h"
-#include "runtime/cli/commands.h"
+#include "tools/cli/commands.h"
 #include "runtime/latent_cache.h"
 #include "runtime/model/model.h"
-#include "runtime/model_catalog.h"
+#include "tools/model_catalog.h"
 #include "runtime/tokenizer/chat.h"
 #include "runtime/error.h"
+#include "runtime/platform/executable_path.h"
 
 namespace latte::cli {
 
@@ -55,9 +57,13 @@ std::string decimal_bytes(double bytes) {
 }  // namespace
 
 std::string default_model_path() {
-  // The source tree's models/ (set at build time); LATTE_MODEL overrides it.
+  // LATTE_MODEL, else the shipped model where an install puts it beside
+  // bin/: <prefix>/share/latte/ (the build tree stages the same layout).
   if (const char* env = std::getenv("LATTE_MODEL"); env && *env) return env;
-  return LATTE_DEFAULT_MODEL;
+  const std::filesystem::path exe = executable_path();
+  const std::filesystem::path share = exe.empty() ? std::filesystem::path("share/latte")
+                                                  : exe.parent_path().parent_path() / "share" / "latte";
+  return (share / kShippedModelName).string();
 }
 
 std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap) {

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cli/commands.h"
+#include "tools/cli/commands.h"
 #include "runtime/error.h"
 #include "runtime/model/model.h"
 #include "runtime/model/session.h"
@@ -98,7 +98,8 @@ int run_perplexity(const PerplexityOptions& o) {
   so.cache = *parse_latent_storage(o.cache);
   so.n_ctx = static_cast<std::int64_t>(longest);
   so.prefill_chunk = o.prefill_chunk;
-  so.prefill_form = o.form == "naive" ? FormChoice::naive : o.form == "absorbed" ? FormChoice::absorbed : FormChoice::cost_model;
+  if (o.form == "naive") so.prefill_form = MlaForm::naive;
+  else if (o.form == "absorbed") so.prefill_form = MlaForm::absorbed;
   Session s(model, so);
   double nll = 0, nll2 = 0;  // sums of the scored tokens' NLL and its square
   std::int64_t n = 0;

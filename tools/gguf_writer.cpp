@@ -1,4 +1,4 @@
-#include "runtime/gguf/gguf_writer.h"
+#include "tools/gguf_writer.h"
 
 #include <bit>
 #include <cerrno>

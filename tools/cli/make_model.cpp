@@ -4,9 +4,9 @@
 #include <string>
 
 #include "quant/ggml_types.h"
-#include "runtime/cli/commands.h"
+#include "tools/cli/commands.h"
 #include "runtime/error.h"
-#include "runtime/model/random_model.h"
+#include "tools/random_model.h"
 
 namespace latte::cli {
 

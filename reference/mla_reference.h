@@ -13,11 +13,9 @@
 #include <vector>
 
 #include "runtime/mla/mla_config.h"
+#include "runtime/mla/mla_form.h"
 
 namespace latte {
-
-enum class MlaForm { naive, absorbed };
-const char* mla_form_name(MlaForm f);
 
 // Weights in PyTorch layout: a matrix [out, in] row-major, y = W x.
 struct MlaLayerWeights {

@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "runtime/mla/mla_reference.h"
+#include "reference/mla_reference.h"
 #include "runtime/model/model_params.h"
 
 namespace latte {

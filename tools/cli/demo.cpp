@@ -9,9 +9,9 @@
 #include <random>
 #include <vector>
 
-#include "runtime/cli/commands.h"
+#include "tools/cli/commands.h"
 #include "runtime/mla/cost_model.h"
-#include "runtime/mla/mla_reference.h"
+#include "reference/mla_reference.h"
 
 namespace latte::cli {
 

@@ -1,4 +1,4 @@
-#include "runtime/read_bandwidth.h"
+#include "tools/read_bandwidth.h"
 
 #include <omp.h>
 

@@ -1,0 +1,32 @@
+// f32 GEMMs for prefill: C (M, N) = alpha A (M, K) op(B) + beta C, all
+// row-major, A never transposed (the only case the session has):
+//   tb 'T': B is (N, K), C[i][j] = alpha A_i . B_j + beta C[i][j]
+//   tb 'N': B is (K, N), C_i = alpha sum_k A[i][k] B_k + beta C_i
+// beta 0 ignores C's contents (NaN included), as BLAS does.
+// With oneDNN (LATTE_WITH_ONEDNN) gemm_f32 runs dnnl_sgemm; without it, and
+// always for gemm_f32_own, Latte's own loops over the dot_f32 kernels. Both
+// split over the calling thread's OpenMP team, one thread inside a parallel
+// region. Neither throws: the status says what went wrong (oneDNN can run out
+// of memory), so they can be called inside an OpenMP region.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/error.h"
+
+namespace latte {
+
+Status gemm_f32(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) noexcept;
+
+Status gemm_f32_own(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                    std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                    std::int64_t ldc) noexcept;
+
+// The error for a failed gemm_f32's status (out_of_memory or internal).
+Error gemm_f32_error(Status s);
+
+// Whether gemm_f32 is oneDNN's (this build has LATTE_WITH_ONEDNN).
+bool gemm_f32_is_onednn();
+
+}  // namespace latte
