@@ -63,7 +63,7 @@ if [ "$suite" = model ]; then
   mkdir -p bench-results/models
   for type in F16 Q8_0; do
     f=bench-results/models/v2-lite-4l-$type.gguf
-    [ -f "$f" ] || build/latte make-model --preset v2-lite --layers 4 --vocab 1024 --type "$type" -o "$f"
+    [ -f "$f" ] || build/bin/latte make-model --preset v2-lite --layers 4 --vocab 1024 --type "$type" -o "$f"
   done
   depths=${LATTE_BENCH_DEPTHS:-0,4096,16384,32768}
   threads=${LATTE_BENCH_THREADS:-2}
@@ -71,7 +71,7 @@ if [ "$suite" = model ]; then
   for type in F16 Q8_0; do
     for cache in int8 f16; do
       echo "bench.sh: $type weights, $cache cache, depths $depths, $threads threads" >&2
-      runs+=("$(build/latte bench -m bench-results/models/v2-lite-4l-$type.gguf --depths "$depths" \
+      runs+=("$(build/bin/latte bench -m bench-results/models/v2-lite-4l-$type.gguf --depths "$depths" \
                  --cache-type "$cache" --threads "$threads" -p 512 -n 32 -r 2 --no-mmap --json "$@")")
     done
   done
@@ -82,7 +82,7 @@ if [ "$suite" = model ]; then
   for type in F16 Q8_0; do
     for load in --no-mmap ""; do
       echo "bench.sh: $type weights ${load:-mapped}, int8 cache, depth 0, 128 steps, $threads threads" >&2
-      runs+=("$(build/latte bench -m bench-results/models/v2-lite-4l-$type.gguf --depths 0 \
+      runs+=("$(build/bin/latte bench -m bench-results/models/v2-lite-4l-$type.gguf --depths 0 \
                  --cache-type int8 --threads "$threads" -p 512 -n 128 -r 5 $load --json "$@")")
     done
   done

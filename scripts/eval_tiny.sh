@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Accuracy report of the shipped model, written to bench-results/eval_tiny.json
-# and to README.md (between the eval_tiny markers):
+# and to docs/design.md (between the eval_tiny markers):
 #   - held-out perplexity computed by the PyTorch training code (from
 #     models/latte-tiny-mla.eval.json, which scripts/train_tiny_mla.py wrote)
 #     and by Latte replaying the same token windows, with f32, f16 and int8
@@ -36,22 +36,22 @@ ppl_rows=()
 for cache in f32 f16 int8; do
   for form in naive absorbed; do
     echo "eval_tiny.sh: perplexity, $cache cache, $form prefill" >&2
-    ppl_rows+=("$(build/latte perplexity -m "$model" --windows "$work/windows.txt" --cache-type "$cache" --form "$form" --json 2>>"$log")")
+    ppl_rows+=("$(build/bin/latte perplexity -m "$model" --windows "$work/windows.txt" --cache-type "$cache" --form "$form" --json 2>>"$log")")
   done
   echo "eval_tiny.sh: perplexity, $cache cache, token by token (decode kernel)" >&2
-  ppl_rows+=("$(build/latte perplexity -m "$model" --windows "$work/windows.txt" --cache-type "$cache" --decode --json 2>>"$log")")
+  ppl_rows+=("$(build/bin/latte perplexity -m "$model" --windows "$work/windows.txt" --cache-type "$cache" --decode --json 2>>"$log")")
 done
 printf '%s\n' "${ppl_rows[@]}" > "$work/ppl.jsonl"
 
 n_new=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['greedy']['n_new'])" "$evaljson")
 : > "$work/greedy.txt"
 while IFS= read -r ids; do
-  f32=$(build/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --ignore-eos --cache-type f32 -c 1024 2>>"$log")
-  i8=$(build/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --ignore-eos --cache-type int8 -c 1024 2>>"$log")
+  f32=$(build/bin/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --ignore-eos --cache-type f32 -c 1024 2>>"$log")
+  i8=$(build/bin/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --ignore-eos --cache-type int8 -c 1024 2>>"$log")
   echo "$f32;$i8" >> "$work/greedy.txt"
 done < "$work/prompts.txt"
 
-python3 - "$evaljson" "$work" README.md bench-results/eval_tiny.json <<'PY'
+python3 - "$evaljson" "$work" docs/design.md bench-results/eval_tiny.json <<'PY'
 import json, math, re, sys
 ev = json.load(open(sys.argv[1])); work = sys.argv[2]; readme = sys.argv[3]; out = sys.argv[4]
 torch_nll = ev["perplexity"]["mean_nll"]; torch_ppl = ev["perplexity"]["ppl"]

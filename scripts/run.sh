@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # OpenMP threads poll ~20-50 us when they wait, then sleep: a machine busy
 # with other work does not stall every barrier (libgomp reads this at start;
-# README "Threads and other load on the cores" has the measurements).
+# docs/performance.md, "Threads and other load on the cores", has the measurements).
 export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
 "$root/scripts/build_release.sh" latte
 
@@ -21,10 +21,10 @@ if [ "$has_model" -eq 0 ] && [ ! -f "$model" ]; then
     exit 1
   fi
   echo "run.sh: $model is missing; running one MLA layer with random weights instead" >&2
-  exec "$root/build/latte" demo
+  exec "$root/build/bin/latte" demo
 fi
 if [ $# -eq 0 ]; then
   set -- -p "A fortune for today:" -n 80 --temp 0.7 --seed 42
 fi
 if [ "$has_model" -eq 0 ]; then set -- -m "$model" "$@"; fi
-exec "$root/build/latte" run "$@"
+exec "$root/build/bin/latte" run "$@"

@@ -17,7 +17,7 @@ done
 PACKAGES=(
   build-essential cmake ninja-build
   libxsimd-dev      # SIMD kernels, one body per Arch
-  libdnnl-dev       # oneDNN: baseline in the benchmarks
+  libdnnl-dev       # oneDNN: prefill's f32 GEMMs (optional: LATTE_WITH_ONEDNN), benchmarks' baseline
   ocl-icd-opencl-dev  # dnnl-config.cmake needs OpenCL (Debian builds oneDNN
                       # with its OCL GPU runtime); only recommended by libdnnl-dev
   libomp-dev        # OpenMP (GCC's libgomp is used with g++)
@@ -29,6 +29,8 @@ PACKAGES=(
   clang libclang-rt-14-dev  # libFuzzer (the runtime is only a recommendation of clang)
   python3           # scripts: the GGUF writer check, eval_tiny.sh
   python3-numpy     # the GGUF writer check's tensor part
+  pkg-config dpkg-dev file  # consumers of an install; the .deb (dpkg-shlibdeps)
+  lintian           # checks the .deb (scripts/package.sh)
 )
 
 # The aarch64 runtime's libraries: PCRE2 with its headers; oneDNN's library

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test:
-#   1. NEON: everything cross-built for aarch64, the tests run under qemu-aarch64
+#   1. NEON: everything cross-built for aarch64 (shared library), the tests
+#      run under qemu-aarch64; then installed, and apps built against the
+#      install run under qemu; the arm64 .deb made and checked by lintian
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build of the whole suite
-#   3. the Release build (the one users run)
-#   4. libFuzzer: the GGUF reader and the tokenizer (scripts/fuzz.sh)
-#   5. the Python GGUF writer against the C++ reader
+#   3. the Release build (the one users run, shared library, oneDNN): its
+#      tests, an install with apps built against it, the amd64 .deb made,
+#      checked by lintian, unpacked, and its latte and an app run from it
+#   4. Release without oneDNN, static library: its tests, an install with
+#      apps linked statically (pkg-config --static, find_package)
+#   5. libFuzzer: the GGUF reader and the tokenizer (scripts/fuzz.sh)
+#   6. the Python GGUF writer against the C++ reader
 # Any failure (or any sanitizer report: they abort the test) fails the script;
 # the last line says "all builds: N passed, M failed". The tests read
 # ../shared/testdata (llama.cpp's files and logits) beside the repository.
@@ -22,6 +28,15 @@ GEN=()
 if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
 passed=0
 failed=0
+
+# step label command...: a check that is not ctest's, counted as one test.
+step() {
+  local label=$1; shift
+  echo "== $label"
+  if "$@"; then passed=$((passed + 1)); else echo "test.sh: FAILED: $label" >&2; failed=$((failed + 1)); fi
+}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
 run_ctest() {  # build-dir label [ctest args...]
   local dir=$1 label=$2; shift 2
@@ -63,10 +78,15 @@ export LATTE_EXPECT_ISAS=$expect
 #    model's pinned continuation, session files, GGUF and tokenizers.
 if command -v aarch64-linux-gnu-g++ >/dev/null && command -v qemu-aarch64 >/dev/null; then
   cmake -S . -B build-neon "${GEN[@]}" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
-        -DLATTE_KERNELS_ONLY=OFF -DLATTE_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
+        -DLATTE_KERNELS_ONLY=OFF -DLATTE_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Release \
+        -DBUILD_SHARED_LIBS=ON -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
   cmake --build build-neon -j "$JOBS"
   QEMU_CPU=max LATTE_EXPECT_ISAS=asimd,neon run_ctest build-neon "neon (qemu-aarch64)" \
     -E 'FifoIsRefusedWithoutBlocking|OutOfMemoryLeavesTheSessionAsItWas|HostileMetadata|^Cli\.|^Shapes/MlaForms|ConcurrentSessionsWithTheirOwnTeams|kquant_models_ref|HeldOutPerplexity'
+  # An aarch64 app's view: install, build against it, run under qemu.
+  cmake --install build-neon --prefix "$work/neon" >/dev/null
+  step "install (aarch64): apps built against it" scripts/check_install.sh "$work/neon" --cross aarch64
+  step "package (arm64): .deb and lintian" scripts/package.sh --arch arm64 --build-dir build-neon --out "$work/deb-arm64"
 else
   echo "test.sh: aarch64 cross compiler or qemu missing" >&2
   exit 1
@@ -81,17 +101,37 @@ ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   run_ctest build-asan "asan+ubsan" -LE slow
 
-# 3. Release.
-cmake -S . -B build "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+# 3. Release: the shared library (its exports are a ctest), installed and
+#    used from outside; its .deb unpacked and used the same way.
+cmake -S . -B build "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
 cmake --build build -j "$JOBS"
 run_ctest build "release"
+cmake --install build --prefix "$work/release" >/dev/null
+step "install (shared): apps built against it" scripts/check_install.sh "$work/release"
+check_deb() {
+  local deb
+  deb=$(scripts/package.sh --build-dir build --out "$work/deb") || return 1
+  mkdir -p "$work/deb-root"
+  dpkg-deb -x "$deb" "$work/deb-root" || return 1
+  scripts/check_install.sh "$work/deb-root/usr"
+}
+step "package (amd64): .deb, lintian, unpacked and used" check_deb
 
-# 4. Fuzz the GGUF reader on its seed corpus, then the tokenizer (libFuzzer +
+# 4. Without oneDNN (prefill on Latte's own kernels), the static library: the
+#    whole suite, then an install linked statically by apps.
+cmake -S . -B build-static "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DLATTE_WITH_ONEDNN=OFF \
+      -DLATTE_BUILD_BENCH=OFF >/dev/null
+cmake --build build-static -j "$JOBS"
+run_ctest build-static "release, no oneDNN, static"
+cmake --install build-static --prefix "$work/static" >/dev/null
+step "install (static, no oneDNN): apps linked statically" scripts/check_install.sh "$work/static" --static
+
+# 5. Fuzz the GGUF reader on its seed corpus, then the tokenizer (libFuzzer +
 #    ASan/UBSan, clang).
 echo "== fuzz: gguf reader, tokenizer"
 if scripts/fuzz.sh "${LATTE_FUZZ_SECONDS:-60}" "${LATTE_FUZZ_TOKENIZER_SECONDS:-30}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
-# 5. The Python GGUF writer (used by scripts/train_tiny_mla.py) rewrites
+# 6. The Python GGUF writer (used by scripts/train_tiny_mla.py) rewrites
 #    llama.cpp's files and the shipped model byte for byte, and writes every
 #    value type and F32/F16/Q8_0 tensors (that part needs numpy, so here it
 #    must run: Debian's interpreter, where setup.sh installed python3-numpy,

@@ -25,6 +25,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* LATTE_API marks the library's exported functions (the shared library
+ * exports these and nothing else). On Windows a program using latte.dll
+ * defines LATTE_SHARED (latte::latte and latte.pc do) to import them. */
+#if defined(_WIN32) || defined(__CYGWIN__)
+#if defined(LATTE_BUILDING_LIBRARY) && defined(LATTE_SHARED)
+#define LATTE_API __declspec(dllexport)
+#elif defined(LATTE_SHARED)
+#define LATTE_API __declspec(dllimport)
+#else
+#define LATTE_API
+#endif
+#elif defined(__GNUC__)
+#define LATTE_API __attribute__((visibility("default")))
+#else
+#define LATTE_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -60,9 +77,9 @@ typedef struct latte_session_options {
 } latte_session_options;
 
 /* A short name of a status ("context overflow"). */
-const char* latte_status_string(latte_status status);
+LATTE_API const char* latte_status_string(latte_status status);
 /* The message of the last failed call on this thread ("" if none). */
-const char* latte_last_error(void);
+LATTE_API const char* latte_last_error(void);
 
 typedef struct latte_model_options {
   /* 1 (default): map the file read-only, nothing copied. 0: read it into
@@ -73,51 +90,51 @@ typedef struct latte_model_options {
   int32_t use_mmap;
 } latte_model_options;
 
-latte_model_options latte_model_default_options(void);
+LATTE_API latte_model_options latte_model_default_options(void);
 /* Loads a GGUF model. *out is set only on success. */
-latte_status latte_model_load(const char* path, latte_model** out);
+LATTE_API latte_status latte_model_load(const char* path, latte_model** out);
 /* The same with options (NULL: the defaults). */
-latte_status latte_model_load_with_options(const char* path, const latte_model_options* options,
+LATTE_API latte_status latte_model_load_with_options(const char* path, const latte_model_options* options,
                                            latte_model** out);
-void latte_model_free(latte_model* model); /* NULL is fine */
-int32_t latte_model_n_vocab(const latte_model* model);
-int64_t latte_model_n_ctx_train(const latte_model* model);
+LATTE_API void latte_model_free(latte_model* model); /* NULL is fine */
+LATTE_API int32_t latte_model_n_vocab(const latte_model* model);
+LATTE_API int64_t latte_model_n_ctx_train(const latte_model* model);
 /* "deepseek2", "minicpm3" or "plm". */
-const char* latte_model_architecture(const latte_model* model);
+LATTE_API const char* latte_model_architecture(const latte_model* model);
 
-latte_session_options latte_session_default_options(void);
+LATTE_API latte_session_options latte_session_default_options(void);
 /* options may be NULL (defaults). The session keeps the model alive. */
-latte_status latte_session_create(latte_model* model, const latte_session_options* options,
+LATTE_API latte_status latte_session_create(latte_model* model, const latte_session_options* options,
                                   latte_session** out);
-void latte_session_free(latte_session* session); /* NULL is fine */
+LATTE_API void latte_session_free(latte_session* session); /* NULL is fine */
 
 /* Feeds tokens at the next positions; afterwards latte_session_logits() holds
  * the last token's logits. On error nothing is consumed: the session keeps
  * its tokens and logits from before the call (also after
  * LATTE_ERR_OUT_OF_MEMORY, after which it stays usable). A logit that comes
  * out NaN or inf (the model's numbers overflow float32) is LATTE_ERR_BAD_FILE. */
-latte_status latte_session_prefill(latte_session* session, const int32_t* tokens, size_t n_tokens);
+LATTE_API latte_status latte_session_prefill(latte_session* session, const int32_t* tokens, size_t n_tokens);
 /* Feeds one token. */
-latte_status latte_session_decode(latte_session* session, int32_t token);
+LATTE_API latte_status latte_session_decode(latte_session* session, int32_t token);
 /* Like prefill, and writes the logits of every token to logits_out
  * (n_tokens * n_vocab floats, row-major). */
-latte_status latte_session_eval_all(latte_session* session, const int32_t* tokens, size_t n_tokens,
+LATTE_API latte_status latte_session_eval_all(latte_session* session, const int32_t* tokens, size_t n_tokens,
                                     float* logits_out);
 /* The last token's logits (n_vocab floats), NULL before the first token. */
-const float* latte_session_logits(const latte_session* session);
-int64_t latte_session_n_past(const latte_session* session);
-int64_t latte_session_n_ctx(const latte_session* session);
+LATTE_API const float* latte_session_logits(const latte_session* session);
+LATTE_API int64_t latte_session_n_past(const latte_session* session);
+LATTE_API int64_t latte_session_n_ctx(const latte_session* session);
 /* Forgets every token. */
-latte_status latte_session_reset(latte_session* session);
+LATTE_API latte_status latte_session_reset(latte_session* session);
 /* Forgets the tokens at positions >= n_tokens (0 <= n_tokens <= n_past), to
  * regenerate a reply or edit the end of a conversation without recomputing
  * what comes before. When tokens are cut the logits go with them
  * (latte_session_logits is NULL) until the next token is fed: to sample
  * position k again, truncate to k - 1 and feed token k - 1. */
-latte_status latte_session_truncate(latte_session* session, int64_t n_tokens);
+LATTE_API latte_status latte_session_truncate(latte_session* session, int64_t n_tokens);
 /* The tokens in the session, in order (n_past of them); buffer rules as for
  * latte_tokenize below. */
-latte_status latte_session_tokens(const latte_session* session, int32_t* tokens, size_t capacity, size_t* n_out);
+LATTE_API latte_status latte_session_tokens(const latte_session* session, int32_t* tokens, size_t capacity, size_t* n_out);
 /* Saves the session (its tokens, its latent cache as stored, its logits) to
  * a file (mode 0600: it holds the conversation), written to a temporary of
  * its own beside it, flushed to disk and renamed over it: an interrupted
@@ -132,8 +149,8 @@ latte_status latte_session_tokens(const latte_session* session, int32_t* tokens,
  * (LATTE_ERR_UNSUPPORTED), and one that is not a session file, is truncated
  * or damaged anywhere (its checksum is verified before any field is judged:
  * LATTE_ERR_BAD_FILE); a refused load changes nothing. */
-latte_status latte_session_save(const latte_session* session, const char* path);
-latte_status latte_session_load(latte_session* session, const char* path);
+LATTE_API latte_status latte_session_save(const latte_session* session, const char* path);
+LATTE_API latte_status latte_session_load(latte_session* session, const char* path);
 
 /* ---- Text: the model's tokenizer ------------------------------------------
  * A model file without tokenizer metadata (tokenizer.ggml.*) runs on token
@@ -146,24 +163,24 @@ latte_status latte_session_load(latte_session* session, const char* path);
  * Text comes back as bytes plus a NUL (capacity >= *n_out + 1); it can hold
  * NUL bytes and, where tokens cut a character, incomplete UTF-8. */
 
-int32_t latte_model_has_tokenizer(const latte_model* model); /* 1 or 0 */
+LATTE_API int32_t latte_model_has_tokenizer(const latte_model* model); /* 1 or 0 */
 /* Text to token ids. add_bos: 1 prepends BOS (an error if the vocabulary has
  * none), 0 does not, -1 as the file says (tokenizer.ggml.add_bos_token).
  * parse_special: 1 turns the text of control tokens ("<|im_end|>") into those
  * tokens, 0 keeps it text (user input). */
-latte_status latte_tokenize(const latte_model* model, const char* text, size_t text_len, int32_t add_bos,
+LATTE_API latte_status latte_tokenize(const latte_model* model, const char* text, size_t text_len, int32_t add_bos,
                             int32_t parse_special, int32_t* tokens, size_t capacity, size_t* n_out);
 /* Token ids to text. hide_control: 1 leaves out control tokens (BOS, EOS,
  * chat markers). */
-latte_status latte_detokenize(const latte_model* model, const int32_t* tokens, size_t n_tokens,
+LATTE_API latte_status latte_detokenize(const latte_model* model, const int32_t* tokens, size_t n_tokens,
                               int32_t hide_control, char* text, size_t capacity, size_t* n_out);
 /* The bytes of one token, for streaming (join pieces before decoding UTF-8). */
-latte_status latte_token_to_piece(const latte_model* model, int32_t token, int32_t hide_control, char* buf,
+LATTE_API latte_status latte_token_to_piece(const latte_model* model, int32_t token, int32_t hide_control, char* buf,
                                   size_t capacity, size_t* n_out);
-int32_t latte_token_bos(const latte_model* model); /* -1: none (or no tokenizer) */
-int32_t latte_token_eos(const latte_model* model); /* -1: none */
+LATTE_API int32_t latte_token_bos(const latte_model* model); /* -1: none (or no tokenizer) */
+LATTE_API int32_t latte_token_eos(const latte_model* model); /* -1: none */
 /* 1 for the tokens that end a reply: EOS, end-of-turn tokens (<|im_end|> ...). */
-int32_t latte_token_is_end_of_generation(const latte_model* model, int32_t token);
+LATTE_API int32_t latte_token_is_end_of_generation(const latte_model* model, int32_t token);
 
 /* ---- Chat -------------------------------------------------------------------
  * Formats: "deepseek2" (User: / Assistant:), "deepseek3" (<｜User｜> /
@@ -176,14 +193,14 @@ typedef struct latte_chat_message {
 
 /* The format the model's chat template writes; NULL (latte_last_error() says
  * why) when its template is none of the three, or it has no tokenizer. */
-const char* latte_chat_format(const latte_model* model);
+LATTE_API const char* latte_chat_format(const latte_model* model);
 /* The messages as text in `format` (NULL: latte_chat_format's), then the
  * assistant's opening when add_generation_prompt is 1. Tokenize the text with
  * parse_special = 1; *add_bos (may be NULL) says whether a conversation in
  * this format starts with BOS: pass it as add_bos for its first text.
  * Tokenized so, content that spells a control token ("<|im_end|>", the EOS
  * text) becomes that token: for content from users, use latte_chat_tokenize. */
-latte_status latte_chat_apply(const latte_model* model, const char* format, const latte_chat_message* messages,
+LATTE_API latte_status latte_chat_apply(const latte_model* model, const char* format, const latte_chat_message* messages,
                               size_t n_messages, int32_t add_generation_prompt, char* text, size_t capacity,
                               size_t* n_out, int32_t* add_bos);
 /* The tokens of latte_chat_apply's text, with control tokens taken only from
@@ -191,7 +208,7 @@ latte_status latte_chat_apply(const latte_model* model, const char* format, cons
  * spells, so a user cannot end a turn or open another role. add_bos: 1
  * prepends BOS, 0 does not, -1 as the format starts a conversation. Buffer
  * rules as for latte_tokenize. */
-latte_status latte_chat_tokenize(const latte_model* model, const char* format, const latte_chat_message* messages,
+LATTE_API latte_status latte_chat_tokenize(const latte_model* model, const char* format, const latte_chat_message* messages,
                                  size_t n_messages, int32_t add_generation_prompt, int32_t add_bos, int32_t* tokens,
                                  size_t capacity, size_t* n_out);
 
@@ -213,17 +230,17 @@ typedef struct latte_sampler_params {
   uint64_t seed;
 } latte_sampler_params;
 
-latte_sampler_params latte_sampler_default_params(void);
+LATTE_API latte_sampler_params latte_sampler_default_params(void);
 /* params may be NULL (defaults); a value out of range is an error naming it. */
-latte_status latte_sampler_create(const latte_sampler_params* params, latte_sampler** out);
-void latte_sampler_free(latte_sampler* sampler); /* NULL is fine */
+LATTE_API latte_status latte_sampler_create(const latte_sampler_params* params, latte_sampler** out);
+LATTE_API void latte_sampler_free(latte_sampler* sampler); /* NULL is fine */
 /* Picks a token from n_logits logits (latte_session_logits: n_vocab) and
  * adds it to the penalty's history. NaN logits are an error. */
-latte_status latte_sampler_sample(latte_sampler* sampler, const float* logits, size_t n_logits, int32_t* token);
+LATTE_API latte_status latte_sampler_sample(latte_sampler* sampler, const float* logits, size_t n_logits, int32_t* token);
 /* Adds a token to the history without drawing (a prompt's tokens). */
-latte_status latte_sampler_accept(latte_sampler* sampler, int32_t token);
+LATTE_API latte_status latte_sampler_accept(latte_sampler* sampler, int32_t token);
 /* Clears the history and re-seeds with `seed`. */
-latte_status latte_sampler_reset(latte_sampler* sampler, uint64_t seed);
+LATTE_API latte_status latte_sampler_reset(latte_sampler* sampler, uint64_t seed);
 
 #ifdef __cplusplus
 }

@@ -1,9 +1,12 @@
-// Latte: a thin C++ wrapper over the C API (latte.h). Errors throw
-// latte::api::Exception carrying the status and the message.
+// Latte: a thin C++ wrapper over the C API (latte.h), header-only, for
+// C++17 and later. Errors throw latte::api::Exception carrying the status and
+// the message. Spans of tokens and logits are std::span from C++20 on, and a
+// minimal stand-in (latte::api::Span: data, size, iteration) before it.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
-#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -12,7 +15,43 @@
 
 #include "latte/latte.h"
 
+#if __cplusplus >= 202002L && __has_include(<span>)
+#include <span>
+#endif
+
 namespace latte::api {
+
+#if __cplusplus >= 202002L && __has_include(<span>)
+template <class T>
+using Span = std::span<T>;
+#else
+// A view of count elements at data (C++17 has no std::span).
+template <class T>
+class Span {
+ public:
+  using element_type = T;
+  constexpr Span() noexcept = default;
+  constexpr Span(T* data, std::size_t count) noexcept : p_(data), n_(count) {}
+  template <class U, class A>
+  Span(const std::vector<U, A>& v) noexcept : p_(v.data()), n_(v.size()) {}
+  template <class U, class A>
+  Span(std::vector<U, A>& v) noexcept : p_(v.data()), n_(v.size()) {}
+  template <class U, std::size_t N>
+  constexpr Span(const std::array<U, N>& a) noexcept : p_(a.data()), n_(N) {}
+  template <std::size_t N>
+  constexpr Span(T (&a)[N]) noexcept : p_(a), n_(N) {}
+  constexpr T* data() const noexcept { return p_; }
+  constexpr std::size_t size() const noexcept { return n_; }
+  constexpr bool empty() const noexcept { return n_ == 0; }
+  constexpr T& operator[](std::size_t i) const noexcept { return p_[i]; }
+  constexpr T* begin() const noexcept { return p_; }
+  constexpr T* end() const noexcept { return p_ + n_; }
+
+ private:
+  T* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+#endif
 
 class Exception : public std::runtime_error {
  public:
@@ -79,7 +118,7 @@ class Model {
       return latte_tokenize(m_, text.data(), text.size(), add_bos, parse_special, buf, cap, n);
     });
   }
-  std::string detokenize(std::span<const int32_t> tokens, bool hide_control = false) const {
+  std::string detokenize(Span<const int32_t> tokens, bool hide_control = false) const {
     return fetch_text([&](char* buf, std::size_t cap, std::size_t* n) {
       return latte_detokenize(m_, tokens.data(), tokens.size(), hide_control, buf, cap, n);
     });
@@ -107,7 +146,7 @@ class Model {
     std::string role, content;
   };
   // format: empty for the model's own.
-  ChatText chat_apply(std::span<const ChatMessage> messages, bool add_generation_prompt,
+  ChatText chat_apply(Span<const ChatMessage> messages, bool add_generation_prompt,
                       const std::string& format = "") const {
     std::vector<latte_chat_message> m;
     m.reserve(messages.size());
@@ -121,7 +160,7 @@ class Model {
   }
   // The messages' tokens, control tokens only from the format's markers
   // (content stays text). add_bos: -1 as the format starts a conversation.
-  std::vector<int32_t> chat_tokenize(std::span<const ChatMessage> messages, bool add_generation_prompt,
+  std::vector<int32_t> chat_tokenize(Span<const ChatMessage> messages, bool add_generation_prompt,
                                      int add_bos = -1, const std::string& format = "") const {
     std::vector<latte_chat_message> m;
     m.reserve(messages.size());
@@ -155,18 +194,18 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  void prefill(std::span<const int32_t> tokens) { check(latte_session_prefill(s_, tokens.data(), tokens.size())); }
+  void prefill(Span<const int32_t> tokens) { check(latte_session_prefill(s_, tokens.data(), tokens.size())); }
   void decode(int32_t token) { check(latte_session_decode(s_, token)); }
   // Logits of every token (n_tokens x n_vocab, the model's vocabulary).
-  std::vector<float> eval_all(std::span<const int32_t> tokens) {
+  std::vector<float> eval_all(Span<const int32_t> tokens) {
     std::vector<float> out(tokens.size() * static_cast<std::size_t>(n_vocab_));
     check(latte_session_eval_all(s_, tokens.data(), tokens.size(), out.data()));
     return out;
   }
   // The last token's logits (n_vocab); empty before the first token.
-  std::span<const float> logits() const {
+  Span<const float> logits() const {
     const float* p = latte_session_logits(s_);
-    return p ? std::span<const float>(p, static_cast<std::size_t>(n_vocab_)) : std::span<const float>();
+    return p ? Span<const float>(p, static_cast<std::size_t>(n_vocab_)) : Span<const float>();
   }
   int64_t n_past() const { return latte_session_n_past(s_); }
   int64_t n_ctx() const { return latte_session_n_ctx(s_); }
@@ -203,7 +242,7 @@ class Sampler {
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
 
-  int32_t sample(std::span<const float> logits) {
+  int32_t sample(Span<const float> logits) {
     int32_t t = -1;
     check(latte_sampler_sample(s_, logits.data(), logits.size(), &t));
     return t;

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <string>
@@ -14,7 +15,7 @@
 #include <vector>
 
 #include "latte/latte.hpp"
-#include "runtime/model/random_model.h"
+#include "tools/random_model.h"
 #include "runtime/model/session.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -468,14 +469,27 @@ TEST(CApiFromC, GeneratesWhatTheCliGenerates) {
     return out;
   };
   for (const std::string seed : {"", "7"}) {
-    const std::string c = run(std::string(LATTE_C_API_GENERATE) + " " + kShipped + " 'Hello there' 40 " + seed);
     const std::string cli = run(std::string(LATTE_CLI) + " run -m " + kShipped + " --chat -p 'Hello there' -n 40 " +
                                 (seed.empty() ? "--temp 0" : "--seed " + seed) + " --print-ids 2>/dev/null");
-    ASSERT_NE(c.find('\n'), std::string::npos) << c;
-    const std::string ids = c.substr(0, c.find('\n'));
-    EXPECT_EQ(ids + "\n", cli) << "seed '" << seed << "'";
-    EXPECT_GT(ids.size(), 20u) << ids;
+    // The C program, and the same program over latte.hpp built as C++17.
+    for (const char* prog : {LATTE_C_API_GENERATE, LATTE_CPP_API_GENERATE}) {
+      const std::string c = run(std::string(prog) + " " + kShipped + " 'Hello there' 40 " + seed);
+      ASSERT_NE(c.find('\n'), std::string::npos) << c;
+      const std::string ids = c.substr(0, c.find('\n'));
+      EXPECT_EQ(ids + "\n", cli) << prog << ", seed '" << seed << "'";
+      EXPECT_GT(ids.size(), 20u) << ids;
+    }
   }
+}
+
+// The check an embedding app runs on its install (scripts/check_install.sh):
+// llama.cpp's logits from C through latte.h alone, and its refusal of a
+// tolerance the f32 cache cannot meet (so the check can fail).
+TEST(CApiFromC, ReproducesLlamaCppLogits) {
+  const std::string dir = LATTE_TESTDATA_DIR;
+  const std::string args = " " + dir + "/tiny-dense.gguf " + dir + "/tokens.txt " + dir + "/tiny-dense.logits.f32";
+  EXPECT_EQ(std::system((std::string(LATTE_C_API_LOGITS) + args + " >/dev/null").c_str()), 0);
+  EXPECT_NE(std::system((std::string(LATTE_C_API_LOGITS) + args + " 1e-12 >/dev/null 2>&1").c_str()), 0);
 }
 
 TEST(CppWrapper, TextChatAndSampling) {

@@ -1,0 +1,74 @@
+# The runtime's tests (included from CMakeLists.txt when LATTE_BUILD_TESTS):
+# test_runtime (GoogleTest), the C programs over latte.h alone, and the check
+# of what the shared library exports.
+
+# The C API used from C alone (C11; the static internal library brings C++,
+# so it links as C++).
+foreach(prog generate logits)
+  add_executable(c_api_${prog} tests/c_api/${prog}.c)
+  set_target_properties(c_api_${prog} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON LINKER_LANGUAGE CXX)
+  target_compile_options(c_api_${prog} PRIVATE $<$<COMPILE_LANGUAGE:C>:-Wall -Wextra -Werror -pedantic>)
+  target_link_libraries(c_api_${prog} PRIVATE latte_internal)
+endforeach()
+# latte.hpp from C++17, the oldest standard it promises.
+add_executable(cpp_api_generate tests/c_api/generate.cpp)
+set_target_properties(cpp_api_generate PROPERTIES CXX_STANDARD 17)
+target_compile_options(cpp_api_generate PRIVATE -Werror -pedantic)
+target_link_libraries(cpp_api_generate PRIVATE latte_internal)
+
+file(GLOB LATTE_RUNTIME_TESTS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/runtime/*.cpp)
+add_executable(test_runtime ${LATTE_RUNTIME_TESTS})
+target_link_libraries(test_runtime PRIVATE latte_tools latte_reference latte_internal ${LATTE_GTEST_MAIN})
+# The tests start these programs through a shell; in a cross build, under
+# the emulator (qemu-user: no binfmt_misc is assumed).
+set(_run_prefix "")
+if(CMAKE_CROSSCOMPILING AND CMAKE_CROSSCOMPILING_EMULATOR)
+  list(JOIN CMAKE_CROSSCOMPILING_EMULATOR " " _run_prefix)
+  string(APPEND _run_prefix " ")
+endif()
+target_compile_definitions(test_runtime PRIVATE
+  LATTE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+  LATTE_TESTDATA_DIR="${PROJECT_SOURCE_DIR}/../shared/testdata"
+  LATTE_CLI="${_run_prefix}$<TARGET_FILE:latte_cli>"
+  LATTE_C_API_GENERATE="${_run_prefix}$<TARGET_FILE:c_api_generate>"
+  LATTE_CPP_API_GENERATE="${_run_prefix}$<TARGET_FILE:cpp_api_generate>"
+  LATTE_C_API_LOGITS="${_run_prefix}$<TARGET_FILE:c_api_logits>")
+add_dependencies(test_runtime latte_cli c_api_generate cpp_api_generate c_api_logits)
+gtest_discover_tests(test_runtime DISCOVERY_TIMEOUT 120 NO_PRETTY_VALUES PROPERTIES LABELS runtime)
+# The int8 cache's bounds against llama.cpp with AVX2's attention kernel too
+# (7-bit queries there): the discovered tests run the best ISA.
+if("avx2" IN_LIST LATTE_ISAS)
+  add_test(NAME session_int8_avx2 COMMAND test_runtime --gtest_filter=Testdata/SessionVsLlamaCpp.*int8*)
+  set_tests_properties(session_int8_avx2 PROPERTIES ENVIRONMENT "LATTE_ISA=avx2" LABELS runtime)
+endif()
+# An ARMv8.0 core under qemu (the Raspberry Pi 4's Cortex-A72: no dot
+# products): Latte must pick the asimd kernels (sdot emulated), say why not
+# neon, and compute llama.cpp's logits (each cache type) without an
+# instruction the core lacks.
+if(CMAKE_CROSSCOMPILING AND "neon" IN_LIST LATTE_ISAS AND CMAKE_CROSSCOMPILING_EMULATOR MATCHES "qemu")
+  add_test(NAME armv8_0_cortex_a72 COMMAND test_runtime
+    "--gtest_filter=Testdata/SessionVsLlamaCpp.*auto*:ShippedModel.GreedyContinuationPinned:RandomModels/Architectures.*:Cli.InfoDescribesAFile")
+  set_tests_properties(armv8_0_cortex_a72 PROPERTIES ENVIRONMENT "QEMU_CPU=cortex-a72" LABELS runtime)
+  add_test(NAME armv8_0_cortex_a72_picks_asimd COMMAND latte_cli info ${PROJECT_SOURCE_DIR}/models/latte-tiny-mla.gguf)
+  set_tests_properties(armv8_0_cortex_a72_picks_asimd PROPERTIES ENVIRONMENT "QEMU_CPU=cortex-a72" LABELS runtime
+    PASS_REGULAR_EXPRESSION "kernels: +asimd \\(the best this CPU runs: the neon kernels need ARMv8.2")
+  # LATTE_ISA=neon there: still asimd, and the CPU, not the cap, is why.
+  add_test(NAME armv8_0_cortex_a72_neon_cap COMMAND latte_cli info ${PROJECT_SOURCE_DIR}/models/latte-tiny-mla.gguf)
+  set_tests_properties(armv8_0_cortex_a72_neon_cap PROPERTIES ENVIRONMENT "QEMU_CPU=cortex-a72;LATTE_ISA=neon"
+    LABELS runtime
+    PASS_REGULAR_EXPRESSION "kernels: +asimd \\(the best this CPU runs under LATTE_ISA=neon: the neon kernels need ARMv8.2")
+endif()
+# The K-quant models against the reference with the ref ISA's kernels (what
+# a CPU without AVX2 or NEON dot products runs).
+add_test(NAME kquant_models_ref COMMAND test_runtime --gtest_filter=RandomModel.KQuantWeightsMatchReference)
+set_tests_properties(kquant_models_ref PROPERTIES ENVIRONMENT "LATTE_ISA=ref" LABELS runtime)
+
+# The shared library exports the C API and nothing else: every latte_*
+# function latte.h declares, and no other symbol.
+if(LATTE_LIBRARY_TYPE STREQUAL "SHARED_LIBRARY")
+  add_test(NAME shared_library_exports_only_the_c_api
+    COMMAND ${CMAKE_COMMAND} -DNM=${CMAKE_NM} -DLIBRARY=$<TARGET_FILE:latte>
+            -DHEADER=${PROJECT_SOURCE_DIR}/include/latte/latte.h
+            -P ${PROJECT_SOURCE_DIR}/cmake/check_exports.cmake)
+  set_tests_properties(shared_library_exports_only_the_c_api PROPERTIES LABELS runtime)
+endif()

@@ -1,0 +1,112 @@
+// gemm_f32 and Latte's own gemm_f32_own against a double-precision triple
+// loop, on odd shapes and the naive MLA form's real ones (both B layouts,
+// alpha, beta 0 over NaN, beta 1 accumulating, leading dimensions wider
+// than the rows), on one thread and in a team, for every supported ISA's dot
+// kernel.
+#include "runtime/model/gemm_f32.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/isa.h"
+
+namespace latte {
+namespace {
+
+struct Shape {
+  std::int64_t M, N, K;
+};
+
+std::vector<float> random_vec(std::size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+template <class Gemm>
+void check(Gemm gemm, char tb, Shape s, float alpha, float beta, int threads) {
+  SCOPED_TRACE(::testing::Message() << "tb " << tb << " M " << s.M << " N " << s.N << " K " << s.K << " alpha "
+                                    << alpha << " beta " << beta << " threads " << threads);
+  std::mt19937 rng(static_cast<unsigned>(s.M * 131 + s.N * 7 + s.K));
+  const std::int64_t lda = s.K + 3, ldb = (tb == 'T' ? s.K : s.N) + 5, ldc = s.N + 2;
+  const auto A = random_vec(static_cast<std::size_t>(s.M * lda), rng);
+  const auto B = random_vec(static_cast<std::size_t>((tb == 'T' ? s.N : s.K) * ldb), rng);
+  auto C = random_vec(static_cast<std::size_t>(s.M * ldc), rng);
+  if (beta == 0.f) C.assign(C.size(), std::numeric_limits<float>::quiet_NaN());  // must be ignored
+  std::vector<double> want(C.size());
+  for (std::int64_t i = 0; i < s.M; ++i)
+    for (std::int64_t j = 0; j < s.N; ++j) {
+      double acc = 0;
+      for (std::int64_t k = 0; k < s.K; ++k)
+        acc += double(A[i * lda + k]) * (tb == 'T' ? B[j * ldb + k] : B[k * ldb + j]);
+      want[i * ldc + j] = alpha * acc + (beta == 0.f ? 0.0 : beta * double(C[i * ldc + j]));
+    }
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  const Status st = gemm(tb, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+  omp_set_num_threads(saved);
+  ASSERT_EQ(st, Status::ok);
+  double worst = 0;
+  for (std::int64_t i = 0; i < s.M; ++i)
+    for (std::int64_t j = 0; j < s.N; ++j) worst = std::max(worst, std::abs(C[i * ldc + j] - want[i * ldc + j]));
+  EXPECT_LT(worst, 1e-5 * std::sqrt(double(s.K) + 1) * 4) << "max abs error";
+  // Padding between rows untouched.
+  for (std::int64_t i = 0; i < s.M; ++i)
+    for (std::int64_t j = s.N; j < ldc; ++j)
+      if (beta == 0.f) EXPECT_TRUE(std::isnan(C[i * ldc + j]));
+}
+
+const Shape kShapes[] = {{1, 1, 1}, {3, 5, 7}, {17, 130, 33}, {1, 257, 64}, {37, 65, 128}};
+// The naive form's on V2-Lite: (nb, n_h*d_nope, d_c), scores (nq, nb, d_nope), P V (nq, d_v, nb).
+const Shape kRealShapes[] = {{256, 2048, 512}, {64, 256, 128}, {64, 128, 256}};
+
+TEST(GemmF32, OwnMatchesTripleLoopOnEveryIsa) {
+  for (Isa isa : supported_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    const auto own = [isa](char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+      return gemm_f32_own(isa, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    };
+    for (const Shape& s : kShapes)
+      for (char tb : {'T', 'N'}) {
+        check(own, tb, s, 1.f, 0.f, 1);
+        check(own, tb, s, 0.125f, 1.f, 2);
+      }
+  }
+}
+
+TEST(GemmF32, BuildsGemmMatchesTripleLoop) {
+  for (const Shape& s : kShapes)
+    for (char tb : {'T', 'N'}) {
+      check(gemm_f32, tb, s, 1.f, 0.f, 2);
+      check(gemm_f32, tb, s, 0.5f, 1.f, 1);
+    }
+  for (const Shape& s : kRealShapes)
+    for (char tb : {'T', 'N'}) check(gemm_f32, tb, s, 0.5f, 1.f, 2);
+}
+
+TEST(GemmF32, InsideAParallelRegionRunsOnItsThread) {
+  std::vector<int> ok(4, 0);
+#pragma omp parallel for num_threads(2)
+  for (int r = 0; r < 4; ++r) {
+    std::vector<float> A(6, 1.f), B(6, 2.f), C(4, 0.f);
+    const Status st = gemm_f32_own(active_isa(), 'T', 2, 2, 3, 1.f, A.data(), 3, B.data(), 3, 0.f, C.data(), 2);
+    ok[r] = st == Status::ok && C[0] == 6.f && C[3] == 6.f;
+  }
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(ok[r], 1) << r;
+}
+
+TEST(GemmF32, RefusesATransposeItDoesNotHave) {
+  float x = 0;
+  EXPECT_EQ(gemm_f32_own(Isa::ref, 'X', 1, 1, 1, 1.f, &x, 1, &x, 1, 0.f, &x, 1), Status::invalid_argument);
+}
+
+}  // namespace
+}  // namespace latte
