@@ -2,6 +2,9 @@
 # libraries are installed: scripts/setup.sh --cross), run under qemu-aarch64.
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
+# Debian's multiarch triplet: where its arm64 libraries are, and where an
+# install to /usr puts Latte's (GNUInstallDirs: lib/aarch64-linux-gnu).
+set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu)

@@ -33,6 +33,8 @@ if [ "$cross" = aarch64 ]; then
   if [ -e /lib/ld-linux-aarch64.so.1 ]; then run=(qemu-aarch64 -L /); else run=(qemu-aarch64 -L /usr/aarch64-linux-gnu); fi
   # The toolchain's linker does not search Debian's multiarch folder, where
   # liblatte's own dependencies (arm64 packages) are.
+  # (The toolchain file roots package searches in the cross sysroot: the
+  # package is named by its folder.)
   cmake_cross=(-DCMAKE_TOOLCHAIN_FILE="$root/cmake/aarch64-linux-gnu.cmake"
                -DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,/usr/lib/aarch64-linux-gnu)
   pc_env=(PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig)
@@ -66,6 +68,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "check_install: building the consumers in $work"
 cmake -S "$root/tests/install" -B "$work/cmake" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+      ${cross:+-Dlatte_DIR="$libdir/cmake/latte"} \
       -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" "${cmake_cross[@]}" >"$work/cmake.log" 2>&1 ||
   { cat "$work/cmake.log"; fail "the find_package(latte) project does not configure"; }
 cmake --build "$work/cmake" >>"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; fail "the find_package(latte) project does not build"; }
