@@ -1,0 +1,30 @@
+# Reliability test targets (issue 41), included from CMakeLists.txt's test
+# section: the allocation-failure test (its own binary: it replaces the global
+# operator new) and, in a clang build with LATTE_FUZZ=ON, the C API's
+# stateful libFuzzer target (scripts/fuzz.sh builds and runs it).
+# Assumes the runtime's library target and the GTest variables exist.
+if(NOT DEFINED LATTE_INTERNAL_TARGET)
+  set(LATTE_INTERNAL_TARGET latte_runtime)
+endif()
+
+option(LATTE_FUZZ "Build the libFuzzer targets that link the whole runtime (clang only)" OFF)
+
+# The N-th allocation of each C API call fails; every failure must come back
+# as LATTE_ERR_OUT_OF_MEMORY, the session unchanged and usable.
+add_executable(test_alloc_fault ${CMAKE_SOURCE_DIR}/tests/reliability/alloc_fault_test.cpp)
+target_link_libraries(test_alloc_fault PRIVATE ${LATTE_INTERNAL_TARGET} ${LATTE_GTEST_MAIN})
+add_test(NAME alloc_fault COMMAND test_alloc_fault)
+set_tests_properties(alloc_fault PROPERTIES LABELS "runtime;reliability" TIMEOUT 300
+                     ENVIRONMENT "OMP_WAIT_POLICY=passive")
+
+if(LATTE_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "LATTE_FUZZ needs clang (libFuzzer)")
+  endif()
+  # Coverage of the runtime's own code guides the fuzzer.
+  target_compile_options(${LATTE_INTERNAL_TARGET} PRIVATE -fsanitize=fuzzer-no-link)
+  add_executable(session_fuzz ${CMAKE_SOURCE_DIR}/fuzz/session_fuzz.cpp)
+  target_compile_options(session_fuzz PRIVATE -fsanitize=fuzzer)
+  target_link_options(session_fuzz PRIVATE -fsanitize=fuzzer)
+  target_link_libraries(session_fuzz PRIVATE ${LATTE_INTERNAL_TARGET})
+endif()
