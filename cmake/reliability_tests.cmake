@@ -1,7 +1,8 @@
 # Reliability test targets (issue 41), included from CMakeLists.txt's test
 # section: the allocation-failure test (its own binary: it replaces the global
-# operator new) and, in a clang build with LATTE_FUZZ=ON, the C API's
-# stateful libFuzzer target (scripts/fuzz.sh builds and runs it).
+# operator new) and, in a clang build with LATTE_FUZZ=ON, the libFuzzer
+# targets that link the whole runtime: the C API's sessions and the session
+# file loader (scripts/fuzz.sh builds and runs them).
 # Assumes the runtime's library target and the GTest variables exist.
 if(NOT DEFINED LATTE_INTERNAL_TARGET)
   set(LATTE_INTERNAL_TARGET latte_runtime)
@@ -23,8 +24,11 @@ if(LATTE_FUZZ)
   endif()
   # Coverage of the runtime's own code guides the fuzzer.
   target_compile_options(${LATTE_INTERNAL_TARGET} PRIVATE -fsanitize=fuzzer-no-link)
-  add_executable(session_fuzz ${CMAKE_SOURCE_DIR}/fuzz/session_fuzz.cpp)
-  target_compile_options(session_fuzz PRIVATE -fsanitize=fuzzer)
-  target_link_options(session_fuzz PRIVATE -fsanitize=fuzzer)
-  target_link_libraries(session_fuzz PRIVATE ${LATTE_INTERNAL_TARGET})
+  # session_fuzz: call sequences on sessions; session_file_fuzz: the loader.
+  foreach(target session_fuzz session_file_fuzz)
+    add_executable(${target} ${CMAKE_SOURCE_DIR}/fuzz/${target}.cpp)
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer)
+    target_link_options(${target} PRIVATE -fsanitize=fuzzer)
+    target_link_libraries(${target} PRIVATE ${LATTE_INTERNAL_TARGET})
+  endforeach()
 endif()
