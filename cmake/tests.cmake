@@ -63,6 +63,9 @@ endif()
 add_test(NAME kquant_models_ref COMMAND test_runtime --gtest_filter=RandomModel.KQuantWeightsMatchReference)
 set_tests_properties(kquant_models_ref PROPERTIES ENVIRONMENT "LATTE_ISA=ref" LABELS runtime)
 
+# Allocation-failure injection and the runtime's fuzz targets (issue 41).
+include(cmake/reliability_tests.cmake)
+
 # The shared library exports the C API and nothing else: every latte_*
 # function latte.h declares, and no other symbol.
 if(LATTE_LIBRARY_TYPE STREQUAL "SHARED_LIBRARY")

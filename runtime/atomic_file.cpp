@@ -28,10 +28,48 @@ mode_t current_umask() {
   return 022;
 }
 
+// What a file of this mode is, for messages ("a FIFO").
+const char* kind_of(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISLNK(m)) return "a symbolic link";
+  return "not a regular file";
+}
+
 }  // namespace
 
+std::string AtomicFile::target_of(const std::string& path, const std::string& what) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return path;  // a new file
+    throw Error(Status::io_error, what + ": cannot inspect '" + path + "': " + std::strerror(errno));
+  }
+  if (S_ISREG(st.st_mode)) return path;
+  if (S_ISLNK(st.st_mode)) {
+    // A link is followed (the link stays; its target is replaced): the
+    // target must be an existing regular file.
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (real == nullptr)
+      throw Error(Status::io_error, what + ": '" + path + "' is a symbolic link that cannot be followed (" +
+                                        std::strerror(errno) + "): refusing to replace it");
+    const std::string target(real);
+    std::free(real);
+    if (::stat(target.c_str(), &st) != 0)
+      throw Error(Status::io_error, what + ": cannot inspect '" + target + "': " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode))
+      throw Error(Status::io_error, what + ": '" + path + "' links to '" + target + "', " + kind_of(st.st_mode) +
+                                        ", not a regular file: refusing to replace it");
+    return target;
+  }
+  throw Error(Status::io_error, what + ": '" + path + "' is " + kind_of(st.st_mode) +
+                                    ", not a regular file: refusing to replace it");
+}
+
 AtomicFile::AtomicFile(const std::string& path, const std::string& what, bool private_mode)
-    : path_(path), tmp_(path + ".XXXXXX"), what_(what) {
+    : path_(target_of(path, what)), tmp_(path_ + ".XXXXXX"), what_(what) {
   // Close-on-exec: a child that a host forks and execs meanwhile (on another
   // thread) must not inherit it.
   const int fd = ::mkostemp(tmp_.data(), O_CLOEXEC);
@@ -60,6 +98,10 @@ void AtomicFile::commit(bool sync) {
   const int rc = std::fclose(f_);
   f_ = nullptr;
   if (rc != 0) fail("writing");
+  // Judged again just before the rename: something else may have taken the
+  // path since the constructor looked.
+  if (target_of(path_, what_) != path_)
+    throw Error(Status::io_error, what_ + ": '" + path_ + "' changed into a symbolic link while being written");
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
     throw Error(Status::io_error, what_ + ": cannot rename '" + tmp_ + "' to '" + path_ + "': " + std::strerror(errno));
   committed_ = true;

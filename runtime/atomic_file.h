@@ -1,8 +1,10 @@
 // A file written whole or not at all: through a unique temporary beside the
 // target (mkostemp, so two writers to one path never share it; close-on-exec),
 // renamed over the target at commit(). An error, or destruction before commit(), leaves
-// an earlier file as it was and removes the temporary. Errors:
-// Error(io_error) naming the file and the system's reason.
+// an earlier file as it was and removes the temporary. Only a regular file is
+// replaced: a device, FIFO, socket or directory at the path is refused, and a
+// symbolic link is followed (its target, a regular file, is replaced; the
+// link stays). Errors: Error(io_error) naming the file and the reason.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +27,11 @@ class AtomicFile {
   const std::string& temp_path() const { return tmp_; }
   // Flushes (to disk too when sync), closes and renames over the target.
   void commit(bool sync);
+
+  // The file a write to `path` replaces: path itself (a regular file, or
+  // none yet), or a symbolic link's target (a regular file); anything else is
+  // Error(io_error).
+  static std::string target_of(const std::string& path, const std::string& what);
 
  private:
   [[noreturn]] void fail(const char* doing) const;

@@ -39,9 +39,23 @@ static_assert(LATTE_CACHE_INT8 == static_cast<int>(latte::LatentStorage::int8) &
 namespace {
 
 thread_local std::string g_last_error;
+// Set instead where a message could not be stored (no memory for it).
+thread_local const char* g_last_error_fixed = nullptr;
 
-latte_status fail(latte_status s, std::string msg) {
-  g_last_error = std::move(msg);
+latte_status fail(latte_status s, std::string msg) noexcept {
+  g_last_error = std::move(msg);  // a move: allocates nothing
+  g_last_error_fixed = nullptr;
+  return s;
+}
+
+// The same from a C string (an exception's what()), without throwing.
+latte_status fail_with(latte_status s, const char* msg) noexcept {
+  try {
+    g_last_error.assign(msg);
+    g_last_error_fixed = nullptr;
+  } catch (...) {
+    g_last_error_fixed = "out of memory (and none left for this error's message)";
+  }
   return s;
 }
 
@@ -52,13 +66,13 @@ latte_status guarded(F&& f) {
     f();
     return LATTE_OK;
   } catch (const latte::Error& e) {
-    return fail(static_cast<latte_status>(e.status()), e.what());
+    return fail_with(static_cast<latte_status>(e.status()), e.what());
   } catch (const std::bad_alloc&) {
-    return fail(LATTE_ERR_OUT_OF_MEMORY, "out of memory");
+    return fail_with(LATTE_ERR_OUT_OF_MEMORY, "out of memory");
   } catch (const std::exception& e) {
-    return fail(LATTE_ERR_INTERNAL, e.what());
+    return fail_with(LATTE_ERR_INTERNAL, e.what());
   } catch (...) {
-    return fail(LATTE_ERR_INTERNAL, "unknown error");
+    return fail_with(LATTE_ERR_INTERNAL, "unknown error");
   }
 }
 
@@ -105,7 +119,7 @@ const char* latte_status_string(latte_status status) {
   return latte::status_name(static_cast<latte::Status>(status));
 }
 
-const char* latte_last_error(void) { return g_last_error.c_str(); }
+const char* latte_last_error(void) { return g_last_error_fixed ? g_last_error_fixed : g_last_error.c_str(); }
 
 latte_model_options latte_model_default_options(void) {
   latte_model_options o;

@@ -1,5 +1,7 @@
 #include "runtime/huge_pages.h"
 
+#include "runtime/alloc_hook.h"
+
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -13,6 +15,7 @@ std::uint8_t* map_huge_region(std::size_t bytes, std::size_t huge_from, bool laz
   // One page more than needed, then the unaligned head and the tail cut off.
   const std::size_t want = size + kHugePageBytes;
   const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (lazy ? MAP_NORESERVE : 0);
+  if (alloc_should_fail(want)) return nullptr;
   void* m = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (m == MAP_FAILED) return nullptr;
   auto* raw = static_cast<std::uint8_t*>(m);
@@ -38,6 +41,17 @@ void unmap_huge_region(std::uint8_t* p, std::size_t bytes) {
   (void)p;
   (void)bytes;
 #endif
+}
+
+bool address_space_available(std::size_t bytes) {
+#if defined(__linux__)
+  void* m = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return false;
+  ::munmap(m, bytes);
+#else
+  (void)bytes;
+#endif
+  return true;
 }
 
 }  // namespace latte

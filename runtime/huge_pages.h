@@ -24,4 +24,9 @@ inline std::size_t round_to_huge_pages(std::size_t bytes) {
 std::uint8_t* map_huge_region(std::size_t bytes, std::size_t huge_from, bool lazy);
 void unmap_huge_region(std::uint8_t* p, std::size_t bytes);
 
+// Whether `bytes` of address space can be mapped now (mapped and let go at
+// once, nothing committed): a probe before code that cannot report a failed
+// mapping. True outside Linux.
+bool address_space_available(std::size_t bytes);
+
 }  // namespace latte

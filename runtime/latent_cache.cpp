@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "runtime/alloc_hook.h"
 #include "runtime/error.h"
 #include "runtime/huge_pages.h"
 
@@ -32,7 +33,9 @@ LatentCache::LatentCache(const LatentCacheConfig& cfg) : cfg_(cfg) {
   layers_.resize(cfg.n_layers);
   const std::int64_t n_tiles = tiles_for(cfg.max_tokens, cfg.tile_tokens);
   for (auto& l : layers_) {
-    l.tiles = static_cast<void**>(std::calloc(static_cast<std::size_t>(n_tiles), sizeof(void*)));
+    l.tiles = alloc_should_fail(static_cast<std::size_t>(n_tiles) * sizeof(void*))
+                  ? nullptr
+                  : static_cast<void**>(std::calloc(static_cast<std::size_t>(n_tiles), sizeof(void*)));
     if (l.tiles == nullptr) {
       free_all();
       throw Error(Status::out_of_memory, "latent cache: cannot allocate the tile table for " +
@@ -142,7 +145,7 @@ void* LatentCache::tile_for_write(Layer& l, std::size_t t) {
     if (l.region) {
       tile = l.region + t * tile_alloc_;  // fresh pages read as zero
     } else {
-      tile = std::aligned_alloc(64, tile_alloc_);
+      tile = alloc_should_fail(tile_alloc_) ? nullptr : std::aligned_alloc(64, tile_alloc_);
       if (tile == nullptr) throw Error(Status::out_of_memory, "latent cache: cannot allocate a tile");
       std::memset(tile, 0, tile_alloc_);
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes what reads a model file with libFuzzer:
 #   scripts/fuzz.sh [GGUF_SECONDS [TOKENIZER_SECONDS]]   (defaults 60 and 30)
+#   scripts/fuzz.sh --long   every target for an hour each (two at a time)
 #  - gguf_fuzz (fuzz/gguf_fuzz.cpp): the GGUF reader, and the tokenizer of any
 #    file that parses and carries one, on a seed corpus of small valid GGUF
 #    files and truncated copies written by fuzz/make_seeds.cpp;
@@ -9,6 +10,13 @@
 #    inputs in fuzz/seeds/tokenizer/ (a set-cover merge of earlier runs'
 #    corpora: from them a run starts with 1650 edges covered, from nothing
 #    with about 100).
+#  - session_fuzz (fuzz/session_fuzz.cpp): sequences of C API calls on a
+#    session (prefill, decode, truncate, reset, save, load) with invalid
+#    arguments too, checking latte.h's promises (20 s by default:
+#    LATTE_FUZZ_SESSION_SECONDS);
+#  - session_file_fuzz (fuzz/session_file_fuzz.cpp): the session-file loader
+#    (--long only). These two link the whole runtime: built by CMake with
+#    clang (LATTE_FUZZ=ON, ASan+UBSan) in build-fuzz/cmake.
 # Both are built with clang (-fsanitize=fuzzer,address,undefined) from the
 # sources they need only (no xsimd/OpenMP/oneDNN; PCRE2 for the
 # pre-tokenizer) in build-fuzz/. Any crash, sanitizer report, timeout or
@@ -17,8 +25,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+LONG=0
+if [ "${1:-}" = "--long" ]; then LONG=1; shift; fi
 GGUF_SECS=${1:-60}
 TOK_SECS=${2:-30}
+SESSION_SECS=${LATTE_FUZZ_SESSION_SECONDS:-20}
+if [ "$LONG" -eq 1 ]; then GGUF_SECS=3600 TOK_SECS=3600 SESSION_SECS=3600; fi
 OUT=build-fuzz
 CXX=${LATTE_FUZZ_CXX:-}
 if [ -z "$CXX" ]; then
@@ -49,6 +61,11 @@ pids=()
   "${PCRE2[@]}" -o "$OUT/tokenizer_fuzz" & pids+=($!)
 "$CXX" "${FLAGS[@]}" "${SAN[@]}" fuzz/make_seeds.cpp "${READER[@]}" "${TOKENIZER[@]}" "${PCRE2[@]}" -o "$OUT/make_seeds" & pids+=($!)
 for p in "${pids[@]}"; do wait "$p"; done
+# The targets over the whole runtime (kernels, OpenMP, oneDNN): CMake, clang.
+CC_FUZZ=${CXX/clang++/clang}
+cmake -S . -B "$OUT/cmake" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$CC_FUZZ" \
+  -DCMAKE_CXX_COMPILER="$CXX" -DLATTE_SANITIZE=ON -DLATTE_FUZZ=ON -DLATTE_BUILD_BENCH=OFF >/dev/null
+cmake --build "$OUT/cmake" --target session_fuzz session_file_fuzz
 
 rm -rf "$OUT/seeds"
 mkdir -p "$OUT/seeds" "$OUT/corpus" "$OUT/corpus-tokenizer"
@@ -56,16 +73,19 @@ mkdir -p "$OUT/seeds" "$OUT/corpus" "$OUT/corpus-tokenizer"
 
 # run_fuzzer NAME SECONDS DICT CORPUS... : new inputs go to the first corpus
 # folder (kept between runs); the others are read only. Returns libFuzzer's
-# exit status; its summary lines go to stdout.
+# exit status; its summary lines go to stdout. DICT "" : none; FUZZ_MAX_LEN
+# overrides the longest input (8192).
 # -malloc_limit_mb: nothing may allocate more than its input can justify.
 run_fuzzer() {
   local name=$1 secs=$2 dict=$3; shift 3
   echo "== fuzz: running $name for ${secs}s"
   local rc=0
+  local dict_arg=()
+  if [ -n "$dict" ]; then dict_arg=(-dict="$dict"); fi
   ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   "$OUT/$name" "$@" \
-    -dict="$dict" -max_total_time="$secs" -max_len=8192 -timeout=10 \
+    "${dict_arg[@]}" -max_total_time="$secs" -max_len="${FUZZ_MAX_LEN:-8192}" -timeout=10 \
     -rss_limit_mb=2048 -malloc_limit_mb=256 -print_final_stats=1 \
     -artifact_prefix="$OUT/" >"$OUT/$name.log" 2>&1 || rc=$?
   grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)" "$OUT/$name.log" || true
@@ -89,6 +109,24 @@ pid_tok=$!
 wait "$pid_gguf" || rc_gguf=$?
 wait "$pid_tok" || rc_tok=$?
 cat "$OUT/gguf_fuzz.summary" "$OUT/tokenizer_fuzz.summary"
+
+# The session targets after them, the same way (--long: both for an hour).
+# run_fuzzer's binaries are under $OUT: these two are linked there.
+ln -sf cmake/session_fuzz "$OUT/session_fuzz"
+ln -sf cmake/session_file_fuzz "$OUT/session_file_fuzz"
+mkdir -p "$OUT/corpus-session" "$OUT/corpus-session-file" "$OUT/seeds-session-file"
+rc_session=0 rc_file=0
+run_fuzzer session_fuzz "$SESSION_SECS" "" "$OUT/corpus-session" >"$OUT/session_fuzz.summary" 2>&1 &
+pid_session=$!
+if [ "$LONG" -eq 1 ]; then
+  LATTE_SESSION_SEEDS="$OUT/seeds-session-file" FUZZ_MAX_LEN=131072 run_fuzzer session_file_fuzz "$SESSION_SECS" "" \
+    "$OUT/corpus-session-file" "$OUT/seeds-session-file" >"$OUT/session_file_fuzz.summary" 2>&1 || rc_file=$?
+  cat "$OUT/session_file_fuzz.summary"
+fi
+wait "$pid_session" || rc_session=$?
+cat "$OUT/session_fuzz.summary"
+if [ "$rc_session" -ne 0 ] || [ "$rc_file" -ne 0 ]; then rc_gguf=1; fi
+
 if [ "$rc_gguf" -ne 0 ] || [ "$rc_tok" -ne 0 ]; then
   echo "fuzz.sh: a fuzzer failed (see above)" >&2
   exit 1

@@ -139,7 +139,10 @@ LATTE_API latte_status latte_session_tokens(const latte_session* session, int32_
  * a file (mode 0600: it holds the conversation), written to a temporary of
  * its own beside it, flushed to disk and renamed over it: an interrupted
  * save, or another saving to the same path at once, never leaves a mixed
- * file. Loading it into a session of the same model and cache type resumes
+ * file. Only a regular file is replaced: a path naming a device, FIFO,
+ * socket or directory is refused (LATTE_ERR_IO), and a symbolic link is
+ * followed (its target, which must be a regular file, is replaced; the link
+ * stays). Loading it into a session of the same model and cache type resumes
  * the context without computing it again, and computes exactly what the
  * saved session would have. Load refuses a file of another model
  * (LATTE_ERR_INVALID_ARGUMENT), another cache type or, for models with two

@@ -1,5 +1,8 @@
 #include "runtime/model/model.h"
 
+#include <cstring>
+#include <new>
+#include <stdexcept>
 #include <string>
 
 #include "quant/ggml_blocks.h"
@@ -99,6 +102,17 @@ void Model::bind(const LoadOptions& options) {
     ++done;
     if (options.on_progress) options.on_progress(done, total);
   };
+  // A buffer the model owns: a failed allocation names what it was for and
+  // its size (a misaligned tensor of a large file can ask for gigabytes).
+  auto own = [&](std::size_t bytes, const std::string& what) -> std::uint8_t* {
+    try {
+      return packed_.emplace_back(bytes).data();
+    } catch (const std::bad_alloc&) {
+      throw Error(Status::out_of_memory, what + ": cannot allocate " + std::to_string(bytes) + " bytes");
+    } catch (const std::length_error&) {
+      throw Error(Status::out_of_memory, what + ": cannot allocate " + std::to_string(bytes) + " bytes");
+    }
+  };
   // A tensor is read in place through pointers of its element type: 4-byte
   // aligned for F32, 2 for the 16-bit fields of every other type. A file
   // with general.alignment 1 or 2 may place one off that: copied once here.
@@ -108,8 +122,10 @@ void Model::bind(const LoadOptions& options) {
       mapped_bytes_ += t.n_bytes;
       return t.data;
     }
-    auto& buf = packed_.emplace_back(t.data, t.data + t.n_bytes);
-    return buf.data();
+    std::uint8_t* copy = own(static_cast<std::size_t>(t.n_bytes),
+                             "tensor '" + std::string(t.name) + "' (misaligned in the file): its aligned copy");
+    std::memcpy(copy, t.data, static_cast<std::size_t>(t.n_bytes));
+    return copy;
   };
   auto matrix = [&](const std::string& name, std::initializer_list<std::uint64_t> ne) {
     const GgufTensor& t = file_.require_tensor(name, ne);
@@ -124,16 +140,18 @@ void Model::bind(const LoadOptions& options) {
     tick();
     const std::uint8_t* data = in_place(t);
     if (t.type == GgmlType::F32) return reinterpret_cast<const float*>(data);
-    auto& buf = packed_.emplace_back(n * sizeof(float));
-    dequantize_row_ref(t.type, data, reinterpret_cast<float*>(buf.data()), n);
-    return reinterpret_cast<const float*>(buf.data());
+    float* f = reinterpret_cast<float*>(own(n * sizeof(float), "tensor '" + name + "': its f32 copy"));
+    dequantize_row_ref(t.type, data, f, n);
+    return f;
   };
+  int layer_bound = 0;  // the layer being bound, for messages
   // All heads of `src` stacked as one f32 matrix (heads*rows, cols); `transpose`
   // takes each head's transpose first.
   auto pack_f32 = [&](const HeadWeights& src, int heads, bool transpose) -> const float* {
     const std::int64_t rin = src.head.rows, cin = src.head.cols;
-    auto& buf = packed_.emplace_back(static_cast<std::size_t>(heads) * rin * cin * sizeof(float));
-    float* out = reinterpret_cast<float*>(buf.data());
+    float* out = reinterpret_cast<float*>(own(static_cast<std::size_t>(heads) * rin * cin * sizeof(float),
+                                              "layer " + std::to_string(layer_bound) +
+                                                  ": the f32 copy of its attention's per-head weights"));
     std::vector<float> in(static_cast<std::size_t>(rin) * cin);  // (rows_in, cols_in)
     for (int h = 0; h < heads; ++h) {
       const WeightRef w = src[h];
@@ -176,6 +194,7 @@ void Model::bind(const LoadOptions& options) {
   layers_.resize(p.n_layers);
   for (int i = 0; i < p.n_layers; ++i) {
     LayerWeights& l = layers_[i];
+    layer_bound = i;
     l.attn_norm = vec(blk(i, "attn_norm"), d);
     l.ffn_norm = vec(blk(i, "ffn_norm"), d);
     if (file_.find_tensor(blk(i, "attn_q_a"))) {
@@ -186,6 +205,12 @@ void Model::bind(const LoadOptions& options) {
       l.q_a_norm = vec(blk(i, "attn_q_a_norm"), ql);
       l.wq_b = matrix(blk(i, "attn_q_b"), {ql, nh * qh});
     } else {
+      // A q_lora_rank the tensors do not use would be reported (latte info)
+      // but not run: the file contradicts itself.
+      if (m.q_lora_rank != 0)
+        throw Error(Status::bad_file, "tensor '" + blk(i, "attn_q_a") + "' absent (a plain '" + blk(i, "attn_q") +
+                                          "' instead) but " + model_arch_name(p.arch) +
+                                          ".attention.q_lora_rank is " + std::to_string(m.q_lora_rank));
       l.wq = matrix(blk(i, "attn_q"), {d, nh * qh});
     }
     l.wkv_a = matrix(blk(i, "attn_kv_a_mqa"), {d, dc + dr});

@@ -40,6 +40,9 @@ float as_real(float v, const std::string& key, bool positive) {
 ModelParams ModelParams::from_gguf(const GgufFile& f) {
   ModelParams p;
   const std::string arch(f.require_string("general.architecture"));
+  // A NUL inside would cut the name wherever it is printed as a C string.
+  if (arch.find('\0') != std::string::npos)
+    bad("metadata general.architecture holds a NUL byte (" + std::to_string(arch.size()) + " bytes)");
   if (arch == "deepseek2") p.arch = ModelArch::deepseek2;
   else if (arch == "minicpm3") p.arch = ModelArch::minicpm3;
   else if (arch == "plm") p.arch = ModelArch::plm;
@@ -63,6 +66,8 @@ ModelParams ModelParams::from_gguf(const GgufFile& f) {
 
   MlaConfig& m = p.mla;
   p.n_layers = req("block_count", 4096);
+  // No layers: nothing could run (every session would be refused).
+  if (p.n_layers == 0) bad("metadata " + k + "block_count = 0: a model needs at least one layer");
   p.context_length = opt("context_length", 0, kMaxContextTokens);
   m.d_model = req("embedding_length");
   m.n_heads = req("attention.head_count", 4096);

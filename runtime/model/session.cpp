@@ -11,6 +11,7 @@
 #include <exception>
 #include <initializer_list>
 #include <limits>
+#include <new>
 #include <numeric>
 #include <string>
 
@@ -20,7 +21,9 @@
 #include "kernels/softmax_f32/softmax_f32.h"
 #include "kernels/swiglu_f32/swiglu_f32.h"
 #include "quant/ggml_blocks.h"
+#include "runtime/alloc_hook.h"
 #include "runtime/error.h"
+#include "runtime/huge_pages.h"
 #include "runtime/mla/cost_model.h"
 #include "runtime/model/expert_parts.h"
 #include "runtime/model/gemm_f32.h"
@@ -80,12 +83,13 @@ std::size_t first_non_finite(const float* x, std::size_t n) {
   return n;
 }
 
-// Refuses latent rows (n, width) of one layer, positions p0.., holding a NaN
-// or inf, naming the first.
-void refuse_non_finite_rows(const float* rows, int n, int width, int layer, std::int64_t p0) {
+// Refuses rows (n, width) of one layer, positions p0.., holding a NaN or
+// inf, naming the first; `what` names the rows ("latent row", "query").
+void refuse_non_finite_rows(const float* rows, int n, std::size_t width, int layer, std::int64_t p0,
+                            const char* what = "latent row") {
   const std::size_t count = static_cast<std::size_t>(n) * width;
   if (const std::size_t i = first_non_finite(rows, count); i < count)
-    throw Error(Status::bad_file, "the latent row of layer " + std::to_string(layer) + " at position " +
+    throw Error(Status::bad_file, std::string("the ") + what + " of layer " + std::to_string(layer) + " at position " +
                                       std::to_string(p0 + static_cast<std::int64_t>(i / width)) + " is " +
                                       std::to_string(rows[i]) +
                                       ": the model's weights or hyperparameters overflow float32");
@@ -104,7 +108,7 @@ struct AlignedBuffer {
       // The old buffer stays until the new one exists: a failed
       // allocation leaves a buffer that matches n, and the session usable.
       const std::size_t m = std::max<std::size_t>(want, 16);
-      float* q = m > (SIZE_MAX - 63) / sizeof(float)
+      float* q = m > (SIZE_MAX - 63) / sizeof(float) || alloc_should_fail(m * sizeof(float))
                      ? nullptr
                      : static_cast<float*>(std::aligned_alloc(64, (m * sizeof(float) + 63) / 64 * 64));
       if (!q) throw Error(Status::out_of_memory, "session scratch: cannot allocate " + std::to_string(m) + " floats");
@@ -114,6 +118,31 @@ struct AlignedBuffer {
     }
     return p;
   }
+};
+
+// An exception cannot leave an OpenMP region (the process would terminate):
+// each thread runs its part through run(), which keeps the first exception,
+// and the caller rethrows it after the region. A kernel compiled for the ref
+// ISA allocates, and oneDNN's GEMM can throw std::bad_alloc.
+class RegionError {
+ public:
+  template <class F>
+  void run(F&& f) noexcept {
+    try {
+      f();
+    } catch (...) {
+      bool expected = false;
+      if (failed_.compare_exchange_strong(expected, true)) error_ = std::current_exception();
+    }
+  }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  void rethrow() const {
+    if (failed_.load()) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::atomic<bool> failed_{false};
+  std::exception_ptr error_;
 };
 
 // f(t) for the rows t in [0, n) of a per-token step, split over the
@@ -252,12 +281,16 @@ struct Session::Scratch {
     }
     std::size_t per = kernels::matvec_scratch_bytes(w.head.type, w.head.cols, n);
     std::uint8_t* base = thread_scratch(per);
+    RegionError err;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int h = 0; h < heads; ++h) {
       const WeightRef wh = w[h];
       void* scratch = base + per * static_cast<std::size_t>(omp_get_thread_num());
-      mv->matmul(wh.type, wh.data, wh.rows, wh.cols, x + h * x_step, ldx, n, y + h * y_step, ldy, scratch, 1);
+      err.run([&] {
+        mv->matmul(wh.type, wh.data, wh.rows, wh.cols, x + h * x_step, ldx, n, y + h * y_step, ldy, scratch, 1);
+      });
     }
+    err.rethrow();
   }
 
   struct LinearOut {
@@ -283,8 +316,9 @@ struct Session::Scratch {
     std::uint8_t* base = thread_scratch(per);
     const LinearOut* list = outs.begin();
     const int n_out = static_cast<int>(outs.size());
+    RegionError err;
 #pragma omp parallel num_threads(threads)
-    {
+    err.run([&] {
       const int t = omp_get_thread_num(), nt = omp_get_num_threads();
       void* scratch = base + per * static_cast<std::size_t>(t);
       for (int k = 0; k < n_out; ++k) {
@@ -295,7 +329,8 @@ struct Session::Scratch {
         mv->matmul(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, r1 - r0, w.cols, x, ldx, n,
                    list[k].y + r0, list[k].ldy, scratch, 1);
       }
-    }
+    });
+    err.rethrow();
   }
 
   // One FFN of a decode step's sum: weight * down(act(gate x, up x)).
@@ -332,33 +367,36 @@ struct Session::Scratch {
     float* a = ff_a.get(ff_total);  // (sum of ff) each term's activation
     float* b = ff_b.get(ff_total);  // (sum of ff) each term's up product
     float* t_out = ye.get(d);       // (d) one term's output (not ff_y: the caller's y)
+    RegionError err;  // each phase in its own run(): every thread must reach the barrier
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
       const int t = omp_get_thread_num(), nt = omp_get_num_threads();
       void* scratch = base + per * static_cast<std::size_t>(t);
-      std::size_t off = 0;
-      for (int k = 0; k < n_terms; ++k) {
-        const FfnTerm& f = terms[k];
-        std::int64_t r0, r1;
-        row_run(f.up->rows, t, nt, r0, r1);
-        float* ak = a + off;
-        float* bk = b + off;
-        off += static_cast<std::size_t>(f.up->rows);
-        if (r1 <= r0) continue;
-        const std::size_t nr = static_cast<std::size_t>(r1 - r0);
-        mv->matmul(f.up->type, f.up->data + static_cast<std::size_t>(r0) * f.up->row_bytes, nr, f.up->cols, x,
-                   f.up->cols, 1, bk + r0, nr, scratch, 1);
-        if (swiglu)
-          mv->matmul(f.gate->type, f.gate->data + static_cast<std::size_t>(r0) * f.gate->row_bytes, nr,
-                     f.gate->cols, x, f.gate->cols, 1, ak + r0, nr, scratch, 1);
-        ffn_activation(swiglu, ak + r0, bk + r0, nr);
-      }
+      err.run([&] {
+        std::size_t off = 0;
+        for (int k = 0; k < n_terms; ++k) {
+          const FfnTerm& f = terms[k];
+          std::int64_t r0, r1;
+          row_run(f.up->rows, t, nt, r0, r1);
+          float* ak = a + off;
+          float* bk = b + off;
+          off += static_cast<std::size_t>(f.up->rows);
+          if (r1 <= r0) continue;
+          const std::size_t nr = static_cast<std::size_t>(r1 - r0);
+          mv->matmul(f.up->type, f.up->data + static_cast<std::size_t>(r0) * f.up->row_bytes, nr, f.up->cols, x,
+                     f.up->cols, 1, bk + r0, nr, scratch, 1);
+          if (swiglu)
+            mv->matmul(f.gate->type, f.gate->data + static_cast<std::size_t>(r0) * f.gate->row_bytes, nr,
+                       f.gate->cols, x, f.gate->cols, 1, ak + r0, nr, scratch, 1);
+          ffn_activation(swiglu, ak + r0, bk + r0, nr);
+        }
+      });
 #pragma omp barrier
       std::int64_t r0, r1;
       row_run(d, t, nt, r0, r1);
-      if (r1 > r0) {
+      if (r1 > r0 && !err.failed()) err.run([&] {
         const std::size_t nr = static_cast<std::size_t>(r1 - r0);
-        off = 0;
+        std::size_t off = 0;
         for (int k = 0; k < n_terms; ++k) {
           const FfnTerm& f = terms[k];
           mv->matmul(f.down->type, f.down->data + static_cast<std::size_t>(r0) * f.down->row_bytes, nr,
@@ -370,8 +408,9 @@ struct Session::Scratch {
           else
             for (std::int64_t i = r0; i < r1; ++i) y[i] += w * t_out[i];
         }
-      }
+      });
     }
+    err.rethrow();
   }
 
   // Per-thread buffers of moe_experts: (tokens, d) input rows, (tokens, ff)
@@ -441,11 +480,12 @@ struct Session::Scratch {
     }
     float* out = expert_out.get(base[ne] * static_cast<std::size_t>(d));  // (routed pairs, d)
     std::atomic<int> next{0};
+    RegionError err;
 #pragma omp parallel num_threads(threads)
-    {
+    err.run([&] {
       ExpertBuffers& eb = expert_bufs[omp_get_thread_num()];
       void* scratch = eb.scratch.data();
-      for (int i = next.fetch_add(1); i < static_cast<int>(items.size()); i = next.fetch_add(1)) {
+      for (int i = next.fetch_add(1); i < static_cast<int>(items.size()) && !err.failed(); i = next.fetch_add(1)) {
         const Item it = items[static_cast<std::size_t>(i)];
         const int e = it.e, nt = it.j1 - it.j0;
         const auto& list = by_expert[e];
@@ -466,7 +506,8 @@ struct Session::Scratch {
         mv->matmul(down.type, down.data, down.rows, down.cols, a, ff, nt,
                    out + (base[e] + static_cast<std::size_t>(it.j0)) * static_cast<std::size_t>(d), d, scratch, 1);
       }
-    }
+    });
+    err.rethrow();
     // The serial order, each thread a run of the columns.
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int c0 = 0; c0 < d; c0 += 64) {
@@ -561,6 +602,27 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
   // and kMaxThreads (OMP_NUM_THREADS may say more).
   s_->threads = std::min({opts_.threads > 0 ? opts_.threads : omp_get_max_threads(), omp_get_thread_limit(), kMaxThreads});
   s_->gemm_min_tokens = opts_.gemm_min_tokens;
+  // oneDNN builds its GEMM kernels on its first call, inside its own
+  // parallel region, where a failed allocation would end the process: built
+  // here once, on one thread, where it is an error like any other.
+  preload_unwinder();
+  static std::atomic<bool> gemm_built{false};
+  if (gemm_f32_is_onednn() && !gemm_built.load()) {
+    constexpr std::size_t kGemmBuildBytes = std::size_t{32} << 20;
+    // oneDNN's kernel generator crashes (SIGSEGV) where it cannot map the
+    // memory it needs: refused first where a generous share is not there.
+    if (!address_space_available(kGemmBuildBytes))
+      throw Error(Status::out_of_memory, "oneDNN sgemm: cannot reserve " + std::to_string(kGemmBuildBytes >> 20) +
+                                             " MiB to build its kernels in");
+    const OmpThreadsScope one(1);
+    std::vector<float> m(3 * 32 * 32, 0.f);
+    try {
+      sgemm('T', 32, 32, 32, 1.f, m.data(), 32, m.data() + 1024, 32, 0.f, m.data() + 2048, 32);
+    } catch (const std::bad_alloc&) {
+      throw Error(Status::out_of_memory, "oneDNN sgemm: out of memory building its kernels");
+    }
+    gemm_built = true;
+  }
   s_->attn_scratch.resize(s_->attn->scratch_bytes(p.mla.n_heads, cache_.layout(), s_->threads));
   s_->rope = p.mla.rope;
   s_->rope.freq_factors = model_->rope_factors(p.rope_long_factors(opts_.n_ctx));
@@ -608,7 +670,16 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
     throw Error(Status::context_overflow,
                 std::to_string(n_past_) + " tokens in the cache + " + std::to_string(tokens.size()) +
                     " new would exceed the context of " + std::to_string(opts_.n_ctx));
-  if (all_logits) all_logits->resize(tokens.size() * static_cast<std::size_t>(p.n_vocab));
+  if (all_logits) {
+    const std::size_t count = tokens.size() * static_cast<std::size_t>(p.n_vocab);
+    try {
+      all_logits->resize(count);
+    } catch (const std::bad_alloc&) {
+      throw Error(Status::out_of_memory, "the logits of " + std::to_string(tokens.size()) +
+                                             " tokens: cannot allocate " + std::to_string(count * sizeof(float)) +
+                                             " bytes");
+    }
+  }
   const std::int64_t p0 = n_past_;
   // Room first, so the append after the forward pass cannot throw; grown
   // geometrically, or a decode step would copy the whole history.
@@ -736,6 +807,10 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
     // the logits), and a saved session holding it is refused at load.
     refuse_non_finite_rows(c_kv, n, dc, il, p0);
     refuse_non_finite_rows(k_pe, n, dr, il, p0);
+    // Likewise the queries and (below) the attention's output: the int8
+    // kernels quantize queries and clamp exponentials, so a NaN, inf or
+    // overflowing score there could come out finite but wrong.
+    refuse_non_finite_rows(q, n, static_cast<std::size_t>(nh) * qh, il, p0, "query");
     cache_.write(il, p0, n, c_kv, k_pe);
     const LatentLayerView view = cache_.view(il);
 
@@ -746,6 +821,7 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
       // q_lat_h = W_UK_h^T q_nope_h
       s.linear_heads(L.wuk_t, nh, q, qh, static_cast<std::size_t>(nh) * qh, n, q_lat, dc,
                      static_cast<std::size_t>(nh) * dc);
+      refuse_non_finite_rows(q_lat, n, static_cast<std::size_t>(nh) * dc, il, p0, "latent query");
       for (int t = 0; t < n; ++t)
         for (int hd = 0; hd < nh; ++hd)
           std::memcpy(q_pe + (static_cast<std::size_t>(t) * nh + hd) * dr,
@@ -776,6 +852,7 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
         a.scratch = s.attn_scratch.data();
         s.attn->prefill(a);
       }
+      refuse_non_finite_rows(o_lat, n, static_cast<std::size_t>(nh) * dc, il, p0, "attention output");
       // o_h = W_UV_h o_lat_h
       s.linear_heads(L.wuv, nh, o_lat, dc, static_cast<std::size_t>(nh) * dc, n, o, dv,
                      static_cast<std::size_t>(nh) * dv);
@@ -819,15 +896,16 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
           if (st != Status::ok) gemm_status.store(static_cast<int>(st));
           return st == Status::ok;
         };
+        RegionError err;  // what oneDNN throws (std::bad_alloc) rather than returns
 #pragma omp parallel for num_threads(s.threads) schedule(dynamic, 1)
-        for (int hd = 0; hd < nh; ++hd) {
-          if (gemm_status.load(std::memory_order_relaxed) != static_cast<int>(Status::ok)) continue;
+        for (int hd = 0; hd < nh; ++hd) err.run([&] {
+          if (gemm_status.load(std::memory_order_relaxed) != static_cast<int>(Status::ok) || err.failed()) return;
           float* S = scores + static_cast<std::size_t>(omp_get_thread_num()) * n * B;  // (nq, nb)
           const float* qh0 = q + (static_cast<std::size_t>(i0) * nh + hd) * qh;
           if (!gemm('T', nq, nb, dn, scale, qh0, static_cast<std::int64_t>(nh) * qh,
                     blk_k + static_cast<std::size_t>(hd) * dn, static_cast<std::int64_t>(nh) * dn, 0.f, S, nb) ||
               !gemm('T', nq, nb, dr, scale, qh0 + dn, static_cast<std::int64_t>(nh) * qh, blk_kpe, dr, 1.f, S, nb))
-            continue;
+            return;
           for (int i = 0; i < nq; ++i) {
             float* Si = S + static_cast<std::size_t>(i) * nb;
             const std::int64_t visible = std::min<std::int64_t>(nb, p0 + i0 + i + 1 - j0);  // causal
@@ -846,7 +924,8 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
           gemm('N', nq, dv, nb, 1.f, S, nb, blk_v + static_cast<std::size_t>(hd) * dv,
                static_cast<std::int64_t>(nh) * dv, 1.f, acc + (static_cast<std::size_t>(i0) * nh + hd) * dv,
                static_cast<std::int64_t>(nh) * dv);
-        }
+        });
+        err.rethrow();
         if (const int st = gemm_status.load(); st != static_cast<int>(Status::ok))
           throw gemm_f32_error(static_cast<Status>(st));
       }
@@ -854,6 +933,7 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
         const float inv = 1.f / stat[2 * i + 1];
         for (int k = 0; k < dv; ++k) o[i * dv + k] = acc[i * dv + k] * inv;
       }
+      refuse_non_finite_rows(o, n, static_cast<std::size_t>(nh) * dv, il, p0, "attention output");
     }
     s.linear(L.wo, o, static_cast<std::size_t>(nh) * dv, n, y, d);
     add_residual(y);

@@ -241,26 +241,36 @@ void Session::load_state(const std::string& path) {
   s.tile_bytes = get<std::uint64_t>(h + 48);
   s.n_past = get<std::int64_t>(h + 56);
   s.rope_set = get<std::uint32_t>(h + 64);
-  if (s.has_logits > 1) throw Error(Status::bad_file, what + ": has_logits is " + std::to_string(s.has_logits));
-  if (s.n_past < 0 || s.n_past > kMaxContextTokens)
-    throw Error(Status::bad_file, what + ": token count " + std::to_string(s.n_past) + " is out of range");
-  if (s.tile_tokens == 0) throw Error(Status::bad_file, what + ": tiles of 0 tokens");
-  if (s.has_logits == 1 && s.n_past == 0) throw Error(Status::bad_file, what + " has logits but no tokens");
-  // The size the header implies, with the tile product checked for overflow
-  // (a damaged tile size or layer count can be anything).
-  const std::uint64_t n_tiles = static_cast<std::uint64_t>(tiles_for(s.n_past, s.tile_tokens));
-  std::uint64_t tile_total = 0;
-  const bool overflow = __builtin_mul_overflow(static_cast<std::uint64_t>(s.n_layers) * n_tiles, s.tile_bytes, &tile_total) ||
-                        tile_total > (std::uint64_t{1} << 62);
-  const std::uint64_t expect = overflow ? ~std::uint64_t{0}
-                                        : kHeaderBytes + 4 * static_cast<std::uint64_t>(s.n_past) +
-                                              (s.has_logits ? 4 * static_cast<std::uint64_t>(s.n_vocab) : 0) +
-                                              tile_total + 8;
-  if (size != expect)
-    throw Error(Status::bad_file, what + " is " + std::to_string(size) + " bytes; a session of " +
-                                      std::to_string(s.n_past) + " tokens takes " +
-                                      (overflow ? std::string("more than a file can hold") : std::to_string(expect)) +
-                                      (size < expect ? " (truncated)" : " (trailing bytes)"));
+  // Each problem with the header is reported only once the checksum says
+  // the file is as written: a damaged field is corruption, not a claim.
+  std::string problem;
+  if (s.has_logits > 1) problem = "has_logits is " + std::to_string(s.has_logits);
+  else if (s.n_past < 0 || s.n_past > kMaxContextTokens)
+    problem = "token count " + std::to_string(s.n_past) + " is out of range";
+  else if (s.tile_tokens == 0) problem = "tiles of 0 tokens";
+  else if (s.has_logits == 1 && s.n_past == 0) problem = "logits but no tokens";
+  std::uint64_t n_tiles = 0;
+  if (problem.empty()) {
+    // The size the header implies, with the tile product checked for
+    // overflow (a damaged tile size or layer count can be anything).
+    n_tiles = static_cast<std::uint64_t>(tiles_for(s.n_past, s.tile_tokens));
+    std::uint64_t tile_total = 0;
+    const bool overflow =
+        __builtin_mul_overflow(static_cast<std::uint64_t>(s.n_layers) * n_tiles, s.tile_bytes, &tile_total) ||
+        tile_total > (std::uint64_t{1} << 62);
+    const std::uint64_t expect = overflow ? ~std::uint64_t{0}
+                                          : kHeaderBytes + 4 * static_cast<std::uint64_t>(s.n_past) +
+                                                (s.has_logits ? 4 * static_cast<std::uint64_t>(s.n_vocab) : 0) +
+                                                tile_total + 8;
+    if (size != expect)
+      problem = std::to_string(size) + " bytes, where a session of " + std::to_string(s.n_past) + " tokens takes " +
+                (overflow ? std::string("more than a file can hold") : std::to_string(expect)) +
+                (size < expect ? ": truncated, or its header damaged" : ": trailing bytes, or its header damaged");
+  }
+  if (!problem.empty()) {
+    if (!checksum_matches(in, size)) throw Error(Status::bad_file, corrupt + " (" + problem + ")");
+    throw Error(Status::bad_file, what + ": " + problem);
+  }
   if (!checksum_matches(in, size)) throw Error(Status::bad_file, corrupt);
 
   // The header is the writer's: now whether it fits this session.

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -24,10 +24,38 @@ std::ifstream open_input(const std::string& path) {
 
 std::string read_text_file(const std::string& path) {
   std::ifstream in = open_input(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // Read in steps up to one byte past the limit: a file without end
+  // (/dev/zero, a FIFO fed forever) is refused instead of filling memory.
+  std::string text;
+  char buf[1 << 16];
+  while (text.size() <= kMaxInputTextBytes) {
+    in.read(buf, sizeof buf);
+    const std::streamsize got = in.gcount();
+    if (got <= 0) break;
+    text.append(buf, static_cast<std::size_t>(got));
+  }
   if (in.bad()) throw Error(Status::io_error, "reading '" + path + "' failed: " + std::strerror(errno));
-  return ss.str();
+  if (text.size() > kMaxInputTextBytes)
+    throw Error(Status::invalid_argument, "'" + path + "' holds more than " + std::to_string(kMaxInputTextBytes >> 20) +
+                                              " MiB of text, the limit of an input file: refused");
+  return text;
+}
+
+LineRead read_line_bounded(std::istream& in, std::string& line) {
+  line.clear();
+  std::streambuf* sb = in.rdbuf();
+  bool any = false;
+  while (true) {
+    const int c = sb->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      in.setstate(std::ios::eofbit);
+      return any ? LineRead::line : LineRead::end;
+    }
+    any = true;
+    if (c == '\n') return LineRead::line;
+    if (line.size() >= kMaxInputTextBytes) return LineRead::too_long;
+    line.push_back(static_cast<char>(c));
+  }
 }
 
 std::vector<std::int64_t> parse_int_list(const std::string& s, const char* what, std::int64_t max) {

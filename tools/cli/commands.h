@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <istream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -128,8 +129,15 @@ void check_token_ids(const std::vector<std::int32_t>& ids, std::int32_t n_vocab,
 // Opens a file for reading, or Error(io_error) naming it and why not (a
 // directory, missing, unreadable).
 std::ifstream open_input(const std::string& path);
-// A whole file's bytes, with the same errors.
+// The most bytes of text Latte reads from one input file or one line of
+// input: prompts, -i lines and --windows files past it are refused.
+inline constexpr std::size_t kMaxInputTextBytes = std::size_t{64} << 20;
+// A whole file's bytes, with the same errors; Error(invalid_argument) past
+// kMaxInputTextBytes.
 std::string read_text_file(const std::string& path);
+// Reads one line (without its newline) of at most kMaxInputTextBytes.
+enum class LineRead { line, end, too_long };
+LineRead read_line_bounded(std::istream& in, std::string& line);
 // s as a JSON string literal, quotes included.
 std::string json_string(std::string_view s);
 // A stderr warning when n_tokens of context exceed what the model was

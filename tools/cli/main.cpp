@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 
 #include "kernels/isa.h"
@@ -66,6 +67,7 @@ const CLI::Validator kSeed(
 }  // namespace
 
 int main(int argc, char** argv) {
+  latte::preload_unwinder();  // before memory runs short: an error must be able to unwind
   CLI::App app{"Latte: Multi-Head Latent Attention inference on the CPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "latte " LATTE_VERSION);
@@ -118,7 +120,8 @@ int main(int argc, char** argv) {
   run->add_flag("--print-ids", run_opts.print_ids, "Print the generated token ids instead of text");
   run->add_option("--session", run_opts.session_file,
                   "Resume from this session file if it exists (reusing the prompt's longest cached prefix, or with -i "
-                  "the conversation), and save the session to it after each reply");
+                  "the conversation), and save the session to it after each reply (a regular file: a symbolic link is "
+                  "followed, anything else refused)");
   run->add_flag("--verbose-prompt", run_opts.verbose_prompt,
                 "Show each prompt as the model reads it (chat markers and BOS included) on stderr");
   run->add_flag("--ignore-eos", run_opts.ignore_eos, "Keep generating past end-of-sequence tokens");
@@ -175,7 +178,10 @@ int main(int argc, char** argv) {
   mm->add_option("--layers", mm_opts.layers, "Layers")->check(integer_in(1, 256));
   mm->add_option("--vocab", mm_opts.vocab, "Vocabulary size")->check(integer_in(258, 1LL << 20));
   mm->add_option("--seed", mm_opts.seed, "Random seed")->check(kSeed);
-  mm->add_option("-o,--out", mm_opts.out, "Output GGUF file")->required();
+  mm->add_option("-o,--out", mm_opts.out,
+                 "Output GGUF file (replaced whole; only a regular file is replaced: a device or FIFO is refused, "
+                 "a symbolic link is followed and its target replaced)")
+      ->required();
 
   // An unknown command: CLI11 would only say that one is required.
   const auto commands = app.get_subcommands([](const CLI::App*) { return true; });
@@ -222,6 +228,9 @@ int main(int argc, char** argv) {
     if (*mm) return latte::cli::run_make_model(mm_opts);
   } catch (const latte::Error& e) {
     std::fprintf(stderr, "latte: %s: %s\n", latte::status_name(e.status()), e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "latte: out of memory: an allocation failed\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "latte: %s\n", e.what());

@@ -16,7 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,7 +30,7 @@ namespace latte::cli {
 namespace {
 
 std::vector<std::vector<std::int32_t>> read_windows(const std::string& path, std::int32_t n_vocab) {
-  std::ifstream in = open_input(path);
+  std::istringstream in(read_text_file(path));  // bounded: see kMaxInputTextBytes
   std::vector<std::vector<std::int32_t>> wins;
   std::string line;
   int lineno = 0;
@@ -43,7 +43,6 @@ std::vector<std::vector<std::int32_t>> read_windows(const std::string& path, std
     check_token_ids(w, n_vocab, where);
     if (w.size() >= 2) wins.push_back(std::move(w));
   }
-  if (in.bad()) throw Error(Status::io_error, "reading '" + path + "' failed: " + std::strerror(errno));
   if (wins.empty()) throw Error(Status::invalid_argument, "'" + path + "' holds no window of 2 or more tokens");
   return wins;
 }

@@ -281,7 +281,11 @@ int run_generate(const RunOptions& o) {
     while (true) {
       std::fprintf(stderr, "> ");
       // End of input, or Ctrl-C at the prompt: end the "> " line.
-      if (g_interrupted || !std::getline(std::cin, line)) {
+      const LineRead got = g_interrupted ? LineRead::end : read_line_bounded(std::cin, line);
+      if (got == LineRead::too_long)
+        throw Error(Status::invalid_argument, "-i: a line of input is longer than " +
+                                                  std::to_string(kMaxInputTextBytes >> 20) + " MiB, the limit: refused");
+      if (got == LineRead::end) {
         std::fputc('\n', stderr);
         break;
       }
