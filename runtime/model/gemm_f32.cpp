@@ -8,7 +8,6 @@
 #include <string>
 
 #include "kernels/dot_f32/dot_f32.h"
-#include "kernels/isa.h"
 
 #if LATTE_WITH_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
@@ -48,13 +47,13 @@ void gemm_n_row(std::int64_t i, std::int64_t N, std::int64_t K, float alpha, con
 
 }  // namespace
 
-Status gemm_f32_own(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+Status gemm_f32_own(Isa isa, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                     std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                     std::int64_t ldc) noexcept {
   if (M <= 0 || N <= 0) return Status::ok;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (tb == 'T') {
-    const kernels::DotF32Kernels& dk = kernels::dot_f32_kernels(active_isa());
+    const kernels::DotF32Kernels& dk = kernels::dot_f32_kernels(isa);
     const std::int64_t blocks = (N + kBlockRows - 1) / kBlockRows;
     // Work items (block of B's rows, row of A), blocks outermost so a
     // thread's consecutive items share the block.
@@ -82,7 +81,7 @@ Status gemm_f32(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float a
     default: return Status::internal;
   }
 #else
-  return gemm_f32_own(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  return gemm_f32_own(active_isa(), tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
 }
 

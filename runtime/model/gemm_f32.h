@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "kernels/isa.h"
 #include "runtime/error.h"
 
 namespace latte {
@@ -19,7 +20,8 @@ namespace latte {
 Status gemm_f32(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                 std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) noexcept;
 
-Status gemm_f32_own(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+// isa: whose dot_f32 kernels run (gemm_f32 passes active_isa()).
+Status gemm_f32_own(Isa isa, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                     std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                     std::int64_t ldc) noexcept;
 
