@@ -1,3 +1,5 @@
+// ISA names, what this binary holds, what this CPU runs, and the LATTE_ISA cap
+// (kernels/isa.h). Baseline flags only: it runs before any ISA is chosen.
 #include "kernels/isa.h"
 
 #include <cstdlib>

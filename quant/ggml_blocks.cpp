@@ -1,3 +1,5 @@
+// The scalar GGML block references of quant/ggml_blocks.h: dequantize (the
+// ground truth every kernel is tested against) and quantize. Naive on purpose.
 #include "quant/ggml_blocks.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The table of GGML types Latte reads (ids, names, block sizes) behind
+// quant/ggml_types.h, and llama.cpp's names for the others.
 #include "quant/ggml_types.h"
 
 #include <string>

@@ -1,3 +1,5 @@
+// The latent cache's tile layouts and the reference row store, load and checks
+// (quant/latent_formats.h): the kernels read the bytes these write.
 #include "quant/latent_formats.h"
 
 #include <algorithm>

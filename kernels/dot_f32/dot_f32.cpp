@@ -1,3 +1,5 @@
+// dot_f32's scalar reference and its dispatch to the per-ISA tables. Baseline
+// flags: no SIMD body here (those are in dot_f32__<isa>.cpp).
 #include "kernels/dot_f32/dot_f32.h"
 
 #include <stdexcept>

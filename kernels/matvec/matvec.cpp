@@ -1,3 +1,5 @@
+// matvec's argument checks, scratch sizes, scalar references and dispatch to
+// the per-ISA tables. Baseline flags: no SIMD body here (matvec__<isa>.cpp).
 #include "kernels/matvec/matvec.h"
 
 #include <omp.h>

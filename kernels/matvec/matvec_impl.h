@@ -1256,9 +1256,9 @@ void row_float(const std::uint8_t* w, std::size_t cols, const float* const* xf, 
   std::size_t c = 0;
   if constexpr (NT == 1) {
     // One token (decode): 4 steps per loop trip, unrolled. With the trip
-    // count known only at run time, a trip per step streamed an F16 matrix
-    // ~8% slower (2048-column rows, 2 threads: 31.6-35.8 against 39.3-40.1
-    // GB/s); unrolled this way it matches a loop over compile-time columns.
+    // count known only at run time, a trip per step streams an F16 matrix
+    // slower; unrolled this way it matches a loop over compile-time columns
+    // (docs/performance-log.md, "Figures moved out of code comments").
     for (; c + 4 * U * W <= cols; c += 4 * U * W) {
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) step(c + static_cast<std::size_t>(k) * U * W);
@@ -1443,9 +1443,10 @@ inline void f32_to_bf16_simd(const float* src, std::uint16_t* dst, std::size_t n
   }
 }
 
-// Activation quantization in vector registers (a generic version spent
-// ~80 cycles per 32 values: a scalar horizontal max over the lanes and an
-// int32 -> int8 narrowing that went through the stack). act_amax: max |x|
+// Activation quantization in vector registers, not generic code, whose
+// scalar horizontal max over the lanes and int32 -> int8 narrowing through
+// the stack are slow (docs/performance-log.md, "MoE regions, the activation
+// quantizer"). act_amax: max |x|
 // over n (a multiple of 32); a NaN may or may not survive it, act_round32
 // catches it. act_round32: qs[j] = round(x[j] * id) (to nearest even), s0 /
 // s1 the sums of the first / last 16; false where a product is NaN, inf or
@@ -1723,8 +1724,9 @@ constexpr bool uses_zmm_rows() {
 
 // One token: rows [r0, r1) straight through with the row kernel of `type`,
 // dispatched once per call rather than per row. Decode streams every weight
-// through this loop; the per-row switch, call and tile bookkeeping of the
-// general path cost ~8% of decode tok/s at depth 0 (F16, 2 threads).
+// through this loop, and the general path's per-row switch, call and tile
+// bookkeeping slow it down (docs/performance-log.md, "Figures moved out of
+// code comments").
 // pairs: the ActPairs of act where uses_zmm_rows and has_b32_zmm_row.
 template <class Arch>
 void rows_1(GgmlType type, const std::uint8_t* w, std::size_t rb, std::size_t r0, std::size_t r1, std::size_t cols,
@@ -1880,9 +1882,10 @@ constexpr std::size_t pack_group_bytes(GgmlType t) { return pack_group_bytes(pac
 // packed_scales / packed_offsets say 2), q in [-127, 127] (Q3_K: -128 too,
 // which every ISA's encoding takes: AVX-512's +128, AVX2's abs as unsigned
 // and sign moved to x, sdot), with the row
-// kernels' decoding primitives (byte-wise scalar code here made the packing
-// 3-5x slower than the products of 16 tokens: its byte stores could not
-// forward to the word loads that interleave the rows).
+// kernels' decoding primitives (not byte-wise scalar code: its byte stores
+// cannot forward to the word loads that interleave the rows, so the packing
+// would cost more than the products; docs/performance-log.md, "Figures
+// moved out of code comments").
 template <class Arch, GgmlType T>
 inline void group_ints(const std::uint8_t* row, std::size_t g, std::int8_t* q, float (&d)[2], float (&o)[2]) {
   o[0] = o[1] = 0.f;
@@ -2016,9 +2019,9 @@ void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::si
     float* o = d + kS * TR;                    // (kO, TR)
     std::uint8_t* q = blk + 4 * (kS + kO) * TR;
     // 8 rows at a time: their groups' integers as (rows, 8) words,
-    // transposed in registers (one word per row and step k), kFlip encodes.
-    // (Word by word through scalar registers this was ~24 instructions per
-    // row and group.)
+    // transposed in registers (one word per row and step k), kFlip encodes:
+    // word by word through scalar registers takes far more instructions
+    // (docs/performance-log.md, "Figures moved out of code comments").
     const I8x32 flip = splat8(static_cast<std::int8_t>(D::kFlip & 0xff));
     for (int r0 = 0; r0 < TR; r0 += 8) {
       alignas(32) std::int8_t qi[8][32];
@@ -2159,10 +2162,9 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
     const int nr = static_cast<int>(mv_min(TR, rows - r0));
     // After packing a chunk, the next one's rows (TR short runs of a row
     // each, which the hardware prefetchers follow poorly) are prefetched
-    // before the products: with the weights in DRAM (`bench_matvec
-    // --benchmark_filter=MatmulDram`, 2 threads, AVX-512) 8 and 12 tokens of
-    // Q4_K took 0.346 and 0.368 ms against 0.396 and 0.460, Q8_0 0.266 and
-    // 0.293 against 0.287 and 0.306 (prefetcht0: in between).
+    // before the products, with prefetcht1 (faster with the weights in DRAM
+    // than none or prefetcht0: docs/performance-log.md, "Figures moved out
+    // of code comments").
     for (std::size_t g0 = 0; g0 < groups; g0 += kQ8PackGroups) {
       const std::size_t ng = mv_min(kQ8PackGroups, groups - g0);
       q8_pack_tile<Arch, T>(w + r0 * rb, rb, static_cast<std::size_t>(nr), g0, ng, pk);
@@ -2202,21 +2204,15 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
 // kernels decode it once per 4 tokens, but it reads a tile's rows a column
 // chunk at a time (TR short runs), which streams from DRAM slower than the
 // row kernels' whole rows: with few tokens, where both are bound by the
-// weights' reads, the row kernels win. Crossovers with the weights in DRAM
-// (`bench_matvec --benchmark_filter=MatmulDram`, 2048 x 2048, 2 threads,
-// medians of 3, session 27; ms rows / packed):
-// - AVX-512: the block-32 types from 8 (Q8_0 at 4: 0.174 / 0.224, at 8:
-//   0.344 / 0.266; Q4_0 at 8: 0.463 / 0.247); Q4_K, Q5_K, Q6_K, IQ4_XS from
-//   8 (Q4_K at 8: 0.361 / 0.346, at 12: 0.494 / 0.368); Q2_K and Q3_K,
-//   which fold their scales when packing, from 12 (with the weights in
-//   cache they cross at 8, the others at 2 to 6).
+// weights' reads, the row kernels win. The thresholds are the crossovers
+// with the weights in DRAM, as in a model (docs/performance-log.md,
+// "Figures moved out of code comments"):
+// - AVX-512: the block-32 types and Q4_K, Q5_K, Q6_K, IQ4_XS from 8; Q2_K
+//   and Q3_K, which fold their scales when packing, from 12.
 // - AVX2 (two tokens per pass over a packed tile): the block-32 types from
-//   8 (Q4_0 at 8: 0.488 / 0.409, Q8_0 0.424 / 0.434, at 12 0.619 / 0.563);
-//   Q4_K, Q5_K, Q6_K, IQ4_XS from 16 (Q6_K at 12: 0.687 / 0.682; with the
-//   weights in cache Q4_K's row kernels still win at 12, 0.936 / 1.07); Q2_K
-//   and Q3_K, whose byte multiply is a widen, multiply and pack there, from
-//   32 (Q3_K at 16: 1.4-1.8 / 2.0-2.2, at 64: 6.2-6.6 / 5.4-5.9).
-// - NEON: not measured on hardware; 16, the threshold before this table.
+//   8; Q4_K, Q5_K, Q6_K, IQ4_XS from 16; Q2_K and Q3_K, whose byte multiply
+//   is a widen, multiply and pack there, from 32.
+// - NEON: 16, not measured on hardware.
 template <class Arch>
 std::size_t packed_min_tokens(GgmlType t) {
   const bool small_k = t == GgmlType::Q2_K || t == GgmlType::Q3_K;
@@ -2268,7 +2264,8 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   if (n_tokens == 1) {
     // Each thread a contiguous run of 16-row tiles, each row read whole: one
     // sequential stream the prefetchers follow (chunking a single token's
-    // rows into 16 interleaved streams measured at half the DRAM bandwidth).
+    // rows into 16 interleaved streams reads DRAM far slower:
+    // docs/performance-log.md, "Figures moved out of code comments").
     constexpr std::size_t kRows = 16;
     const std::size_t tiles = (rows + kRows - 1) / kRows;
     ActPairs pairs{};

@@ -1,3 +1,5 @@
+// mla_attn's scalar references, operation count, dispatch to the per-ISA tables
+// and the convenience calls' scratch. Baseline flags: no SIMD body here.
 #include "kernels/mla_attn/mla_attn.h"
 
 #include <cmath>

@@ -113,11 +113,11 @@ struct I8<xsimd::fma3<xsimd::avx2>> {
   // the s8 query, 2 * 255 * 64 < 32768. Values: the weights (<= 127) are
   // the unsigned operand and the cache bytes, flipped back to signed, the
   // signed one: 2 * 127 * 128 < 32768, so the weights keep 8 bits and the
-  // value products carry no offset (with 64 levels, NMSE against the f32
-  // cache was ~2.5x AVX-512's; now ~1.7x, for ~4% more time per call). The
-  // query keeps 7 bits: giving it 8 the same way (the cache byte's magnitude
-  // unsigned, the query signed by it) cost a vpsignb per product, and the
-  // calls ~25% more time.
+  // value products carry no offset (7-bit weights lose accuracy against the
+  // f32 cache; 8-bit ones cost a little time). The query keeps 7 bits:
+  // giving it 8 the same way (the cache byte's magnitude unsigned, the query
+  // signed by it) costs a vpsignb per product, too slow for what it gains
+  // (docs/performance-log.md, "Figures moved out of code comments").
   static constexpr int QMAX = 64, PMAX = 127;
   static constexpr bool kValueOffset = false;
   static acc zero() { return _mm256_setzero_si256(); }
@@ -257,12 +257,11 @@ inline int unit_tiles(int T) { return T >= kI8BlockTokens ? 1 : kI8BlockTokens /
 // Context chunks, taken dynamically (a thread slowed by another process on
 // its core does not hold the others back), largest first: each is 1/(2 *
 // threads) of what is left, in whole units of unit_tiles() tiles (one int8
-// block), so the threads finish within one block of each other. With 4
-// equal chunks per thread a thread 10% slower left the other idle for most
-// of a chunk (~80 us of a ~800 us call at 16K, 2 threads); these measured
-// 2-7% faster per call. Each chunk costs a partial output and its share of the merge
-// (heads x d_c floats, ~3 us for 16 heads): 2 threads split 16K into 10
-// chunks, 32K into 13.
+// block), so the threads finish within one block of each other: with equal
+// chunks a slowed thread leaves the other idle for most of its last chunk
+// (docs/performance-log.md, "Figures moved out of code comments").
+// Each chunk costs a partial output and its share of the merge (heads x d_c
+// floats): 2 threads split 16K into 10 chunks, 32K into 13.
 // Bound on the chunks (the partial buffers: 263 KB each with 128 heads):
 // where the guided sizes would need more (2 threads: past 64K tokens), the
 // smallest chunk doubles. One thread never splits.
@@ -336,8 +335,8 @@ inline int resolve_threads(int t) { return t > 0 ? t : omp_get_max_threads(); }
 // the kernels find that base in any buffer: the size includes the slack.
 // (A std::vector's data, as the session passes, is 16 bytes past a line:
 // used as is, every 64-byte vector of the scores, weights and partial
-// outputs straddled two lines, and a 16K decode's attention in the model
-// took ~8% longer at the median of 5 alternated pairs.)
+// outputs would straddle two lines and slow the attention down;
+// docs/performance-log.md, "Per-layer counters; aligned scratch".)
 inline std::size_t scratch_bytes_impl(int nh, const LatentTileLayout& L, int threads) {
   const int nt = resolve_threads(threads);
   const std::size_t a = make_plan(nh, L, nt).total, b = make_plan(nh, L, 1).total * nt;
@@ -389,8 +388,8 @@ xsimd::batch<float, Arch> exp_neg(xsimd::batch<float, Arch> x) {
 // weights' 8-bit quantization step); n = round(t) by the 1.5 * 2^23 shift,
 // which leaves n in the low mantissa bits, added to the result's exponent
 // field as an integer (the result stays normal: 2^-65 at least). Only the
-// 3 FMAs use the multiply pipes, which the dot products need: with a
-// degree-5 polynomial and roundscale/scalef it was 7.
+// 3 FMAs use the multiply pipes, which the dot products need (a degree-5
+// polynomial with roundscale/scalef would use 7).
 template <class Arch>
 xsimd::batch<float, Arch> exp2_i8(xsimd::batch<float, Arch> t) {
   using F = xsimd::batch<float, Arch>;
@@ -488,12 +487,10 @@ namespace {  // not Arch-templated: internal, so no other ISA's object shares it
 // [0, n) from p, one per chunk (line k at chunk k, the last one again once
 // they run out: branch-free, as a conditional advance made GCC copy
 // accumulators between registers every chunk), the rest at the end. n >= 1
-// and p a valid address. prefetcht0, not prefetcht1: on this Zen 5 a decode
-// call at 16K in the model (1 thread, 2 layers, the cache in DRAM) took a
-// median 2278 against 2710 kTSC over 5 alternating runs (4 of 5 faster);
-// AMD's T1/T2 prefetches are reported to be dropped at times on Zen 4. With
-// the cache in L3 (the kernel benchmark), and with 2 threads in the model,
-// no difference was measured.
+// and p a valid address. prefetcht0, not prefetcht1: faster with the cache
+// in DRAM, no different with it in L3 (docs/performance-log.md,
+// "`prefetcht0` for the next block"); AMD's T1/T2 prefetches are reported
+// to be dropped at times on Zen 4.
 struct LinePrefetch {
   const std::uint8_t* p;
   int n;
@@ -538,14 +535,14 @@ template <class Arch, int HB, int GB>
   for (int h = 0; h < HB; ++h)
     for (int i = 0; i < 4; ++i) a[h][i] = K::zero();
   // Tile by tile, chunk by chunk within: no division in the inner loop.
-  // The loop shapes are for GCC 12, measured in a cache-resident benchmark:
-  // - AVX-512: with loops that might run zero times, it merged the paths'
+  // The loop shapes are for GCC 12 (docs/performance-log.md, "Figures
+  // moved out of code comments"):
+  // - AVX-512: with loops that might run zero times, it merges the paths'
   //   accumulators through a stack array (zeroed on entry, stored and
-  //   reloaded at the end; 87% -> 96% of peak without): do-whiles, and the
-  //   prefetch one line per chunk.
+  //   reloaded at the end): do-whiles, and the prefetch one line per chunk.
   // - AVX2 (16 registers): an inner do-while, or any prefetch in the loop,
-  //   made it copy accumulators between registers every chunk (206 -> 154
-  //   or 189 GOP/s): a for loop, and the prefetch after it.
+  //   makes it copy accumulators between registers every chunk: a for loop,
+  //   and the prefetch after it.
   int ch0 = 0, t = 0, k = 0;
   do {
     const std::uint8_t* d = tiles[t] + static_cast<std::size_t>(g0) * TG * 16;
@@ -596,10 +593,10 @@ constexpr int score_hb() {
 }
 // Heads per value-product call. AVX-512: 6 heads x 4 vectors (24 of the 32
 // registers) read each block's cache vectors from L2 3 times for 16 heads
-// instead of 4; on Zen 5, which issues two 512-bit vpdpbusd per cycle, the
-// value pass of a 16K call went from ~975-1020 to ~880 kTSC on one thread
-// (the L2 reads, not the dot products, were its limit). NEON keeps 4
-// (not measured on hardware), AVX2 (16 registers) 2.
+// instead of 4: on Zen 5, which issues two 512-bit vpdpbusd per cycle, the
+// L2 reads, not the dot products, limit the value pass
+// (docs/performance-log.md, "First measurements: 6 heads per value call").
+// NEON keeps 4 (not measured on hardware), AVX2 (16 registers) 2.
 template <class Arch>
 constexpr int value_hb() {
   return I8<Arch>::L == 4 ? 6 : I8<Arch>::L == 2 ? 2 : 4;
@@ -608,8 +605,8 @@ constexpr int value_hb() {
 // next_item(): the tile range [first, end) of the work item this thread
 // takes after this one (first == end if none), asked for once, when the
 // item's last block starts, so its first block is prefetched like any
-// other (read from DRAM unprefetched, first blocks took ~27 us against
-// ~21 for the rest, ~3% of a 16K call) while the choice of item stays
+// other (unprefetched it would wait on DRAM: docs/performance-log.md,
+// "Figures moved out of code comments") while the choice of item stays
 // dynamic but for that one block.
 template <class Arch, class NextItem>
 void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t t1, float* po,
@@ -635,10 +632,9 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
   // po is not zeroed here: the item's first block stores its value
   // products instead of adding them. Its lines were last touched by the
   // previous call's merge, often on the other thread's L3, and zeroing them
-  // up front took ~40 kTSC per 16K call and thread (8% of that call's
-  // value products); the first block's stores overlap those line transfers
-  // with the dot products (kernel benchmark, 16K, 2 threads: 512-521
-  // against 533-548 us, 5 of 5 alternated pairs faster).
+  // up front waits on those transfers; the first block's stores overlap
+  // them with the dot products (docs/performance-log.md, "Figures moved out
+  // of code comments").
   for (int h = h0; h < h1; ++h) {
     pm[h] = -INFINITY;
     pl[h] = 0.f;
@@ -728,9 +724,10 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
     //    which hint), spread evenly over the calls and one line per chunk
     //    within them: the scores of a block stream the cache from DRAM at
     //    about twice the call's average rate and the value products read
-    //    none, so fetching during the values halves the demand (on the Zen
-    //    4 the scores stalled ~19% vs. cache in L3; in bursts it was slower
-    //    than no prefetch).
+    //    none, so fetching during the values halves the demand (without it
+    //    the scores stall on DRAM; in bursts it is slower than no prefetch:
+    //    docs/performance-log.md, "Decode attention kernels on the Zen 4
+    //    machine").
     const int nch = ntok / W;
     alignas(64) std::int32_t vo[16 * value_hb<Arch>()];
     const std::size_t tile_lines = (LY.bytes + 63) / 64;
@@ -804,9 +801,10 @@ xsimd::batch<float, Arch> lane_sums(const xsimd::batch<float, Arch>* a) {
 // S (HB, stride) = rows (ntok, C) . qf (HB, C), ntok a multiple of J (the
 // tile's padding rows are real memory; their scores are masked later).
 // HB heads x J tokens of accumulators, reduced W at a time by a transposing
-// add (lane_sums): one hadd per accumulator costs ~20% of the FMAs at C = 576.
+// add (lane_sums), as one hadd per accumulator is costly beside the FMAs
+// (docs/performance-log.md, "Decode attention kernels on the Zen 4 machine").
 // Meanwhile lines [0, pf_lines) from pf go to L2, a few per step of the
-// dot products (in bursts they measured slower than none).
+// dot products (in bursts they are slower than none).
 template <class Arch, int HB, int J>
 void f_scores(const float* rows, int ntok, int C, const float* qf, float* S, std::size_t stride,
               const std::uint8_t* pf, std::size_t pf_lines) {
@@ -1046,9 +1044,10 @@ void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const 
   std::int8_t* q8 = reinterpret_cast<std::int8_t*>(base + P.off_q8);
   float* qv = reinterpret_cast<float*>(base + P.off_qv);
   // Vector loops: this runs once per call before the threads start, and
-  // written scalar (9216 elements for 16 heads) it took ~15 us, more than
-  // the whole attention at a short context. Rounding as nearbyint's (to
-  // nearest even), so the result is the scalar one bit for bit.
+  // written scalar (9216 elements for 16 heads) it would dominate a call at
+  // a short context (docs/performance-log.md, "Figures moved out of code
+  // comments"). Rounding as nearbyint's (to nearest even), so the result is
+  // the scalar one bit for bit.
   auto quant = [&](const float* x, int n, std::int8_t* q, float& qs, float& corr) {
     alignas(64) std::int32_t ti[W];
     F amv(0.f);
@@ -1197,14 +1196,14 @@ void decode_core(const Plan& P, std::uint8_t* base, const float* q_lat, const fl
     // not hold the others back), the next one already during the current
     // one's last block or tile when the item asks (see i8_item, f_item).
     // Each thread's first item is its own, though: taken dynamically too,
-    // the thread that entered first took item 0 and, asking for the next
-    // one as soon as its last (there, only) block started, item 1 as well,
+    // the thread that enters first takes item 0 and, asking for the next
+    // one as soon as its last (there, only) block starts, item 1 as well,
     // so with one block per item (up to ~1K tokens with 2 threads) one
-    // thread did everything while the other waited at the barrier (depth
-    // < 200: 0.7 and 39 kTSC of items per call, now ~24 each). Thread
-    // n - 1 - t takes item t: the workers usually enter before the thread
-    // that quantized the query and opened the region, so the largest chunk
-    // goes to one that starts first (at 16K no different either way).
+    // thread does everything while the other waits at the barrier
+    // (docs/performance-log.md, "Figures moved out of code comments").
+    // Thread n - 1 - t takes item t: the workers usually enter before the
+    // thread that quantized the query and opened the region, so the largest
+    // chunk goes to one that starts first.
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
     int it = n - 1 - t;  // n <= items
     while (it < items) {

@@ -1,3 +1,5 @@
+// softmax_f32's scalar reference and its dispatch to the per-ISA tables.
+// Baseline flags: no SIMD body here (those are in softmax_f32__<isa>.cpp).
 #include "kernels/softmax_f32/softmax_f32.h"
 
 #include <cmath>

@@ -1,7 +1,8 @@
 // The exponentials of a softmax: x[j] = exp(x[j] - shift) and their sum, for
 // the naive prefill form's online softmax over blocks of decompressed keys
-// (the absorbed form's kernels have their own, over int8 weights). Scalar
-// std::exp there took ~18% of an f16-cache prefill at depth 4K.
+// (the absorbed form's kernels have their own, over int8 weights). SIMD,
+// because scalar std::exp there is a large share of an f16-cache prefill
+// (docs/performance-log.md, "Figures moved out of code comments").
 #pragma once
 
 #include <cstddef>

@@ -1,3 +1,5 @@
+// swiglu_f32's scalar reference and its dispatch to the per-ISA tables.
+// Baseline flags: no SIMD body here (those are in swiglu_f32__<isa>.cpp).
 #include "kernels/swiglu_f32/swiglu_f32.h"
 
 #include <cmath>

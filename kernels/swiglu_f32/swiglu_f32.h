@@ -1,7 +1,7 @@
 // SwiGLU's gating, the step between a SwiGLU FFN's gate and up products and
 // its down product: a[i] = silu(a[i]) * b[i] = a[i] / (1 + exp(-a[i])) * b[i].
-// Scalar std::exp took ~3.5 ns an element: for V2-Lite's 10944-row FFN,
-// ~40 us of every layer's decode step.
+// SIMD, because scalar std::exp here is a visible part of every layer's
+// decode step (docs/performance-log.md, "Figures moved out of code comments").
 #pragma once
 
 #include <cstddef>

@@ -1,3 +1,5 @@
+// ISA selection (names, support, the LATTE_ISA cap, the ISAs this machine must
+// run) and dot_f32, the smallest kernel family, on every ISA.
 #include "kernels/isa.h"
 
 #include <gtest/gtest.h>

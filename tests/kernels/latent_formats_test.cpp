@@ -1,3 +1,5 @@
+// The latent cache's row formats: layouts, the int8 quantizer, round trips,
+// the int8 byte layout the kernels rely on, and the refused cases.
 #include "quant/latent_formats.h"
 
 #include <gtest/gtest.h>
