@@ -48,14 +48,15 @@ MlaCost mla_attention_cost(const MlaConfig& cfg, std::int64_t n_query, std::int6
 }
 
 MlaForm mla_pick_form(const MlaConfig& cfg, std::int64_t n_query, std::int64_t n_cached,
-                      double absorbed_pair_cost) {
+                      double absorbed_pair_cost, double naive_gemm_cost) {
   // The counts in double: in int64 they wrap for DeepSeek shapes from ~6.6e13
   // query-key pairs (65,536 queries behind 2^31 cached tokens), and the
   // wrapped counts picked the form backwards. Integers below 2^53 stay
   // exact, so shorter chunks pick as before. The per-pair work (the
   // attention kernel) is weighted, the f32 projections are not.
   const Counts<double> c = counts<double>(cfg, n_query, n_cached);
-  return c.naive < c.projections + c.absorbed_pairs * absorbed_pair_cost ? MlaForm::naive : MlaForm::absorbed;
+  return c.naive * naive_gemm_cost < c.projections + c.absorbed_pairs * absorbed_pair_cost ? MlaForm::naive
+                                                                                           : MlaForm::absorbed;
 }
 
 double mla_absorbed_pair_cost(bool int8_cache, bool has_vnni512) {

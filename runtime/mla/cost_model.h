@@ -28,9 +28,16 @@ MlaCost mla_attention_cost(const MlaConfig& cfg, std::int64_t n_query, std::int6
 // `absorbed_pair_cost` is the time of one multiply-add of the absorbed form's
 // per-pair work relative to one of the naive form's f32 GEMMs: 1 when both run
 // on f32 FMAs, less when the absorbed kernel uses integer dot products over an
-// int8 cache (see mla_absorbed_pair_cost).
+// int8 cache (see mla_absorbed_pair_cost). `naive_gemm_cost` is the time of
+// the naive form's f32 GEMM multiply-adds relative to oneDNN's: 1 with
+// oneDNN, kOwnGemmCost on Latte's own GEMM (a build without oneDNN).
 MlaForm mla_pick_form(const MlaConfig& cfg, std::int64_t n_query, std::int64_t n_cached,
-                      double absorbed_pair_cost = 1.0);
+                      double absorbed_pair_cost = 1.0, double naive_gemm_cost = 1.0);
+
+// Latte's own f32 GEMM (runtime/model/gemm_f32) against oneDNN's sgemm on
+// the naive form's shapes, in time per multiply-add (docs/performance.md,
+// "Without oneDNN").
+inline constexpr double kOwnGemmCost = 5.0;
 
 // Measured relative cost for a cache storage type on an ISA. On AVX-512 VNNI
 // the int8 kernel ran 4.0x the multiply-adds per second of oneDNN's f32 GEMMs

@@ -733,7 +733,8 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
     if (opts_.prefill_form) form = *opts_.prefill_form;
     else
       form = mla_pick_form(m, n, p0,
-                           mla_absorbed_pair_cost(opts_.cache == LatentStorage::int8, active_isa() == Isa::avx512));
+                           mla_absorbed_pair_cost(opts_.cache == LatentStorage::int8, active_isa() == Isa::avx512),
+                           gemm_f32_is_onednn() ? 1.0 : kOwnGemmCost);
   }
   last_form_ = form;
 

@@ -52,6 +52,8 @@ TEST(CostModel, PicksAbsorbedForDecodeAndNaiveForLongChunks) {
     EXPECT_EQ(mla_pick_form(c, 1, 163839), MlaForm::absorbed) << nh;
     EXPECT_EQ(mla_pick_form(c, 2048, 0), MlaForm::naive) << nh;
     EXPECT_EQ(mla_pick_form(c, 2048, 16384), MlaForm::naive) << nh;
+    // Without oneDNN the naive form's GEMMs are Latte's own, slower ones.
+    EXPECT_EQ(mla_pick_form(c, 2048, 0, 1.0, kOwnGemmCost), MlaForm::absorbed) << nh;
     // Behind 16K cached tokens the crossover is at 170 query tokens.
     EXPECT_EQ(mla_pick_form(c, 169, 16384), MlaForm::absorbed) << nh;
     EXPECT_EQ(mla_pick_form(c, 170, 16384), MlaForm::naive) << nh;
