@@ -35,7 +35,7 @@ namespace {
 bool cpu_runs(Isa isa) {
   switch (isa) {
     case Isa::ref: return true;
-#if defined(__x86_64__)
+#if defined(__x86_64__) && (defined(LATTE_HAVE_AVX2) || defined(LATTE_HAVE_AVX512))
     // libgcc's checks include the OS's XSAVE support for the vector state.
     case Isa::avx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
