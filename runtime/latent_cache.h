@@ -16,12 +16,8 @@
 namespace latte {
 
 // 128 tokens per tile (73 KiB per V2-Lite int8 tile and layer: the
-// allocation step). On the first kernels (Zen 4, int8 decode, V2-Lite, 1
-// thread, 16K / 64K tokens) 32 -> 2.12 / 8.78 ms, 64 -> 1.86 / 8.73, 128 ->
-// 1.76 / 8.58, and 64 was kept for the smaller step. On the Zen 5 with
-// today's kernels 128 measured 2-3% faster than 64 at 16K and 3-15% at 64K
-// (kernel benchmark, 1 and 2 threads, same 512-token int8 blocks), with
-// fewer tile boundaries in every value-product stream; 256 no better.
+// allocation step): fewer tile boundaries in every value-product stream than
+// 64 made decode a little faster, and 256 no faster (docs/performance-log.md, "Figures moved out of runtime comments").
 inline constexpr int kLatentCacheTileTokens = 128;
 
 // Largest context capacity (tokens) a cache, a session or a model file's

@@ -46,9 +46,8 @@ esac
 scripts/build_release.sh "$target"
 
 # OpenMP threads spin between parallel regions by default: fastest on an idle
-# machine (2 threads at 16K: 1.91x of 1 with spinning, 1.55x with passive
-# waiting). On a machine busy with other work a spinning thread takes the core
-# from the one holding work (2-thread timings 3-10x slower): run with
+# machine. On a machine busy with other work a spinning thread takes the core
+# from the one holding work (docs/performance-log.md, "Figures moved out of runtime comments"): run with
 # OMP_WAIT_POLICY=passive there. The variables in effect are recorded in the
 # JSON (kernels: in its context; model: OMP_WAIT_POLICY and GOMP_SPINCOUNT of
 # every run).

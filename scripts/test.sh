@@ -21,8 +21,8 @@ scripts/setup.sh --cross
 JOBS=${LATTE_JOBS:-$(nproc)}
 # ctest runs tests side by side, each with OpenMP threads: more threads than
 # cores, where libgomp's default spin-waiting makes every barrier cost a
-# scheduler time slice (measured: 22 s instead of 0.03 s for 157 decode steps
-# of a small model). Tests check values, not speed: threads sleep when idle.
+# scheduler time slice (docs/performance-log.md, "Figures moved out of runtime comments"). Tests check values, not speed:
+# threads sleep when idle.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 GEN=()
 if command -v ninja >/dev/null; then GEN=(-G Ninja); fi

@@ -11,8 +11,8 @@ namespace latte {
 // One plain read of p[0, n) by `threads` OpenMP threads, each a contiguous
 // part (as the decode matvecs split a matrix). Integer sums, which the
 // compiler may widen and reorder, so the loop is bound by the loads: a float
-// sum is an add chain and capped one thread at ~22 GB/s where the memory
-// gives ~33. Returns the sum, so the reads cannot be dropped.
+// sum is an add chain, which capped one thread below what the memory gives.
+// Returns the sum, so the reads cannot be dropped.
 std::uint32_t read_words(const std::uint32_t* p, std::size_t n, int threads);
 
 // Bytes per second: the best of `passes` reads of a buffer of `bytes`, each

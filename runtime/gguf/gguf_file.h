@@ -118,7 +118,7 @@ enum class GgufLoad {
   map,
   // Read into private memory on transparent huge pages (where the system has
   // them): twice the memory traffic at load and the model's size in private
-  // memory, but ~10% more read bandwidth for decode, which streams every
+  // memory, but more read bandwidth for decode, which streams every
   // weight once per token (fewer TLB misses; prefetchers cross no 4 KiB
   // boundaries).
   read,

@@ -39,12 +39,11 @@ MlaForm mla_pick_form(const MlaConfig& cfg, std::int64_t n_query, std::int64_t n
 // "Without oneDNN").
 inline constexpr double kOwnGemmCost = 5.0;
 
-// Measured relative cost for a cache storage type on an ISA. On AVX-512 VNNI
-// the int8 kernel ran 4.0x the multiply-adds per second of oneDNN's f32 GEMMs
-// with 512 queries over 4,096 cached tokens (V2-Lite shapes: 333 vs 82 GOP/s)
-// but less over short contexts (on an empty cache naive was 10% faster), so
-// 0.3; AVX2 and NEON int8 gain about half that (0.6); f16 and f32 caches run
-// on FMAs like the GEMMs (1).
+// Measured relative cost for a cache storage type on an ISA: 0.3 for the
+// int8 kernel on AVX-512 VNNI (several times oneDNN's f32 GEMM rate behind a
+// long context, less over short ones), 0.6 for AVX2's and NEON's int8 (about
+// half that gain), 1 for f16 and f32 caches, which run on FMAs like the GEMMs
+// (docs/performance-log.md, "Figures moved out of runtime comments").
 double mla_absorbed_pair_cost(bool int8_cache, bool has_vnni512);
 
 }  // namespace latte

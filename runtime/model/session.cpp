@@ -35,23 +35,13 @@ namespace {
 // From this many tokens on, a weight product runs as f32 GEMMs (oneDNN):
 // directly on F32 weights, over panels of dequantized rows for the others.
 // Below, Latte's kernels, which stream the weights once from memory. The
-// crossovers, measured as prefill tok/s of a 4-layer V2-Lite-shaped model
-// with 2 threads (README, "Prefill GEMMs"): F32 between 128 (kernels 11%
-// faster) and 192 tokens (oneDNN 9%); F16 (and Q8_0 before its packed
-// GEMM) between 256 (kernels 28-40%) and 384 (oneDNN 4-14%).
-// Q8_0 with SIMD kernels: never. Its packed int8 GEMM (matvec.h,
-// kPackedGemmMinTokens) measured faster in the model than the f32 GEMM over
-// dequantized panels at every chunk size: with AVX-512 VNNI 2.0-2.4x from 64
-// to 512 tokens (64 products per instruction against 16 f32 FMAs); with
-// AVX2's maddubs + madd (as many products as f32 FMAs) 1.24x at 384 tokens
-// and even at 512 (README, "Prefill GEMMs").
-// The other types the packed GEMM takes (their groups integers times a
-// scale plus an offset): never with AVX-512 VNNI (Q4_K and Q4_0 copies, 512
-// tokens: 2564-2718 against 1280-1357 tok/s with oneDNN; Q2_K, Q3_K, Q6_K
-// copies 2000-2613 against 1202-1485); with AVX2 from 320 tokens as before
-// (512 tokens: 1085-1162 packed against 1226-1322), the packed GEMM below
-// (256 tokens: 1185-1280 against 715-900 for the row kernels; Q3_K and Q6_K
-// 1169-1264 against 844-981). NEON: not measured on hardware, 320 as before.
+// thresholds are the measured crossovers of prefill speed (docs/performance.md,
+// "Prefill GEMMs"; the runs: docs/performance-log.md): F32 from 160 tokens,
+// F16 and BF16 from 320. Never for Q8_0 with SIMD kernels, nor for the other
+// packed-GEMM types with AVX-512 VNNI: their packed int8 GEMM beat the f32
+// GEMM over dequantized panels at every chunk size (64 int8 products an
+// instruction against 16 f32 FMAs). With AVX2 (as many products as FMAs)
+// those types switch at 320 like F16; NEON, not timed on hardware, too.
 int default_gemm_min_tokens(GgmlType t, Isa isa) {
   // Without oneDNN the row kernels and the packed GEMM are Latte's fastest.
   if (!gemm_f32_is_onednn()) return std::numeric_limits<int>::max();
@@ -62,9 +52,8 @@ int default_gemm_min_tokens(GgmlType t, Isa isa) {
 constexpr std::int64_t kGemmPanelRows = 256;
 
 // Index of the first NaN or inf in x[0, n), or n. Exponent bits, OR-reduced
-// over blocks so the loop vectorizes: ~14 us for a 102400-token vocabulary
-// (measured standalone at -O3), small beside the output product that made
-// those logits (210 M weights for V2-Lite).
+// over blocks so the loop vectorizes: small beside the output product that
+// made those logits (docs/performance-log.md, "Figures moved out of runtime comments").
 std::size_t first_non_finite(const float* x, std::size_t n) {
   constexpr std::uint32_t kExp = 0x7f800000u;
   constexpr std::size_t kBlock = 1024;
@@ -431,9 +420,9 @@ struct Session::Scratch {
 
   // y (n, d) += the routed experts' weighted outputs for a chunk of n > 1
   // tokens, each thread taking whole experts (largest first, dynamically)
-  // with one-thread products: split by rows, each small expert cost ~6
-  // parallel regions and their joins (64 experts a layer for V2-Lite),
-  // where the threads spun ~10% of a 64-token chunk. Where the experts'
+  // with one-thread products: split by rows, each small expert cost several
+  // parallel regions and their joins, where the threads spun (docs/performance-log.md, "Figures moved out of runtime comments").
+  // Where the experts'
   // weights take the packed int8 GEMM, an expert with more than
   // kExpertItemTokens tokens goes in equal parts (each >= 64 tokens, so the
   // GEMM takes every part as it takes the whole, with the same bits; the
@@ -536,9 +525,7 @@ struct Session::Scratch {
       for (std::int64_t r0 = 0; r0 < w.rows; r0 += kGemmPanelRows) {
         const std::int64_t nr = std::min(kGemmPanelRows, w.rows - r0);
         // Each thread dequantizes a run of the panel's rows: on one thread
-        // the others spun meanwhile (512-token prefill at depth 0, F16
-        // model, 2 threads: 1365-1373 against 1196-1344 tok/s, 3 alternated
-        // pairs). An exception cannot leave the region: carried out of it.
+        // the others spun meanwhile (docs/performance-log.md, "Figures moved out of runtime comments"). An exception cannot leave the region: carried out of it.
         std::exception_ptr failed;
 #pragma omp parallel for num_threads(threads) schedule(static)
         for (int t = 0; t < threads; ++t) {

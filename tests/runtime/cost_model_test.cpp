@@ -62,7 +62,7 @@ TEST(CostModel, PicksAbsorbedForDecodeAndNaiveForLongChunks) {
 
 // With an int8 cache the absorbed kernel's integer dot products make its
 // multiply-adds cheaper: behind 4,096 cached tokens a 512-token chunk then runs
-// absorbed (measured 1.5x faster than naive there), an f32 cache still naive.
+// absorbed (the faster form there), an f32 cache still naive.
 TEST(CostModel, Int8CacheShiftsTheChoice) {
   const MlaConfig c = deepseek_shape(16);
   const double int8 = mla_absorbed_pair_cost(true, true);
@@ -72,7 +72,7 @@ TEST(CostModel, Int8CacheShiftsTheChoice) {
   EXPECT_EQ(mla_pick_form(c, 512, 4096, 1.0), MlaForm::naive);
   EXPECT_EQ(mla_pick_form(c, 512, 4096, int8), MlaForm::absorbed);
   EXPECT_EQ(mla_pick_form(c, 512, 16384, int8), MlaForm::absorbed);
-  EXPECT_EQ(mla_pick_form(c, 512, 0, int8), MlaForm::naive);    // empty cache: measured naive 10% faster
+  EXPECT_EQ(mla_pick_form(c, 512, 0, int8), MlaForm::naive);    // empty cache: naive the faster
   EXPECT_EQ(mla_pick_form(c, 2048, 0, int8), MlaForm::naive);   // long chunk, empty cache
   EXPECT_EQ(mla_pick_form(c, 1, 100, int8), MlaForm::absorbed);
 }

@@ -170,13 +170,10 @@ TEST(RandomModel, KQuantWeightsMatchReference) {
         num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
         den += double(want[i]) * want[i];
       }
-      // Row kernels: measured 6.8e-5 to 8.8e-5, bound 1e-4 (the README's
-      // 7e-5 to 9e-5); the packed GEMM (activations quantized per 32) 4.0e-5
-      // to 4.6e-5, bound 5.5e-5, below the row kernels' (6.5e-5 and up), so
-      // it also shows that the packed GEMM ran (at 3e-4 for both, 40-token
-      // chunks on the row kernels passed). oneDNN's GEMMs multiply
-      // dequantized f32 panels by f32 activations: ~0, so a bound of 1e-6
-      // shows that they ran.
+      // Bounds (NMSE): row kernels 1e-4; the packed GEMM (activations
+      // quantized per 32) errs less than the row kernels, so 5.5e-5 also
+      // shows that it ran; oneDNN's GEMMs multiply dequantized f32 panels by
+      // f32 activations, ~0, so 1e-6 shows that they ran (docs/performance-log.md, "Figures moved out of runtime comments").
       const char* name = mode == 0 ? "rows" : mode == 1 ? "packed" : "gemm";
       EXPECT_LT(num / den, gemm ? 1e-6 : mode == 1 ? 5.5e-5 : 1e-4) << ggml_type_name(type) << ", " << name;
       // (The ref ISA's row kernels multiply f32 activations: no trace there.)

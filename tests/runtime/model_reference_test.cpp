@@ -35,10 +35,9 @@ struct Case {
 class ModelReferenceVsLlamaCpp : public ::testing::TestWithParam<Case> {};
 
 // All 160 tokens: a prefill of 100, then 60 single-token decode steps.
-// Bound: 2.5e-5, a margin over the README's 1.7e-5 for other compilers'
-// roundings (measured 8.6e-6 dense, 1.66e-5 MoE); 1e-4,
-// the optimized path's bar, let a reference with RMSNorm's epsilon 5% off
-// through (6.5e-5 on tiny-dense).
+// Bound: 2.5e-5, a margin over the measured error for other compilers'
+// roundings; 1e-4, the optimized path's bar, let a reference with RMSNorm's
+// epsilon 5% off through (docs/performance-log.md, "Figures moved out of runtime comments").
 TEST_P(ModelReferenceVsLlamaCpp, LogitsWithin2_5e5) {
   const Case c = GetParam();
   auto file = GgufFile::open(kTestdata + "/" + c.file + ".gguf");
