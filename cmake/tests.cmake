@@ -66,6 +66,17 @@ set_tests_properties(kquant_models_ref PROPERTIES ENVIRONMENT "LATTE_ISA=ref" LA
 # Allocation-failure injection and the runtime's fuzz targets (issue 41).
 include(cmake/reliability_tests.cmake)
 
+# Latte inside another project's tree (add_subdirectory): it configures, with
+# latte::latte and without Latte's tests (native builds: the cross ones would
+# need the toolchain file passed on).
+if(NOT CMAKE_CROSSCOMPILING)
+  add_test(NAME subproject_configures
+    COMMAND ${CMAKE_COMMAND} -S ${PROJECT_SOURCE_DIR}/tests/install/subproject
+            -B ${PROJECT_BINARY_DIR}/subproject-check -DLATTE_SOURCE_DIR=${PROJECT_SOURCE_DIR}
+            -DCMAKE_C_COMPILER=${CMAKE_C_COMPILER} -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER})
+  set_tests_properties(subproject_configures PROPERTIES LABELS runtime)
+endif()
+
 # The shared library exports the C API and nothing else: every latte_*
 # function latte.h declares, and no other symbol.
 if(LATTE_LIBRARY_TYPE STREQUAL "SHARED_LIBRARY")
