@@ -17,24 +17,6 @@ namespace {
 const DotF32Kernels kRef{&dot_f32_ref};
 }
 
-const DotF32Kernels& dot_f32_kernels(Isa isa) {
-  if (!isa_supported(isa))
-    throw std::runtime_error(std::string("dot_f32: ISA ") + isa_name(isa) + " is not supported here");
-  switch (isa) {
-#ifdef LATTE_HAVE_AVX2
-    case Isa::avx2: return *dot_f32_kernels_avx2();
-#endif
-#ifdef LATTE_HAVE_AVX512
-    case Isa::avx512: return *dot_f32_kernels_avx512();
-#endif
-#ifdef LATTE_HAVE_NEON
-    case Isa::neon: return *dot_f32_kernels_neon();
-#endif
-#ifdef LATTE_HAVE_ASIMD
-    case Isa::asimd: return *dot_f32_kernels_asimd();
-#endif
-    default: return kRef;
-  }
-}
+LATTE_DEFINE_KERNEL_DISPATCH(dot_f32, DotF32Kernels, kRef)
 
 }  // namespace latte::kernels

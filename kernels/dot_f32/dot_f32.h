@@ -8,6 +8,7 @@
 
 #include <cstddef>
 
+#include "kernels/dispatch.h"
 #include "kernels/isa.h"
 
 namespace latte::kernels {
@@ -20,13 +21,9 @@ struct DotF32Kernels {
 // Naive on purpose: the ground truth (double accumulation).
 float dot_f32_ref(const float* a, const float* b, std::size_t n);
 
-// The table for `isa`; isa must be supported (isa_supported), else throws.
-const DotF32Kernels& dot_f32_kernels(Isa isa);
-
-// Per-ISA tables, defined in dot_f32__<isa>.cpp.
-const DotF32Kernels* dot_f32_kernels_avx2();
-const DotF32Kernels* dot_f32_kernels_avx512();
-const DotF32Kernels* dot_f32_kernels_neon();
-const DotF32Kernels* dot_f32_kernels_asimd();
+// The table for `isa` (kernels/dispatch.h): isa must be supported
+// (isa_supported), else throws; the per-ISA tables are defined in
+// dot_f32__<isa>.cpp.
+LATTE_DECLARE_KERNEL_TABLES(dot_f32, DotF32Kernels);
 
 }  // namespace latte::kernels

@@ -110,24 +110,6 @@ namespace {
 const MatvecKernels kRef{&matvec_ref, &matmul_ref, &dequantize_ref, &dequantize_bf16_ref};
 }
 
-const MatvecKernels& matvec_kernels(Isa isa) {
-  if (!isa_supported(isa))
-    throw std::runtime_error(std::string("matvec: ISA ") + isa_name(isa) + " is not supported here");
-  switch (isa) {
-#ifdef LATTE_HAVE_AVX2
-    case Isa::avx2: return *matvec_kernels_avx2();
-#endif
-#ifdef LATTE_HAVE_AVX512
-    case Isa::avx512: return *matvec_kernels_avx512();
-#endif
-#ifdef LATTE_HAVE_NEON
-    case Isa::neon: return *matvec_kernels_neon();
-#endif
-#ifdef LATTE_HAVE_ASIMD
-    case Isa::asimd: return *matvec_kernels_asimd();
-#endif
-    default: return kRef;
-  }
-}
+LATTE_DEFINE_KERNEL_DISPATCH(matvec, MatvecKernels, kRef)
 
 }  // namespace latte::kernels

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/dispatch.h"
 #include "kernels/isa.h"
 #include "quant/ggml_types.h"
 
@@ -107,15 +108,9 @@ bool matvec_has_packed_gemm(GgmlType type);
 // and cols is a multiple of its block size (every entry point calls it).
 void matvec_check_args(GgmlType type, std::size_t cols);
 
-// The table for `isa`; isa must be supported (isa_supported), else throws.
-// The functions throw std::invalid_argument for an unsupported type or a
-// cols that is not a multiple of the block size.
-const MatvecKernels& matvec_kernels(Isa isa);
-
-// Per-ISA tables, defined in matvec__<isa>.cpp.
-const MatvecKernels* matvec_kernels_avx2();
-const MatvecKernels* matvec_kernels_avx512();
-const MatvecKernels* matvec_kernels_neon();
-const MatvecKernels* matvec_kernels_asimd();
+// The table for `isa` (kernels/dispatch.h): isa must be supported
+// (isa_supported), else throws; the per-ISA tables are defined in
+// matvec__<isa>.cpp.
+LATTE_DECLARE_KERNEL_TABLES(matvec, MatvecKernels);
 
 }  // namespace latte::kernels

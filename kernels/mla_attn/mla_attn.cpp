@@ -81,25 +81,7 @@ double mla_decode_ops(int n_heads, int d_c, int d_R, std::int64_t n_ctx) {
   return 2.0 * n_heads * (2.0 * d_c + d_R) * static_cast<double>(n_ctx);
 }
 
-const MlaAttnKernels& mla_attn_kernels(Isa isa) {
-  if (!isa_supported(isa))
-    throw std::runtime_error(std::string("mla_attn: ISA ") + isa_name(isa) + " is not supported here");
-  switch (isa) {
-#ifdef LATTE_HAVE_AVX2
-    case Isa::avx2: return *mla_attn_kernels_avx2();
-#endif
-#ifdef LATTE_HAVE_AVX512
-    case Isa::avx512: return *mla_attn_kernels_avx512();
-#endif
-#ifdef LATTE_HAVE_NEON
-    case Isa::neon: return *mla_attn_kernels_neon();
-#endif
-#ifdef LATTE_HAVE_ASIMD
-    case Isa::asimd: return *mla_attn_kernels_asimd();
-#endif
-    default: return kRef;
-  }
-}
+LATTE_DEFINE_KERNEL_DISPATCH(mla_attn, MlaAttnKernels, kRef)
 
 namespace {
 

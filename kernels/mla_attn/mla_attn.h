@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/dispatch.h"
 #include "kernels/isa.h"
 #include "quant/latent_formats.h"
 
@@ -59,7 +60,6 @@ void mla_decode_ref(const MlaDecodeArgs& a);
 void mla_prefill_ref(const MlaPrefillArgs& a);
 
 // The table for `isa`; throws std::runtime_error if it is not supported.
-const MlaAttnKernels& mla_attn_kernels(Isa isa);
 
 // Convenience: active_isa()'s table with a per-thread scratch buffer kept
 // between calls (a.scratch is ignored).
@@ -69,9 +69,9 @@ void mla_prefill(const MlaPrefillArgs& a);
 // Operation count of one decode step over n_ctx tokens (multiply-add = 2).
 double mla_decode_ops(int n_heads, int d_c, int d_R, std::int64_t n_ctx);
 
-const MlaAttnKernels* mla_attn_kernels_avx2();
-const MlaAttnKernels* mla_attn_kernels_avx512();
-const MlaAttnKernels* mla_attn_kernels_neon();
-const MlaAttnKernels* mla_attn_kernels_asimd();
+// The table for `isa` (kernels/dispatch.h): isa must be supported
+// (isa_supported), else throws; the per-ISA tables are defined in
+// mla_attn__<isa>.cpp.
+LATTE_DECLARE_KERNEL_TABLES(mla_attn, MlaAttnKernels);
 
 }  // namespace latte::kernels

@@ -23,24 +23,6 @@ namespace {
 const SoftmaxF32Kernels kRef{&softmax_f32_exp_shift_sum_ref};
 }
 
-const SoftmaxF32Kernels& softmax_f32_kernels(Isa isa) {
-  if (!isa_supported(isa))
-    throw std::runtime_error(std::string("softmax_f32: ISA ") + isa_name(isa) + " is not supported here");
-  switch (isa) {
-#ifdef LATTE_HAVE_AVX2
-    case Isa::avx2: return *softmax_f32_kernels_avx2();
-#endif
-#ifdef LATTE_HAVE_AVX512
-    case Isa::avx512: return *softmax_f32_kernels_avx512();
-#endif
-#ifdef LATTE_HAVE_NEON
-    case Isa::neon: return *softmax_f32_kernels_neon();
-#endif
-#ifdef LATTE_HAVE_ASIMD
-    case Isa::asimd: return *softmax_f32_kernels_asimd();
-#endif
-    default: return kRef;
-  }
-}
+LATTE_DEFINE_KERNEL_DISPATCH(softmax_f32, SoftmaxF32Kernels, kRef)
 
 }  // namespace latte::kernels

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 
+#include "kernels/dispatch.h"
 #include "kernels/isa.h"
 
 namespace latte::kernels {
@@ -23,13 +24,9 @@ struct SoftmaxF32Kernels {
 // x[j] - shift (that rounding is the callers', as before the kernels).
 float softmax_f32_exp_shift_sum_ref(float* x, std::size_t n, float shift);
 
-// The table for `isa`; isa must be supported (isa_supported), else throws.
-const SoftmaxF32Kernels& softmax_f32_kernels(Isa isa);
-
-// Per-ISA tables, defined in softmax_f32__<isa>.cpp.
-const SoftmaxF32Kernels* softmax_f32_kernels_avx2();
-const SoftmaxF32Kernels* softmax_f32_kernels_avx512();
-const SoftmaxF32Kernels* softmax_f32_kernels_neon();
-const SoftmaxF32Kernels* softmax_f32_kernels_asimd();
+// The table for `isa` (kernels/dispatch.h): isa must be supported
+// (isa_supported), else throws; the per-ISA tables are defined in
+// softmax_f32__<isa>.cpp.
+LATTE_DECLARE_KERNEL_TABLES(softmax_f32, SoftmaxF32Kernels);
 
 }  // namespace latte::kernels

@@ -19,24 +19,6 @@ namespace {
 const SwigluF32Kernels kRef{&swiglu_f32_ref};
 }
 
-const SwigluF32Kernels& swiglu_f32_kernels(Isa isa) {
-  if (!isa_supported(isa))
-    throw std::runtime_error(std::string("swiglu_f32: ISA ") + isa_name(isa) + " is not supported here");
-  switch (isa) {
-#ifdef LATTE_HAVE_AVX2
-    case Isa::avx2: return *swiglu_f32_kernels_avx2();
-#endif
-#ifdef LATTE_HAVE_AVX512
-    case Isa::avx512: return *swiglu_f32_kernels_avx512();
-#endif
-#ifdef LATTE_HAVE_NEON
-    case Isa::neon: return *swiglu_f32_kernels_neon();
-#endif
-#ifdef LATTE_HAVE_ASIMD
-    case Isa::asimd: return *swiglu_f32_kernels_asimd();
-#endif
-    default: return kRef;
-  }
-}
+LATTE_DEFINE_KERNEL_DISPATCH(swiglu_f32, SwigluF32Kernels, kRef)
 
 }  // namespace latte::kernels

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 
+#include "kernels/dispatch.h"
 #include "kernels/isa.h"
 
 namespace latte::kernels {
@@ -22,13 +23,9 @@ struct SwigluF32Kernels {
 // Naive on purpose: the ground truth, in double.
 void swiglu_f32_ref(float* a, const float* b, std::size_t n);
 
-// The table for `isa`; isa must be supported (isa_supported), else throws.
-const SwigluF32Kernels& swiglu_f32_kernels(Isa isa);
-
-// Per-ISA tables, defined in swiglu_f32__<isa>.cpp.
-const SwigluF32Kernels* swiglu_f32_kernels_avx2();
-const SwigluF32Kernels* swiglu_f32_kernels_avx512();
-const SwigluF32Kernels* swiglu_f32_kernels_neon();
-const SwigluF32Kernels* swiglu_f32_kernels_asimd();
+// The table for `isa` (kernels/dispatch.h): isa must be supported
+// (isa_supported), else throws; the per-ISA tables are defined in
+// swiglu_f32__<isa>.cpp.
+LATTE_DECLARE_KERNEL_TABLES(swiglu_f32, SwigluF32Kernels);
 
 }  // namespace latte::kernels
