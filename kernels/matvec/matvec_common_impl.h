@@ -1,0 +1,50 @@
+// The matvec family's per-ISA bodies: what every part shares (included only
+// through matvec_impl.h by matvec__<isa>.cpp). Everything in these headers is
+// a template over the xsimd Arch or in an anonymous namespace (per-TU copies
+// compiled with that TU's flags), and nothing uses std templates: an inline
+// copy compiled with -mavx512f must never be the one the linker keeps for
+// baseline callers (isa_object_hygiene).
+#pragma once
+
+#include "kernels/gcc_avx512_warnings.h"  // before the intrinsic headers
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include <omp.h>
+
+#include <xsimd/xsimd.hpp>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+
+#include "kernels/neon_sdot.h"
+#endif
+
+#include "kernels/matvec/matvec.h"
+#include "quant/ggml_blocks.h"
+
+#ifndef LATTE_KERNEL_ISA_NS
+#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
+#endif
+namespace latte::kernels {
+inline namespace LATTE_KERNEL_ISA_NS {
+namespace {
+
+inline std::size_t mv_min(std::size_t a, std::size_t b) { return a < b ? a : b; }
+
+// IQ4_NL's table, copied by value into this file's own (internal) array:
+// taking the address of the header's inline variable here made it a weak
+// symbol of this per-ISA object (isa_object_hygiene).
+alignas(16) constexpr std::int8_t kIq4Table[16] = {
+    kIq4nlValues[0], kIq4nlValues[1], kIq4nlValues[2],  kIq4nlValues[3],  kIq4nlValues[4],  kIq4nlValues[5],
+    kIq4nlValues[6], kIq4nlValues[7], kIq4nlValues[8],  kIq4nlValues[9],  kIq4nlValues[10], kIq4nlValues[11],
+    kIq4nlValues[12], kIq4nlValues[13], kIq4nlValues[14], kIq4nlValues[15]};
+
+}  // namespace
+}  // inline namespace LATTE_KERNEL_ISA_NS
+}  // namespace latte::kernels
