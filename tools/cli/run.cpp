@@ -218,9 +218,6 @@ int run_generate(const RunOptions& o) {
     chat.emplace(*tok, o.chat_format.empty() ? detect_chat_format(*tok, model_arch_name(model->params().arch))
                                              : *parse_chat_format(o.chat_format));
 
-  // A conversation's first turn opens with the system turn (and BOS); a
-  // later one first closes the reply before it, as far as its end token has
-  // not already (a reply cut short by -n has no end token in the context).
   // A shift keeps --keep tokens: by default what opens every conversation,
   // BOS and (--chat) the system turn.
   Shifter shifter;
@@ -232,6 +229,9 @@ int run_generate(const RunOptions& o) {
   else
     shifter.keep = (chat ? chat->add_bos() : tok->add_bos_by_default()) && tok->bos_id() >= 0 ? 1 : 0;
 
+  // A conversation's first turn opens with the system turn (and BOS); a
+  // later one first closes the reply before it, as far as its end token has
+  // not already (a reply cut short by -n has no end token in the context).
   auto encode_turn = [&](const std::string& text, bool first) {
     if (!chat) return tok->encode(text, first && tok->add_bos_by_default(), /*parse_special=*/false);
     std::vector<ChatTurn> turns;
