@@ -41,6 +41,13 @@ if("avx2" IN_LIST LATTE_ISAS)
   add_test(NAME session_int8_avx2 COMMAND test_runtime --gtest_filter=Testdata/SessionVsLlamaCpp.*int8*)
   set_tests_properties(session_int8_avx2 PROPERTIES ENVIRONMENT "LATTE_ISA=avx2" LABELS runtime)
 endif()
+# Context shifts (issue 42) with each ISA's kernels: decode over a shifted
+# cache against the reference on every ISA the build has (LATTE_ISA caps the
+# choice at what the CPU runs).
+foreach(isa ${LATTE_ISAS})
+  add_test(NAME context_shift_${isa} COMMAND test_runtime --gtest_filter=*CacheShift*:*SessionShift*)
+  set_tests_properties(context_shift_${isa} PROPERTIES ENVIRONMENT "LATTE_ISA=${isa}" LABELS runtime)
+endforeach()
 # An ARMv8.0 core under qemu (the Raspberry Pi 4's Cortex-A72: no dot
 # products): Latte must pick the asimd kernels (sdot emulated), say why not
 # neon, and compute llama.cpp's logits (each cache type) without an

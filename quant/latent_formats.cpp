@@ -197,4 +197,78 @@ void latent_load_row(const LatentTileLayout& L, const void* tile, int t, float* 
   }
 }
 
+void latent_copy_row(const LatentTileLayout& L, const void* src, int ts, void* dst, int td) {
+  const int C = L.d_c + L.d_R;
+  switch (L.storage) {
+    case LatentStorage::f32:
+    case LatentStorage::f16: {
+      const std::size_t w = L.storage == LatentStorage::f32 ? 4 : 2;
+      std::memmove(static_cast<std::uint8_t*>(dst) + static_cast<std::size_t>(td) * C * w,
+                   static_cast<const std::uint8_t*>(src) + static_cast<std::size_t>(ts) * C * w, C * w);
+      break;
+    }
+    case LatentStorage::int8: {
+      const auto* s8 = static_cast<const std::uint8_t*>(src);
+      auto* d8 = static_cast<std::uint8_t*>(dst);
+      // One byte per channel, 4 tokens apart inside a 16-byte block.
+      for (int c = 0; c < C; ++c) d8[int8_offset(L, c, td)] = s8[int8_offset(L, c, ts)];
+      const float* ss = reinterpret_cast<const float*>(s8 + L.scale_offset);
+      float* ds = reinterpret_cast<float*>(d8 + L.scale_offset);
+      ds[td] = ss[ts];
+      ds[L.tokens + td] = ss[L.tokens + ts];
+      break;
+    }
+  }
+}
+
+void latent_load_rope(const LatentTileLayout& L, const void* tile, int t, float* k_pe) {
+  const int C = L.d_c + L.d_R;
+  switch (L.storage) {
+    case LatentStorage::f32:
+      std::memcpy(k_pe, static_cast<const float*>(tile) + static_cast<std::size_t>(t) * C + L.d_c, sizeof(float) * L.d_R);
+      break;
+    case LatentStorage::f16: {
+      const auto* row = static_cast<const std::uint16_t*>(tile) + static_cast<std::size_t>(t) * C + L.d_c;
+      for (int i = 0; i < L.d_R; ++i) k_pe[i] = fp16_to_f32(row[i]);
+      break;
+    }
+    case LatentStorage::int8: {
+      const auto* base = static_cast<const std::uint8_t*>(tile);
+      const float sr = reinterpret_cast<const float*>(base + L.scale_offset)[L.tokens + t];
+      for (int i = 0; i < L.d_R; ++i)
+        k_pe[i] = sr * static_cast<float>(static_cast<int>(base[int8_offset(L, L.d_c + i, t)]) - 128);
+      break;
+    }
+  }
+}
+
+void latent_store_rope(const LatentTileLayout& L, void* tile, int t, const float* k_pe) {
+  const int C = L.d_c + L.d_R;
+  switch (L.storage) {
+    case LatentStorage::f32:
+      std::memcpy(static_cast<float*>(tile) + static_cast<std::size_t>(t) * C + L.d_c, k_pe, sizeof(float) * L.d_R);
+      break;
+    case LatentStorage::f16: {
+      auto* row = static_cast<std::uint16_t*>(tile) + static_cast<std::size_t>(t) * C + L.d_c;
+      for (int i = 0; i < L.d_R; ++i)
+        row[i] = f32_to_fp16(std::isfinite(k_pe[i]) ? std::clamp(k_pe[i], -65504.f, 65504.f) : k_pe[i]);
+      break;
+    }
+    case LatentStorage::int8: {
+      auto* base = static_cast<std::uint8_t*>(tile);
+      std::int8_t small[4096];
+      std::vector<std::int8_t> big;
+      std::int8_t* q = small;
+      if (L.d_R > 4096) {
+        big.resize(static_cast<std::size_t>(L.d_R));
+        q = big.data();
+      }
+      const float s = latent_quantize_int8(k_pe, L.d_R, q);
+      for (int i = 0; i < L.d_R; ++i) base[int8_offset(L, L.d_c + i, t)] = static_cast<std::uint8_t>(q[i] + 128);
+      reinterpret_cast<float*>(base + L.scale_offset)[L.tokens + t] = s;
+      break;
+    }
+  }
+}
+
 }  // namespace latte

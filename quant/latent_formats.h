@@ -73,6 +73,16 @@ std::string latent_tile_problem(const LatentTileLayout& L, const void* tile);
 void latent_load_row(const LatentTileLayout& L, const void* tile, int t, float* c_kv,
                      float* k_pe);
 
+// Copies row ts of tile src to row td of tile dst as stored (int8 bytes and
+// both scales unchanged). src and dst may be the same tile; ts != td there.
+void latent_copy_row(const LatentTileLayout& L, const void* src, int ts, void* dst, int td);
+
+// The k_pe part of row t alone: read back as f32 (d_R), and stored over the
+// row's k_pe as latent_store_row stores it (int8: a fresh rope scale from
+// these values; the latent part and its scale stay).
+void latent_load_rope(const LatentTileLayout& L, const void* tile, int t, float* k_pe);
+void latent_store_rope(const LatentTileLayout& L, void* tile, int t, const float* k_pe);
+
 // One layer of a cache as the kernels see it: tile pointers in token order;
 // tiles[i] holds tokens [i*tokens, (i+1)*tokens).
 struct LatentLayerView {

@@ -8,6 +8,7 @@
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
+#include "runtime/latent_cache.h"
 
 namespace latte {
 
@@ -128,6 +129,26 @@ ModelReference::ModelReference(const GgufFile& f, std::int64_t n_ctx) : params_(
 void ModelReference::reset() {
   for (auto& c : caches_) c = MlaReferenceCache{};
   n_past_ = 0;
+}
+
+void ModelReference::load_cache(const LatentCache& cache) {
+  const LatentCacheConfig& cc = cache.config();
+  const MlaConfig& m = params_.mla;
+  if (cc.n_layers != params_.n_layers || cc.d_c != m.kv_lora_rank || cc.d_R != m.d_rope)
+    throw Error(Status::invalid_argument, "reference: load_cache of a cache of other shapes");
+  const int row = cc.d_c + cc.d_R;
+  std::int64_t n = cc.n_layers > 0 ? cache.size(0) : 0;
+  for (int l = 0; l < cc.n_layers; ++l) {
+    if (cache.size(l) != n) throw Error(Status::invalid_argument, "reference: load_cache of layers of unequal sizes");
+    MlaReferenceCache& c = caches_[l];
+    c.row = row;
+    c.rows.assign(static_cast<std::size_t>(n) * row, 0.f);
+    for (std::int64_t t = 0; t < n; ++t) {
+      float* r = c.rows.data() + static_cast<std::size_t>(t) * row;
+      cache.read_row(l, t, r, r + cc.d_c);
+    }
+  }
+  n_past_ = n;
 }
 
 void ModelReference::ffn(const Ffn& f, const double* x, double* out) const {

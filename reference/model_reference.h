@@ -14,6 +14,7 @@
 namespace latte {
 
 class GgufFile;
+class LatentCache;
 
 class ModelReference {
  public:
@@ -27,6 +28,10 @@ class ModelReference {
   std::vector<float> forward(std::span<const std::int32_t> tokens, MlaForm form);
   std::int64_t n_past() const { return n_past_; }
   void reset();
+  // Replaces the reference's cache with another cache's rows, read back as
+  // f32 (dequantized): the reference then runs over exactly what that cache
+  // holds (a shifted one, say). Its shapes must be the model's.
+  void load_cache(const LatentCache& cache);
 
  private:
   struct Ffn {  // PyTorch layout [out, in]

@@ -235,6 +235,25 @@ latte_status latte_session_truncate(latte_session* session, int64_t n_tokens) {
   return guarded([&] { session->session->truncate(n_tokens); });
 }
 
+latte_status latte_session_shift(latte_session* session, int64_t n_keep, int64_t n_discard) {
+  if (session == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_shift: session must not be NULL");
+  return guarded([&] { session->session->shift(n_keep, n_discard); });
+}
+
+latte_status latte_session_set_context_shift(latte_session* session, int32_t enable, int64_t n_keep) {
+  if (session == nullptr)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_set_context_shift: session must not be NULL");
+  if (enable != 0 && enable != 1)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_set_context_shift: enable must be 0 or 1, not " +
+                                                std::to_string(enable));
+  if (n_keep < 0) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_set_context_shift: n_keep must be >= 0");
+  return guarded([&] { session->session->set_context_shift(enable == 1, n_keep); });
+}
+
+int64_t latte_session_n_unshifted(const latte_session* session) {
+  return session ? session->session->n_unshifted() : 0;
+}
+
 latte_status latte_session_tokens(const latte_session* session, int32_t* tokens, size_t capacity, size_t* n_out) {
   if (session == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_tokens: session must not be NULL");
   return guarded([&] {

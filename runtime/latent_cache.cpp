@@ -1,10 +1,13 @@
 #include "runtime/latent_cache.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "runtime/alloc_hook.h"
 #include "runtime/error.h"
@@ -197,6 +200,44 @@ void LatentCache::truncate(std::int64_t n_tokens) {
   if (n_tokens < 0) throw Error(Status::invalid_argument, "latent cache: negative length");
   for (auto& l : layers_)
     if (l.n > n_tokens) l.n = n_tokens;
+}
+
+void LatentCache::shift(std::int64_t n_keep, std::int64_t n_discard, const RopeTurn& turn, int threads) {
+  if (n_keep < 0 || n_discard < 0)
+    throw Error(Status::invalid_argument, "latent cache: shift keeping " + std::to_string(n_keep) + " and dropping " +
+                                              std::to_string(n_discard) + " tokens: both must be >= 0");
+  if (turn.dim != cfg_.d_R || static_cast<int>(turn.cos.size()) != cfg_.d_R / 2)
+    throw Error(Status::invalid_argument, "latent cache: shift with a RoPE turn of " + std::to_string(turn.dim) +
+                                              " dimensions; the cache's k_pe has " + std::to_string(cfg_.d_R));
+  for (std::size_t il = 0; il < layers_.size(); ++il)
+    if (n_keep > layers_[il].n - n_discard)
+      throw Error(Status::invalid_argument, "latent cache: shift keeping " + std::to_string(n_keep) + " and dropping " +
+                                                std::to_string(n_discard) + " tokens, past the " +
+                                                std::to_string(layers_[il].n) + " of layer " + std::to_string(il));
+  if (n_discard == 0) return;
+  const int T = cfg_.tile_tokens;
+  const int n_layers = static_cast<int>(layers_.size());
+  const int nt = std::max(1, std::min(threads, n_layers));
+  // One k_pe row per thread, allocated before anything changes.
+  std::vector<float> rows(static_cast<std::size_t>(nt) * cfg_.d_R);
+  // Rows go down in increasing order, so each is read before it is written
+  // over. The layers are independent.
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+  for (int il = 0; il < n_layers; ++il) {
+    Layer& l = layers_[il];
+    float* k_pe = rows.data() + static_cast<std::size_t>(omp_get_thread_num()) * cfg_.d_R;
+    for (std::int64_t p = n_keep + n_discard; p < l.n; ++p) {
+      const std::int64_t q = p - n_discard;
+      const void* src = l.tiles[p / T];
+      void* dst = l.tiles[q / T];
+      const int ts = static_cast<int>(p % T), td = static_cast<int>(q % T);
+      latent_copy_row(layout_, src, ts, dst, td);
+      latent_load_rope(layout_, dst, td, k_pe);
+      rope_turn_apply(turn, k_pe);
+      latent_store_rope(layout_, dst, td, k_pe);
+    }
+    l.n -= n_discard;
+  }
 }
 
 LatentLayerView LatentCache::view(int layer) const {

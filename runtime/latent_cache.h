@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "quant/latent_formats.h"
+#include "runtime/mla/rope.h"
 
 namespace latte {
 
@@ -73,6 +74,15 @@ class LatentCache {
 
   // Forgets tokens at and after n_tokens in every layer; keeps the tiles.
   void truncate(std::int64_t n_tokens);
+
+  // Forgets positions [n_keep, n_keep + n_discard) of every layer: the rows
+  // after them move down by n_discard, their c_KV as stored and their k_pe
+  // turned by `turn` (f32 and f16 in place; int8 dequantized, turned and
+  // requantized with a fresh rope scale). n_keep, n_discard >= 0 and
+  // n_keep + n_discard <= size(layer) for every layer, else
+  // Error(invalid_argument) and nothing changes; nothing else throws. The
+  // layers are split over `threads` threads.
+  void shift(std::int64_t n_keep, std::int64_t n_discard, const RopeTurn& turn, int threads = 1);
 
   // Raw tiles, for saving and restoring a session: tile t (of
   // ceil(size(layer) / tile_tokens)) of a layer, layout().bytes long.

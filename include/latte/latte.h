@@ -132,6 +132,33 @@ LATTE_API latte_status latte_session_reset(latte_session* session);
  * (latte_session_logits is NULL) until the next token is fed: to sample
  * position k again, truncate to k - 1 and feed token k - 1. */
 LATTE_API latte_status latte_session_truncate(latte_session* session, int64_t n_tokens);
+/* Context shift: forgets the n_discard tokens after the first n_keep and
+ * moves the later ones down, so a conversation goes on past the context
+ * while keeping its start (system prompt, BOS). The cached latents move as
+ * they are; only their 64 RoPE dimensions (k_pe) are turned back by
+ * n_discard positions with the model's RoPE (exact up to rounding: f32 and
+ * f16 rows turn in place, int8 rows are requantized with a fresh k_pe scale).
+ * Needs n_keep >= 0, n_discard >= 0 and n_keep + n_discard <= n_past, else
+ * LATTE_ERR_INVALID_ARGUMENT and nothing changes. n_discard 0 changes
+ * nothing; n_keep + n_discard == n_past is latte_session_truncate(n_keep).
+ * Otherwise the last token stays and so do its logits (computed before the
+ * shift). The kept rows after n_keep were computed with the dropped tokens in
+ * view: the session computes what a model that had seen them would, not what
+ * a fresh prefill of the kept tokens would (latte_session_n_unshifted). */
+LATTE_API latte_status latte_session_shift(latte_session* session, int64_t n_keep, int64_t n_discard);
+/* Automatic shift, off when a session is created: with enable 1, a prefill,
+ * decode or eval_all that would overflow the context first shifts it,
+ * keeping the first n_keep tokens (n_keep >= 0) and dropping half of the rest
+ * (more where the new tokens need it); still LATTE_ERR_CONTEXT_OVERFLOW where
+ * they do not fit beside the n_keep kept. A shift made by a call stays if the
+ * call then fails evaluating its tokens (out of memory, a non-finite logit).
+ * enable 0 turns it off. */
+LATTE_API latte_status latte_session_set_context_shift(latte_session* session, int32_t enable, int64_t n_keep);
+/* The leading tokens whose cache is what a fresh prefill of them would give:
+ * n_past until a shift, then at most that shift's n_keep (until truncated to
+ * it). Reuse a session as the cache of a new prompt only up to here. Session
+ * files keep it. */
+LATTE_API int64_t latte_session_n_unshifted(const latte_session* session);
 /* The tokens in the session, in order (n_past of them); buffer rules as for
  * latte_tokenize below. */
 LATTE_API latte_status latte_session_tokens(const latte_session* session, int32_t* tokens, size_t capacity, size_t* n_out);

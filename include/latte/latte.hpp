@@ -212,6 +212,12 @@ class Session {
   void reset() { check(latte_session_reset(s_)); }
   // Forgets the tokens at positions >= n_tokens; logits() is empty until the next token.
   void truncate(int64_t n_tokens) { check(latte_session_truncate(s_, n_tokens)); }
+  // latte_session_shift, latte_session_set_context_shift, latte_session_n_unshifted.
+  void shift(int64_t n_keep, int64_t n_discard) { check(latte_session_shift(s_, n_keep, n_discard)); }
+  void set_context_shift(bool enable, int64_t n_keep) {
+    check(latte_session_set_context_shift(s_, enable ? 1 : 0, n_keep));
+  }
+  int64_t n_unshifted() const { return latte_session_n_unshifted(s_); }
   std::vector<int32_t> tokens() const {
     return fetch_tokens([&](int32_t* buf, std::size_t cap, std::size_t* n) {
       return latte_session_tokens(s_, buf, cap, n);

@@ -85,4 +85,28 @@ void rope_apply_ref(const RopeParams& p, double pos, float* x) {
   for (int i = 0; i < p.dim; ++i) x[i] = static_cast<float>(t[i]);
 }
 
+RopeTurn rope_turn(const RopeParams& p, double delta) {
+  RopeTurn r;
+  r.style = p.style;
+  r.dim = p.dim;
+  std::vector<double> theta(p.dim / 2);  // (d_R/2); rope_angles checks p first
+  rope_angles(p, delta, theta.data());
+  for (const double t : theta) {
+    r.cos.push_back(static_cast<float>(std::cos(t)));
+    r.sin.push_back(static_cast<float>(std::sin(t)));
+  }
+  return r;
+}
+
+void rope_turn_apply(const RopeTurn& r, float* x) {
+  const int half = r.dim / 2;
+  const bool pairs = r.style == RopeStyle::consecutive_pairs;
+  for (int i = 0; i < half; ++i) {
+    const int a = pairs ? 2 * i : i, b = pairs ? 2 * i + 1 : i + half;
+    const float x0 = x[a], x1 = x[b];
+    x[a] = x0 * r.cos[i] - x1 * r.sin[i];
+    x[b] = x0 * r.sin[i] + x1 * r.cos[i];
+  }
+}
+
 }  // namespace latte

@@ -45,4 +45,17 @@ void rope_apply_ref(const RopeParams& p, double pos, float* x);
 // mscale = 1 + yarn_log_multiplier * ln(factor) under YaRN, else 1.
 double yarn_mscale(const RopeParams& p);
 
+// A pure rotation by `delta` positions, what moves a key rotated at position
+// p to p + delta: every angle is linear in the position (YaRN and frequency
+// factors included), so R(p + delta) = R(delta) R(p). No magnitude (the
+// stored key already carries attn_factor). cos and sin per pair, in float.
+struct RopeTurn {
+  RopeStyle style = RopeStyle::consecutive_pairs;
+  int dim = 0;
+  std::vector<float> cos, sin;  // (dim/2)
+};
+RopeTurn rope_turn(const RopeParams& p, double delta);
+// Turns x (dim) in place, in float.
+void rope_turn_apply(const RopeTurn& r, float* x);
+
 }  // namespace latte

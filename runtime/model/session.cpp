@@ -622,6 +622,7 @@ Session::~Session() = default;
 void Session::reset() {
   cache_.truncate(0);
   n_past_ = 0;
+  unshifted_limit_ = kMaxContextTokens;
   tokens_.clear();
   has_logits_ = false;
   std::fill(last_logits_.begin(), last_logits_.end(), 0.f);
@@ -635,6 +636,40 @@ void Session::truncate(std::int64_t n_tokens) {
   if (n_tokens < n_past_) has_logits_ = false;
   n_past_ = n_tokens;
   tokens_.resize(static_cast<std::size_t>(n_tokens));
+  // Rows written from here on see only rows a fresh prefill gives.
+  if (n_tokens <= unshifted_limit_) unshifted_limit_ = kMaxContextTokens;
+}
+
+void Session::shift(std::int64_t n_keep, std::int64_t n_discard) {
+  if (n_keep < 0 || n_discard < 0 || n_keep > n_past_ - n_discard)
+    throw Error(Status::invalid_argument, "shift: keeping " + std::to_string(n_keep) + " and dropping " +
+                                              std::to_string(n_discard) + " tokens: both must be >= 0 and their sum " +
+                                              "at most the " + std::to_string(n_past_) + " tokens held");
+  if (n_discard == 0) return;
+  if (n_keep + n_discard == n_past_) return truncate(n_keep);  // nothing moves
+  // Every RoPE angle is linear in the position: turning a row by
+  // -n_discard positions is what rotating it at its new position gives.
+  const RopeTurn turn = rope_turn(s_->rope, -static_cast<double>(n_discard));
+  const OmpThreadsScope team(s_->threads);
+  cache_.shift(n_keep, n_discard, turn, s_->threads);
+  tokens_.erase(tokens_.begin() + n_keep, tokens_.begin() + n_keep + n_discard);
+  n_past_ -= n_discard;
+  unshifted_limit_ = std::min(unshifted_limit_, n_keep);
+}
+
+std::int64_t Session::make_room(std::int64_t n_new, std::int64_t n_keep) {
+  const std::int64_t need = n_past_ + n_new - opts_.n_ctx;
+  if (need <= 0) return 0;
+  const std::int64_t keep = std::clamp<std::int64_t>(n_keep, 0, n_past_);
+  const std::int64_t left = n_past_ - keep;
+  if (need > left)
+    throw Error(Status::context_overflow,
+                std::to_string(n_new) + " new tokens do not fit the context of " + std::to_string(opts_.n_ctx) +
+                    " even with only the first " + std::to_string(keep) + " of the " + std::to_string(n_past_) +
+                    " tokens in the cache kept");
+  const std::int64_t drop = std::max(left / 2, need);
+  shift(keep, drop);
+  return drop;
 }
 
 void Session::decode(std::int32_t token) { prefill(std::span<const std::int32_t>(&token, 1)); }
@@ -653,7 +688,10 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
     if (tokens[i] < 0 || tokens[i] >= p.n_vocab)
       throw Error(Status::invalid_argument, "tokens[" + std::to_string(i) + "] = " + std::to_string(tokens[i]) +
                                                 " is outside the vocabulary [0, " + std::to_string(p.n_vocab) + ")");
-  if (n_past_ + static_cast<std::int64_t>(tokens.size()) > opts_.n_ctx)
+  const std::int64_t n_new = static_cast<std::int64_t>(tokens.size());
+  const bool shift_first = opts_.context_shift && n_past_ + n_new > opts_.n_ctx &&
+                           n_new <= opts_.n_ctx - std::clamp<std::int64_t>(opts_.shift_keep, 0, n_past_);
+  if (n_past_ + n_new > opts_.n_ctx && !shift_first)
     throw Error(Status::context_overflow,
                 std::to_string(n_past_) + " tokens in the cache + " + std::to_string(tokens.size()) +
                     " new would exceed the context of " + std::to_string(opts_.n_ctx));
@@ -667,6 +705,9 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
                                              " bytes");
     }
   }
+  // The shift is the last step that can refuse the call; it stays if the
+  // evaluation below then fails (out of memory, a non-finite logit).
+  if (shift_first) make_room(n_new, opts_.shift_keep);
   const std::int64_t p0 = n_past_;
   // Room first, so the append after the forward pass cannot throw; grown
   // geometrically, or a decode step would copy the whole history.

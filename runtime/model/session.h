@@ -4,6 +4,7 @@
 // itself: one session per thread, any number of sessions per Model.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -31,6 +32,11 @@ struct SessionOptions {
   // Chunks of at least this many tokens run their weight products as oneDNN
   // GEMMs; 0: the crossover measured per weight type (session.cpp).
   int gemm_min_tokens = 0;
+  // A prefill that would overflow the context first shifts it (Session::
+  // make_room): keeps the first shift_keep tokens and drops half of the
+  // rest, or more where the new tokens need it. Off: Error(context_overflow).
+  bool context_shift = false;
+  std::int64_t shift_keep = 0;
 };
 
 class Session {
@@ -65,6 +71,29 @@ class Session {
   void reset();  // forget every token
   // Forget the tokens at positions >= n_tokens (n_tokens <= n_past()).
   void truncate(std::int64_t n_tokens);
+  // Forget the n_discard tokens after the first n_keep: the later rows move
+  // down by n_discard, their k_pe turned back by n_discard positions
+  // (latent c_KV untouched). n_keep, n_discard >= 0 and n_keep + n_discard
+  // <= n_past(), else Error(invalid_argument) and nothing changes.
+  // n_discard 0 changes nothing; n_keep + n_discard == n_past() is
+  // truncate(n_keep). logits() stay the last token's (computed before the
+  // shift, with the dropped tokens in view) while that token stays.
+  void shift(std::int64_t n_keep, std::int64_t n_discard);
+  // Makes room for n_new more tokens: nothing where they fit, else shift(
+  // k, max((n_past - k) / 2, what they need)) with k = min(n_keep, n_past).
+  // Returns the tokens dropped; Error(context_overflow), nothing changed,
+  // where they do not fit even with only the first k kept.
+  std::int64_t make_room(std::int64_t n_new, std::int64_t n_keep);
+  // SessionOptions::context_shift and shift_keep, after creation.
+  void set_context_shift(bool on, std::int64_t n_keep) {
+    opts_.context_shift = on;
+    opts_.shift_keep = n_keep;
+  }
+  // How many leading tokens hold what a fresh prefill of them would give:
+  // n_past() until a shift; then at most the shift's n_keep (the rows after
+  // it were computed with context that is gone). A cache to reuse for a new
+  // prompt only up to here.
+  std::int64_t n_unshifted() const { return std::min(unshifted_limit_, n_past_); }
 
   // Saved sessions (runtime/model/session_state.cpp): the tokens, the latent
   // cache as stored (int8 tiles stay int8: 584 bytes per token and layer for
@@ -103,6 +132,8 @@ class Session {
   std::vector<std::int32_t> tokens_;  // (n_past)
   bool has_logits_ = false;
   std::int64_t n_past_ = 0;
+  // Rows before this position are what a fresh prefill gives (shift()).
+  std::int64_t unshifted_limit_ = kMaxContextTokens;
   MlaForm last_form_ = MlaForm::absorbed;
 };
 

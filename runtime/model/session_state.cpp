@@ -2,7 +2,7 @@
 //
 // File layout (little-endian, as every machine Latte runs on):
 //   0   char[8]  "LATTESES"
-//   8   u32      version (2)
+//   8   u32      version (3; 2 still loads)
 //   12  u32      cache storage (0 f32, 1 f16, 2 int8)
 //   16  u64      Model::fingerprint() of the model that wrote it
 //   24  u32 x 5  n_layers, d_c, d_R, tile_tokens, n_vocab
@@ -11,7 +11,9 @@
 //   56  i64      n_past
 //   64  u32      RoPE factor set the keys were rotated with: 0 the model has
 //                one (or none), 1 its short-context set, 2 its long one
-//   68  u32      0
+//   68  u32      unshifted prefix: the leading tokens whose rows a fresh
+//                prefill would give (n_past unless the context was shifted;
+//                0 in version 2, read as n_past)
 //   72  i32      tokens[n_past]
 //       f32      logits[n_vocab], when has_logits
 //       tiles    per layer, ceil(n_past / tile_tokens) raw cache tiles; rows
@@ -21,7 +23,10 @@
 // saves and loads without requantizing, so a loaded session computes exactly
 // what the saved one would have. Version 2 added the RoPE factor set:
 // minicpm3 picks its set by the session's context, and keys rotated with one
-// set are wrong under the other. The checksum is verified before any field is
+// set are wrong under the other. Version 3 added the unshifted prefix: after a
+// shift the later rows were computed with context that is gone, so a resumed
+// session must not stand in for a fresh prompt's prefill past it. The
+// checksum is verified before any field is
 // judged, so a damaged file is refused as corrupt, not as another model's.
 #include <unistd.h>
 
@@ -46,7 +51,8 @@ namespace latte {
 namespace {
 
 constexpr char kMagic[8] = {'L', 'A', 'T', 'T', 'E', 'S', 'E', 'S'};
-constexpr std::uint32_t kVersion = 2;
+constexpr std::uint32_t kVersion = 3;
+constexpr std::uint32_t kOldestVersion = 2;  // loads; its unshifted prefix is n_past
 constexpr std::size_t kHeaderBytes = 72;
 
 struct StateHeader {
@@ -58,6 +64,7 @@ struct StateHeader {
   std::uint64_t tile_bytes = 0;
   std::int64_t n_past = 0;
   std::uint32_t rope_set = 0;
+  std::uint32_t unshifted = 0;
 };
 
 template <class T>
@@ -144,6 +151,7 @@ void Session::save_state(const std::string& path) const {
   put<std::uint64_t>(h + 48, lay.bytes);
   put<std::int64_t>(h + 56, n_past_);
   put<std::uint32_t>(h + 64, rope_set(*model_, opts_.n_ctx));
+  put<std::uint32_t>(h + 68, static_cast<std::uint32_t>(n_unshifted()));
 
   // A whole file or none; 0600: it holds a conversation.
   AtomicFile out(path, "save session", /*private_mode=*/true);
@@ -218,12 +226,13 @@ void Session::load_state(const std::string& path) {
   if (size < 12 || head != 12) throw Error(Status::bad_file, not_session + " (" + std::to_string(size) + " bytes)");
   if (std::memcmp(h, kMagic, 8) != 0) throw Error(Status::bad_file, not_session + " (no LATTESES magic)");
   const std::uint32_t version = get<std::uint32_t>(h + 8);
-  if (version != kVersion) {
+  if (version < kOldestVersion || version > kVersion) {
     // The checksum is the same in every version: it tells a file of
     // another version from a damaged version field.
     if (!checksum_matches(in, size)) throw Error(Status::bad_file, corrupt);
     throw Error(Status::unsupported, what + " has format version " + std::to_string(version) +
-                                         "; this build reads " + std::to_string(kVersion));
+                                         "; this build reads " + std::to_string(kOldestVersion) + " to " +
+                                         std::to_string(kVersion));
   }
   if (size < kHeaderBytes + 8) throw Error(Status::bad_file, not_session + " (" + std::to_string(size) + " bytes)");
   if (in.read(h + 12, kHeaderBytes - 12) != kHeaderBytes - 12)
@@ -241,6 +250,7 @@ void Session::load_state(const std::string& path) {
   s.tile_bytes = get<std::uint64_t>(h + 48);
   s.n_past = get<std::int64_t>(h + 56);
   s.rope_set = get<std::uint32_t>(h + 64);
+  s.unshifted = version >= 3 ? get<std::uint32_t>(h + 68) : static_cast<std::uint32_t>(std::max<std::int64_t>(s.n_past, 0));
   // Each problem with the header is reported only once the checksum says
   // the file is as written: a damaged field is corruption, not a claim.
   std::string problem;
@@ -249,6 +259,8 @@ void Session::load_state(const std::string& path) {
     problem = "token count " + std::to_string(s.n_past) + " is out of range";
   else if (s.tile_tokens == 0) problem = "tiles of 0 tokens";
   else if (s.has_logits == 1 && s.n_past == 0) problem = "logits but no tokens";
+  else if (s.unshifted > s.n_past)
+    problem = "unshifted prefix " + std::to_string(s.unshifted) + " is longer than its " + std::to_string(s.n_past) + " tokens";
   std::uint64_t n_tiles = 0;
   if (problem.empty()) {
     // The size the header implies, with the tile product checked for
@@ -341,6 +353,7 @@ void Session::load_state(const std::string& path) {
   last_logits_ = std::move(logits);
   has_logits_ = s.has_logits == 1;
   n_past_ = s.n_past;
+  unshifted_limit_ = s.unshifted == s.n_past ? kMaxContextTokens : s.unshifted;
 }
 
 }  // namespace latte

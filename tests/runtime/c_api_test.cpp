@@ -113,6 +113,65 @@ TEST(CApi, TruncateForgetsTheTailAndItsLogits) {
   latte_model_free(m);
 }
 
+// Context shift: the documented edge cases, the automatic shift, and the
+// C++ wrapper's calls.
+TEST(CApi, ShiftDropsAfterTheKeptStart) {
+  latte_model* m = nullptr;
+  ASSERT_EQ(latte_model_load(kDense.c_str(), &m), LATTE_OK) << latte_last_error();
+  latte_session_options o = latte_session_default_options();
+  o.n_ctx = 64;
+  o.threads = 1;
+  latte_session* a = nullptr;
+  ASSERT_EQ(latte_session_create(m, &o, &a), LATTE_OK);
+  std::vector<int32_t> toks;
+  for (int i = 0; i < 40; ++i) toks.push_back((i * 37 + 5) % 512);
+  ASSERT_EQ(latte_session_prefill(a, toks.data(), toks.size()), LATTE_OK);
+  EXPECT_EQ(latte_session_n_unshifted(a), 40);
+  const std::vector<float> logits(latte_session_logits(a), latte_session_logits(a) + 512);
+  for (auto [keep, drop] : std::vector<std::pair<int64_t, int64_t>>{{-1, 1}, {1, -1}, {30, 11}, {0, 41}}) {
+    EXPECT_EQ(latte_session_shift(a, keep, drop), LATTE_ERR_INVALID_ARGUMENT) << keep << ", " << drop;
+    EXPECT_EQ(latte_session_n_past(a), 40);
+  }
+  EXPECT_NE(std::string(latte_last_error()).find("at most the 40 tokens held"), std::string::npos) << latte_last_error();
+  EXPECT_EQ(latte_session_shift(a, 5, 0), LATTE_OK);  // nothing dropped
+  EXPECT_EQ(latte_session_n_unshifted(a), 40);
+  ASSERT_EQ(latte_session_shift(a, 4, 10), LATTE_OK) << latte_last_error();
+  EXPECT_EQ(latte_session_n_past(a), 30);
+  EXPECT_EQ(latte_session_n_unshifted(a), 4);
+  ASSERT_NE(latte_session_logits(a), nullptr);  // the last token stays, so do its logits
+  EXPECT_EQ(std::vector<float>(latte_session_logits(a), latte_session_logits(a) + 512), logits);
+  int32_t got[64];
+  size_t n = 0;
+  ASSERT_EQ(latte_session_tokens(a, got, 64, &n), LATTE_OK);
+  ASSERT_EQ(n, 30u);
+  EXPECT_EQ(got[3], toks[3]);
+  EXPECT_EQ(got[4], toks[14]);
+  // Automatic: off by default (an overflow), on keeps 4 and drops half the rest.
+  EXPECT_EQ(latte_session_prefill(a, toks.data(), toks.size()), LATTE_ERR_CONTEXT_OVERFLOW);
+  EXPECT_EQ(latte_session_set_context_shift(a, 2, 4), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte_session_set_context_shift(a, 1, -1), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte_session_set_context_shift(nullptr, 1, 4), LATTE_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(latte_session_set_context_shift(a, 1, 4), LATTE_OK);
+  ASSERT_EQ(latte_session_prefill(a, toks.data(), toks.size()), LATTE_OK) << latte_last_error();
+  EXPECT_EQ(latte_session_n_past(a), 4 + 13 + 40);  // 30 - 4 = 26 after the start, 13 dropped
+  EXPECT_EQ(latte_session_shift(nullptr, 0, 0), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte_session_n_unshifted(nullptr), 0);
+  latte_session_free(a);
+  latte_model_free(m);
+  // The wrapper.
+  latte::api::Model model(kDense);
+  latte::api::Session s(model, o);
+  s.prefill(toks);
+  s.shift(1, 20);
+  EXPECT_EQ(s.n_past(), 20);
+  EXPECT_EQ(s.n_unshifted(), 1);
+  s.set_context_shift(true, 1);
+  s.prefill(toks);
+  s.prefill(toks);
+  EXPECT_LE(s.n_past(), 64);
+  EXPECT_THROW(s.shift(0, 100), latte::api::Exception);
+}
+
 // A model read into memory (use_mmap 0) computes what the mapped one does.
 TEST(CApi, ModelReadIntoMemoryGivesTheSameLogits) {
   const int32_t toks[] = {510, 327, 57, 12, 379};

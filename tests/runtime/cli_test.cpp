@@ -648,7 +648,8 @@ TEST(Cli, InteractiveRunOutlivesAFullContext) {
       "Tell me a long story about the sea, the sky, the stars, the moon, the sun, the wind, the rain, "
       "the snow, the hills, the rivers, the forests and the cities of the plain";
   std::ofstream(in) << "Hello there friend\nWhat now?\n" << story << "\nhi\n";
-  Result r = run("run -m " + model + " -i --chat --system \"Be brief.\" --verbose-prompt -n 20 --ignore-eos --seed 3 -c 40 < " + in);
+  Result r = run("run -m " + model + " -i --chat --system \"Be brief.\" --verbose-prompt -n 20 --ignore-eos --seed 3 -c 40 "
+                 "--no-context-shift < " + in);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("[the context of 40 tokens is full: starting a new conversation]"), std::string::npos)
       << r.output;
@@ -669,6 +670,73 @@ TEST(Cli, InteractiveRunOutlivesAFullContext) {
   EXPECT_NE(r.output.find("latte: context overflow: the prompt ("), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\n> \nprompt: "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("generated: 3 tokens"), std::string::npos) << r.output;
+}
+
+// Issue 42: with -c 128 the shipped model generates 600 tokens with each
+// cache type, shifting the context (said on stderr) instead of stopping;
+// --no-context-shift stops as before.
+TEST(Cli, RunShiftsAFullContext) {
+  const std::string model = std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf";
+  for (const char* cache : {"int8", "f16", "f32"}) {
+    const std::string args = "run -m " + model + " -p 'The sea and the sky' -c 128 -n 600 --ignore-eos --temp 0 "
+                             "--print-ids --threads 1 --cache-type " + cache;
+    const Result ids = run(args, /*stdout_only=*/true);
+    ASSERT_EQ(ids.code, 0) << ids.output;
+    EXPECT_EQ(std::count(ids.output.begin(), ids.output.end(), ','), 599) << cache;
+    const Result r = run(args);
+    EXPECT_NE(r.output.find("[context full: kept 65, dropped 63]"), std::string::npos) << r.output;  // BOS + 64
+    EXPECT_NE(r.output.find("generated: 600 tokens"), std::string::npos) << r.output;
+  }
+  const Result stop = run("run -m " + model + " -p 'The sea' -c 128 -n 600 --ignore-eos --seed 1 --no-context-shift");
+  EXPECT_EQ(stop.code, 0) << stop.output;
+  EXPECT_NE(stop.output.find("the context of 128 tokens is full (raise --ctx, or drop --no-context-shift)]"),
+            std::string::npos) << stop.output;
+  EXPECT_EQ(stop.output.find("context full:"), std::string::npos) << stop.output;
+  // --keep: the shift keeps that many.
+  const Result keep = run("run -m " + model + " -p 'The sea' -c 64 -n 80 --ignore-eos --seed 1 --keep 10");
+  EXPECT_NE(keep.output.find("[context full: kept 37, dropped 27]"), std::string::npos) << keep.output;
+  // -i: a turn that no longer fits shifts the conversation, keeping the
+  // system turn, rather than starting a new one.
+  const std::string in = ::testing::TempDir() + "/turns_shift.txt";
+  std::ofstream(in) << "Hello there friend\nWhat now?\nAnd then?\n";
+  const Result chat = run("run -m " + model + " -i --chat --system \"Be brief.\" -n 20 --ignore-eos --seed 3 -c 48 < " + in);
+  ASSERT_EQ(chat.code, 0) << chat.output;
+  EXPECT_NE(chat.output.find("[context full: kept "), std::string::npos) << chat.output;
+  EXPECT_EQ(chat.output.find("starting a new conversation"), std::string::npos) << chat.output;
+  EXPECT_NE(chat.output.find("generated: 60 tokens"), std::string::npos) << chat.output;
+  // A shifted session file resumes, but its rows past the kept start are no
+  // fresh prompt's: only BOS of the same prompt is reused.
+  const std::string file = ::testing::TempDir() + "/shifted.lsess";
+  std::filesystem::remove(file);
+  const std::string sargs = "run -m " + model + " -p 'The sea and the sky' -c 64 -n 100 --ignore-eos --seed 1 --session " + file;
+  ASSERT_EQ(run(sargs).code, 0);
+  const Result again = run(sargs);
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find(": 1 of the prompt's "), std::string::npos) << again.output;
+}
+
+TEST(Cli, PerplexityAndBenchShift) {
+  const std::string model = std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf";
+  const std::string text = ::testing::TempDir() + "/ppl_shift.txt";
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 40; ++i) out << "The sea and the sky were grey, and the wind came over the hills. ";
+  }
+  Result r = run("perplexity -m " + model + " -f " + text + " -c 64 --shift --threads 1 --json", true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"method\": \"shifted\""), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("\"shifts\": 0,"), std::string::npos) << r.output;
+  r = run("perplexity -m " + model + " -f " + text + " -c 64 --shift --reprefill --threads 1 --json", true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"method\": \"shifted_reprefill\""), std::string::npos) << r.output;
+  EXPECT_NE(run("perplexity -m " + model + " -f " + text + " -c 64 --reprefill").code, 0);  // needs --shift
+  r = run("bench -m " + model + " --shift --depths 256 --cache-type all --threads 1 -r 2 --json", true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const char* c : {"int8", "f16", "f32"})
+    EXPECT_NE(r.output.find(std::string("\"cache_type\": \"") + c + "\", \"depth\": 256, \"dropped\": 127"),
+              std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("null"), std::string::npos) << r.output;  // the re-prefill measured
+  EXPECT_NE(run("bench -m " + model + " --depths 256 --cache-type all").code, 0);  // all: --shift only
 }
 
 // README: any command whose context goes past what the model was trained for

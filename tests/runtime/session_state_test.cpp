@@ -55,7 +55,7 @@ int files_in(const std::string& dir, const std::string& prefix) {
   return n;
 }
 
-constexpr std::size_t kHeader = 72;  // a session file's header bytes (format version 2)
+constexpr std::size_t kHeader = 72;  // a session file's header bytes (format versions 2 and 3)
 
 // A file's checksum recomputed over altered bytes.
 void reseal(std::vector<std::uint8_t>& b) {
@@ -189,7 +189,7 @@ TEST(SessionStateFile, BadFilesAreRefusedByName) {
   expect_refused(s, bad, Status::bad_file, "is corrupt: its checksum does not match");
   reseal(b);
   write_bytes(bad, b);
-  expect_refused(s, bad, Status::unsupported, "format version 9; this build reads 2");
+  expect_refused(s, bad, Status::unsupported, "format version 9; this build reads 2 to 3");
   // Truncated anywhere past the header, or with bytes appended.
   for (std::size_t cut : {std::size_t{100}, bytes.size() / 2, bytes.size() - 1}) {
     write_bytes(bad, std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(cut)));

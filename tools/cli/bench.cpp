@@ -57,6 +57,7 @@ double median(std::vector<double> v) {  // v non-empty
 }  // namespace
 
 int run_bench(const BenchOptions& o) {
+  if (o.cache == "all") throw Error(Status::invalid_argument, "bench: --cache-type all applies to --shift only");
   if (o.n_prompt == 0 && o.n_gen == 0)
     throw Error(Status::invalid_argument, "bench: -p and -n are both 0, so there is nothing to measure");
   std::vector<std::int64_t> depths = parse_int_list(o.depths, "--depths", kMaxDepth);

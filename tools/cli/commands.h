@@ -52,9 +52,14 @@ struct BenchOptions {
   int prefill_chunk = 512;    // tokens per prefill chunk (the measured prefill and the fill)
   bool json = false;
   bool no_mmap = false;     // read the file into huge pages instead of mapping it
+  bool shift = false;       // time context shifts against re-prefills instead (bench_shift.cpp)
+  std::int64_t reprefill_max = 32768;  // with shift: longest re-prefill measured (tokens)
 };
 // `latte bench`: prefill and decode tok/s at several context depths.
 int run_bench(const BenchOptions& opts);
+// `latte bench --shift`: a context shift of half of each depth against a
+// prefill of the tokens it keeps, alternated, medians.
+int run_bench_shift(const BenchOptions& opts);
 
 struct MakeModelOptions {
   std::string preset = "v2-lite";
@@ -92,6 +97,8 @@ struct RunOptions {
   int threads = 0;
   std::int64_t n_ctx = -1;  // -1: 4096, or the model's trained context if smaller; 0: the model's
   bool no_mmap = false;     // read the file into huge pages instead of mapping it
+  bool no_context_shift = false;  // stop when the context fills instead of shifting it
+  std::int64_t keep = -1;   // tokens a shift keeps; -1: the system turn with --chat, else BOS
 };
 // `latte run`: generate text from a prompt, streaming it.
 int run_generate(const RunOptions& opts);
@@ -114,6 +121,9 @@ struct PerplexityOptions {
   int prefill_chunk = 512;
   bool json = false;
   bool no_mmap = false;     // read the file into huge pages instead of mapping it
+  bool shift = false;       // -f only: the whole text through one --ctx session, shifted as it fills
+  std::int64_t keep = -1;   // with shift: tokens kept at the start; -1: BOS where the model adds one
+  bool reprefill = false;   // with shift: prefill the kept tokens afresh instead of shifting
 };
 // `latte perplexity`: mean NLL of the next token over windows of a text.
 int run_perplexity(const PerplexityOptions& opts);

@@ -97,7 +97,16 @@ int main(int argc, char** argv) {
   auto* bench = app.add_subcommand("bench", "Prefill and decode speed at several context depths");
   bench->add_option("-m,--model", bench_opts.model, "GGUF model file")->required();
   bench->add_option("--depths", bench_opts.depths, "Context depths, tokens already in the cache (0,4096,16384)");
-  bench->add_option("--cache-type", bench_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
+  bench->add_option("--cache-type", bench_opts.cache, "Latent cache storage (all: each, with --shift)")
+      ->check(CLI::IsMember({"f32", "f16", "int8", "all"}));
+  auto* bench_shift = bench->add_flag(
+      "--shift", bench_opts.shift,
+      "Time a context shift of half of each depth (on a cache filled by writing rows) against a prefill of the "
+      "tokens it keeps, alternated, medians over -r");
+  bench->add_option("--reprefill-max", bench_opts.reprefill_max,
+                    "With --shift: the longest re-prefill measured (tokens; longer ones are skipped)")
+      ->check(integer_in(0, 1LL << 24))
+      ->needs(bench_shift);
   bench->add_option("--threads", bench_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
   bench->add_flag("--no-mmap", bench_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
   bench->add_option("-p,--n-prompt", bench_opts.n_prompt, "Prompt tokens for the prefill measurement")->check(integer_in(0, 1LL << 20));
@@ -148,6 +157,13 @@ int main(int argc, char** argv) {
   run->add_option("--threads", run_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
   run->add_flag("--no-mmap", run_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
   run->add_option("-c,--ctx", run_opts.n_ctx, "Context size in tokens (default: 4096, or the model's trained context if smaller; 0: the model's)")->check(integer_in(0, 1LL << 24));
+  auto* run_no_shift = run->add_flag("--no-context-shift", run_opts.no_context_shift,
+                                     "Stop generating (with -i: start a new conversation) when the context is full, "
+                                     "instead of dropping the oldest half after the kept start");
+  run->add_option("--keep", run_opts.keep,
+                  "Tokens a context shift keeps at the start (default: the system turn with --chat, else BOS)")
+      ->check(integer_in(0, 1LL << 24))
+      ->excludes(run_no_shift);
 
   latte::cli::PerplexityOptions ppl_opts;
   auto* ppl = app.add_subcommand("perplexity", "Perplexity over token windows or a text file");
@@ -167,6 +183,17 @@ int main(int argc, char** argv) {
   ppl->add_flag("--no-mmap", ppl_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
   ppl->add_option("--prefill-chunk", ppl_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
   ppl->add_flag("--json", ppl_opts.json, "JSON output");
+  auto* ppl_shift = ppl->add_flag("--shift", ppl_opts.shift,
+                                  "With -f, the whole text through one session of --ctx tokens, fed in pieces of "
+                                  "--ctx/8 tokens, shifted (the first --keep kept, half the rest dropped) whenever "
+                                  "the next piece does not fit: every token after the first scored");
+  ppl->add_option("--keep", ppl_opts.keep, "With --shift: tokens kept at the start (default: BOS where the model adds one)")
+      ->check(integer_in(0, 1LL << 20))
+      ->needs(ppl_shift);
+  ppl->add_flag("--reprefill", ppl_opts.reprefill,
+                "With --shift: keep and drop the same tokens, but prefill the kept ones afresh instead of shifting "
+                "(what a runtime without a shift does)")
+      ->needs(ppl_shift);
 
   latte::cli::MakeModelOptions mm_opts;
   auto* mm = app.add_subcommand("make-model", "Write a random-weight model with real shapes (for benchmarks)");
@@ -212,7 +239,7 @@ int main(int argc, char** argv) {
     }
     if (*demo) return latte::cli::run_demo(demo_opts);
     if (*eval) return latte::cli::run_eval(eval_opts);
-    if (*bench) return latte::cli::run_bench(bench_opts);
+    if (*bench) return bench_opts.shift ? latte::cli::run_bench_shift(bench_opts) : latte::cli::run_bench(bench_opts);
     if (*run) {
       if (run_model->count() > 0 && run_opts.model.empty()) {
         std::fprintf(stderr, "latte run: -m was given an empty path (leave -m out for the shipped model)\n");

@@ -10,12 +10,25 @@
 //                   numbers can be compared: whole --ctx chunks only (at least
 //                   two; the rest dropped), each chunk's first token made BOS
 //                   where the model adds one, and only the tokens after its
-//                   first half scored (n_ctx - 1 - n_ctx/2 per chunk).
+//                   first half scored (n_ctx - 1 - n_ctx/2 per chunk);
+//   --shift         with -f: the whole text through one session of --ctx
+//                   tokens in pieces of --ctx/8, the context shifted (the
+//                   first --keep tokens kept, half the rest dropped) before a
+//                   piece that does not fit; every token after the first
+//                   scored. Against -f's independent windows this measures
+//                   what the shift costs or gains in accuracy;
+//   --reprefill     with --shift: the same tokens dropped and kept, but the
+//                   kept ones prefilled afresh instead of shifted (what a
+//                   runtime without a shift does): the difference is what
+//                   the shifted rows' stale context costs.
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -47,6 +60,92 @@ std::vector<std::vector<std::int32_t>> read_windows(const std::string& path, std
   return wins;
 }
 
+// Mean NLL sums of one scored token: logits lg (V) predicting `next`.
+void score(const float* lg, int V, std::int32_t next, double& nll, double& nll2, std::int64_t& n) {
+  double mx = lg[0];
+  for (int i = 1; i < V; ++i) mx = std::max(mx, double(lg[i]));
+  double sum = 0;
+  for (int i = 0; i < V; ++i) sum += std::exp(double(lg[i]) - mx);
+  const double e = (mx + std::log(sum)) - lg[next];
+  nll += e;
+  nll2 += e * e;
+  ++n;
+}
+
+// --shift: one session over the whole text, shifted as it fills.
+int run_perplexity_shifted(const PerplexityOptions& o, const std::shared_ptr<const Model>& model,
+                           const std::vector<std::int32_t>& ids, std::int64_t bos_keep) {
+  const int V = model->params().n_vocab;
+  const std::int64_t keep = o.keep >= 0 ? o.keep : bos_keep;
+  const std::int64_t piece = std::max<std::int64_t>(1, o.n_ctx / 8);
+  if (keep + piece > o.n_ctx)
+    throw Error(Status::invalid_argument, "--keep " + std::to_string(keep) + " leaves no room in a context of " +
+                                              std::to_string(o.n_ctx) + " for pieces of " + std::to_string(piece) +
+                                              " tokens");
+  if (ids.size() < 2)
+    throw Error(Status::invalid_argument, "'" + o.text_file + "' gives " + std::to_string(ids.size()) +
+                                              " token(s): nothing to predict");
+  warn_beyond_trained_context(*model, o.n_ctx, "--ctx");
+  SessionOptions so;
+  so.threads = o.threads;
+  so.cache = *parse_latent_storage(o.cache);
+  so.n_ctx = o.n_ctx;
+  so.prefill_chunk = o.prefill_chunk;
+  if (o.form == "naive") so.prefill_form = MlaForm::naive;
+  else if (o.form == "absorbed") so.prefill_form = MlaForm::absorbed;
+  Session s(model, so);
+  double nll = 0, nll2 = 0;
+  std::int64_t n = 0, shifts = 0, dropped = 0;
+  std::vector<float> logits, last;
+  for (std::size_t at = 0; at < ids.size(); at += static_cast<std::size_t>(piece)) {
+    const std::size_t len = std::min<std::size_t>(static_cast<std::size_t>(piece), ids.size() - at);
+    const std::span<const std::int32_t> w(ids.data() + at, len);
+    if (o.reprefill && s.n_past() + static_cast<std::int64_t>(len) > s.n_ctx()) {
+      // The same tokens kept, their cache computed afresh (no stale rows).
+      const std::int64_t k = std::min(keep, s.n_past()), d = std::max((s.n_past() - k) / 2, s.n_past() + static_cast<std::int64_t>(len) - s.n_ctx());
+      std::vector<std::int32_t> kept(s.tokens().begin(), s.tokens().begin() + k);
+      kept.insert(kept.end(), s.tokens().begin() + k + d, s.tokens().end());
+      s.reset();
+      if (!kept.empty()) s.prefill(kept);
+      ++shifts;
+      dropped += d;
+    } else if (const std::int64_t d = s.make_room(static_cast<std::int64_t>(len), keep); d > 0) {
+      ++shifts;
+      dropped += d;
+    }
+    if (o.decode) {
+      logits.resize(len * static_cast<std::size_t>(V));
+      for (std::size_t t = 0; t < len; ++t) {
+        s.decode(w[t]);
+        std::memcpy(logits.data() + t * V, s.logits().data(), sizeof(float) * V);
+      }
+    } else {
+      s.prefill(w, &logits);
+    }
+    if (at > 0) score(last.data(), V, w[0], nll, nll2, n);  // the previous piece's last token predicts this one's first
+    for (std::size_t t = 0; t + 1 < len; ++t) score(logits.data() + t * V, V, w[t + 1], nll, nll2, n);
+    last.assign(logits.end() - V, logits.end());
+  }
+  const double mean = nll / static_cast<double>(n);
+  const double var = nll2 / static_cast<double>(n) - mean * mean;
+  const double err = n > 1 && var > 0 ? std::sqrt(var / static_cast<double>(n - 1)) * std::exp(mean) : 0.0;
+  if (o.json)
+    std::printf("{\"predicted\": %lld, \"mean_nll\": %.8f, \"perplexity\": %.6f, \"perplexity_error\": %.6f, "
+                "\"method\": \"%s\", \"n_ctx\": %lld, \"keep\": %lld, \"shifts\": %lld, \"dropped\": %lld, "
+                "\"cache_type\": \"%s\", \"form\": \"%s\", \"decode\": %s}\n",
+                static_cast<long long>(n), mean, std::exp(mean), err, o.reprefill ? "shifted_reprefill" : "shifted",
+                static_cast<long long>(o.n_ctx), static_cast<long long>(keep), static_cast<long long>(shifts), static_cast<long long>(dropped),
+                o.cache.c_str(), o.form.c_str(), o.decode ? "true" : "false");
+  else
+    std::printf("%lld predicted tokens through a context of %lld, %lld %s (first %lld kept, %lld dropped): mean NLL "
+                "%.6f, perplexity %.4f +/- %.5f (cache %s, prefill form %s%s)\n",
+                static_cast<long long>(n), static_cast<long long>(o.n_ctx), static_cast<long long>(shifts),
+                o.reprefill ? "re-prefills of the kept tokens" : "shifts",
+                static_cast<long long>(keep), static_cast<long long>(dropped), mean, std::exp(mean), err,
+                o.cache.c_str(), o.form.c_str(), o.decode ? ", token by token" : "");
+  return 0;
+}
+
 }  // namespace
 
 int run_perplexity(const PerplexityOptions& o) {
@@ -63,6 +162,10 @@ int run_perplexity(const PerplexityOptions& o) {
     const bool bos = tok->add_bos_by_default() && tok->bos_id() >= 0;
     const auto ids = tok->encode(read_text_file(o.text_file), bos, false);
     const auto n_ctx = static_cast<std::size_t>(o.n_ctx);
+    if (o.shift) {
+      if (o.llama_cpp) throw Error(Status::invalid_argument, "--shift and --llama-cpp are two different methods: pick one");
+      return run_perplexity_shifted(o, model, ids, bos ? 1 : 0);
+    }
     if (o.llama_cpp) {
       // Each chunk scores n_ctx - 1 - n_ctx/2 tokens: none at all with -c 2,
       // which would print a NaN perplexity (and invalid JSON).
@@ -115,17 +218,7 @@ int run_perplexity(const PerplexityOptions& o) {
     } else {
       s.prefill(w, &logits);
     }
-    for (std::size_t t = first_scored; t + 1 < w.size(); ++t) {
-      const float* lg = logits.data() + t * V;
-      double mx = lg[0];
-      for (int i = 1; i < V; ++i) mx = std::max(mx, double(lg[i]));
-      double sum = 0;
-      for (int i = 0; i < V; ++i) sum += std::exp(double(lg[i]) - mx);
-      const double e = (mx + std::log(sum)) - lg[w[t + 1]];
-      nll += e;
-      nll2 += e * e;
-      ++n;
-    }
+    for (std::size_t t = first_scored; t + 1 < w.size(); ++t) score(logits.data() + t * V, V, w[t + 1], nll, nll2, n);
   }
   const double mean = nll / static_cast<double>(n);
   // The perplexity's standard error (llama.cpp's "+/-"): the NLL's sample

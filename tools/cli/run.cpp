@@ -2,7 +2,8 @@
 // generated; prompt and decode speed go to stderr at the end. With --chat the
 // prompt is one user turn in the model's chat format (runtime/tokenizer/chat.h);
 // with -i each line read from stdin is a turn (the conversation stays in the
-// cache).
+// cache). A full context is shifted (the start kept, the oldest half of the
+// rest dropped) unless --no-context-shift.
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -72,6 +73,23 @@ struct Stats {
   bool interrupted = false;  // by Ctrl-C, at least once
 };
 
+// Makes room for n_new tokens by a context shift (Session::make_room), saying
+// so on stderr; nothing where shifting is off or they fit.
+struct Shifter {
+  bool on = true;
+  std::int64_t keep = 0;
+  // Whether n_new tokens can be made to fit.
+  bool can_fit(const Session& s, std::int64_t n_new) const {
+    return s.n_past() + n_new <= s.n_ctx() || (on && n_new <= s.n_ctx() - std::min(keep, s.n_past()));
+  }
+  void make_room(Session& s, std::int64_t n_new) const {
+    if (!on || s.n_past() + n_new <= s.n_ctx()) return;
+    const std::int64_t dropped = s.make_room(n_new, keep);
+    std::fprintf(stderr, "[context full: kept %lld, dropped %lld]\n", static_cast<long long>(s.n_past()),
+                 static_cast<long long>(dropped));
+  }
+};
+
 // Prefills `prompt`, then samples up to n tokens, streaming their text.
 // Returns the generated ids (an end-of-generation token ends the loop and is
 // fed to the session, so a following turn sees a closed turn).
@@ -80,10 +98,10 @@ struct Stats {
 // them all.
 std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sampler,
                                    const std::vector<std::int32_t>& prompt, int n, const RunOptions& o, Stats& st,
-                                   std::size_t cached = 0) {
+                                   const Shifter& shifter, std::size_t cached = 0) {
   auto t0 = std::chrono::steady_clock::now();
   const auto feed = std::span(prompt).subspan(cached);
-  if (s.n_past() + static_cast<std::int64_t>(feed.size()) > s.n_ctx())
+  if (!shifter.can_fit(s, static_cast<std::int64_t>(feed.size())))
     throw Error(Status::context_overflow, "the prompt (" + std::to_string(feed.size()) + " tokens) does not fit the context of " +
                                               std::to_string(s.n_ctx()) + " with " + std::to_string(s.n_past()) +
                                               " tokens already used (raise --ctx)");
@@ -91,6 +109,7 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
     const std::string text = tok.decode(prompt);
     std::fprintf(stderr, "[prompt, %zu tokens: %s]\n", prompt.size(), text.c_str());
   }
+  shifter.make_room(s, static_cast<std::int64_t>(feed.size()));
   if (!feed.empty()) s.prefill(feed);
   st.prompt_s += seconds_since(t0);
   st.prompt_tokens += static_cast<std::int64_t>(feed.size());
@@ -110,11 +129,13 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
     }
     const std::int32_t id = sampler.sample(s.logits());
     out.push_back(id);
-    // With the context full, the last position's logits still give one
-    // more token; it cannot be decoded (a following turn would not fit).
-    const bool room = s.n_past() < s.n_ctx();
+    // With the context full and no shift, the last position's logits still
+    // give one more token; it cannot be decoded (a following turn would not
+    // fit).
+    const bool room = shifter.can_fit(s, 1);
     if (tok.is_end_of_generation(id) && !o.ignore_eos) {
       if (room) {
+        shifter.make_room(s, 1);
         s.decode(id);
         st.closed_by = id;
       }
@@ -133,6 +154,7 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     if (!room) break;
+    shifter.make_room(s, 1);
     s.decode(id);
   }
   const std::string rest = utf8.flush();
@@ -146,7 +168,8 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
     st.stopped = "[interrupted after " + std::to_string(out.size()) + " of " + std::to_string(n) + " tokens]";
   else if (!ended && static_cast<std::int64_t>(out.size()) < n)
     st.stopped = "[stopped after " + std::to_string(out.size()) + " of " + std::to_string(n) +
-                 " tokens: the context of " + std::to_string(s.n_ctx()) + " tokens is full (raise --ctx)]";
+                 " tokens: the context of " + std::to_string(s.n_ctx()) + " tokens is full (raise --ctx" +
+                 (shifter.on ? std::string(")]") : std::string(", or drop --no-context-shift)]"));
   return out;
 }
 
@@ -195,6 +218,17 @@ int run_generate(const RunOptions& o) {
     chat.emplace(*tok, o.chat_format.empty() ? detect_chat_format(*tok, model_arch_name(model->params().arch))
                                              : *parse_chat_format(o.chat_format));
 
+  // A shift keeps --keep tokens: by default what opens every conversation,
+  // BOS and (--chat) the system turn.
+  Shifter shifter;
+  shifter.on = !o.no_context_shift;
+  if (o.keep >= 0) shifter.keep = o.keep;
+  else if (chat && !o.system_prompt.empty())
+    shifter.keep = static_cast<std::int64_t>(
+        chat->encode(std::vector<ChatTurn>{{"system", o.system_prompt}}, false, chat->add_bos()).size());
+  else
+    shifter.keep = (chat ? chat->add_bos() : tok->add_bos_by_default()) && tok->bos_id() >= 0 ? 1 : 0;
+
   // A conversation's first turn opens with the system turn (and BOS); a
   // later one first closes the reply before it, as far as its end token has
   // not already (a reply cut short by -n has no end token in the context).
@@ -225,13 +259,16 @@ int run_generate(const RunOptions& o) {
     std::size_t cached = 0;
     if (resumed) {
       const auto have = s.tokens();
-      while (cached < prompt.size() && cached < have.size() && have[cached] == prompt[cached]) ++cached;
+      // Past its unshifted prefix a shifted session's rows saw tokens the
+      // prompt does not hold: not what the prompt's prefill would give.
+      const auto reusable = static_cast<std::size_t>(s.n_unshifted());
+      while (cached < prompt.size() && cached < reusable && have[cached] == prompt[cached]) ++cached;
       if (cached == prompt.size() && !(s.has_logits() && have.size() == prompt.size())) --cached;
       s.truncate(static_cast<std::int64_t>(cached));
       std::fprintf(stderr, "[session %s: %zu of the prompt's %zu tokens reused]\n", o.session_file.c_str(), cached,
                    prompt.size());
     }
-    generate(s, *tok, sampler, prompt, o.n_predict, o, st, cached);
+    generate(s, *tok, sampler, prompt, o.n_predict, o, st, shifter, cached);
     end_text();
     save_session();
   } else {
@@ -251,7 +288,7 @@ int run_generate(const RunOptions& o) {
     const auto take_turn = [&](const std::string& text, bool ids) {
       const auto encode = [&](bool first) { return ids ? prompt_ids : encode_turn(text, first); };
       std::vector<std::int32_t> turn = encode(s.n_past() == 0);
-      if (s.n_past() > 0 && s.n_past() + static_cast<std::int64_t>(turn.size()) > s.n_ctx()) {
+      if (s.n_past() > 0 && !shifter.can_fit(s, static_cast<std::int64_t>(turn.size()))) {
         std::vector<std::int32_t> fresh = encode(true);
         if (static_cast<std::int64_t>(fresh.size()) > s.n_ctx()) {
           std::fprintf(stderr, "latte: context_overflow: the turn takes %zu tokens, more than the whole context of %lld: "
@@ -267,7 +304,7 @@ int run_generate(const RunOptions& o) {
         turn = std::move(fresh);
       }
       try {
-        generate(s, *tok, sampler, turn, o.n_predict, o, st);
+        generate(s, *tok, sampler, turn, o.n_predict, o, st, shifter);
       } catch (const Error& e) {
         if (e.status() != Status::context_overflow) throw;
         std::fprintf(stderr, "latte: %s: %s\n", status_name(e.status()), e.what());
