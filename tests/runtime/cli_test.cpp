@@ -797,13 +797,14 @@ TEST(Cli, RunSaysWhenTheContextCutsGenerationShort) {
   ASSERT_NE(at, std::string::npos) << prompt.output;
   const int n_prompt = std::atoi(prompt.output.c_str() + at + 8);
   ASSERT_GT(n_prompt, 0) << prompt.output;
-  // Room for exactly 4 generated tokens (the 4th is sampled, not decoded).
-  const std::string ctx = " -c " + std::to_string(n_prompt + 3);
+  // Room for exactly 4 generated tokens (the 4th is sampled, not decoded)
+  // where the context is not shifted.
+  const std::string ctx = " -c " + std::to_string(n_prompt + 3) + " --no-context-shift";
   const Result cut = run("run -m " + m + " -p hello -n 10 --temp 0 --ignore-eos" + ctx);
   ASSERT_EQ(cut.code, 0) << cut.output;
   EXPECT_NE(cut.output.find("generated: 4 tokens"), std::string::npos) << cut.output;
   EXPECT_NE(cut.output.find("[stopped after 4 of 10 tokens: the context of " + std::to_string(n_prompt + 3) +
-                            " tokens is full (raise --ctx)]\n"),
+                            " tokens is full (raise --ctx, or drop --no-context-shift)]\n"),
             std::string::npos)
       << cut.output;
   // Asked for no more than fits: no notice.
