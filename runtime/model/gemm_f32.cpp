@@ -48,13 +48,13 @@ void gemm_n_row(std::int64_t i, std::int64_t N, std::int64_t K, float alpha, con
 
 }  // namespace
 
-Status gemm_f32_own(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+Status gemm_f32_own(Isa isa, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                     std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                     std::int64_t ldc) noexcept {
   if (M <= 0 || N <= 0) return Status::ok;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (tb == 'T') {
-    const kernels::DotF32Kernels& dk = kernels::dot_f32_kernels(active_isa());
+    const kernels::DotF32Kernels& dk = kernels::dot_f32_kernels(isa);
     const std::int64_t blocks = (N + kBlockRows - 1) / kBlockRows;
     // Work items (block of B's rows, row of A), blocks outermost so a
     // thread's consecutive items share the block.
@@ -70,6 +70,12 @@ Status gemm_f32_own(char tb, std::int64_t M, std::int64_t N, std::int64_t K, flo
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && M >= 2)
   for (std::int64_t i = 0; i < M; ++i) gemm_n_row(i, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   return Status::ok;
+}
+
+Status gemm_f32_own(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                    std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                    std::int64_t ldc) noexcept {
+  return gemm_f32_own(active_isa(), tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 Status gemm_f32(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "kernels/isa.h"
 #include "runtime/error.h"
 
 namespace latte {
@@ -20,6 +21,11 @@ Status gemm_f32(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float a
                 std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) noexcept;
 
 Status gemm_f32_own(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                    std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                    std::int64_t ldc) noexcept;
+// The same on the dot_f32 kernels of a given ISA (one of supported_isas()),
+// so tests can check every kernel the machine has.
+Status gemm_f32_own(Isa isa, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                     std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                     std::int64_t ldc) noexcept;
 
