@@ -43,13 +43,17 @@ elapsed training time every --ckpt-minutes (3) to
 the learned BPE merges, which are cached there too).  Running the same
 command again resumes from it, seeing the batches an uninterrupted run would
 (a step's crops depend on (seed, step) only); the elapsed time carries over,
-so the LR schedule continues where it stopped.  --fresh starts over.  A
-checkpoint written with another recipe (config, seed, steps, corpus) is
-refused.  Giving a smaller --max-minutes than the time already spent ends
-training at once and exports the checkpoint's model.
+and the LR schedule is a function of the step alone (warmup, then cosine over
+--steps), so where a run stops and resumes changes nothing but the time taken.
+--fresh starts over.  A checkpoint written with another recipe (config, seed,
+steps, corpus) is refused.  --max-minutes M stops this process's training
+after M minutes at a checkpoint (exit status 3; run again to resume), for a
+machine shared with other work; --export-now exports the checkpoint's model
+as it is (the JSON says at which step).  The first full run: 1,200 steps,
+about 65 minutes on 2 idle cores; models/train.log is its log.
 
 Usage:
-  scripts/train_tiny_mla.py            full run (65 min training budget on 2 cores)
+  scripts/train_tiny_mla.py            full run (resumes a checkpoint if there is one)
   scripts/train_tiny_mla.py --quick    a few minutes, for development (writes *-quick.*)
   scripts/train_tiny_mla.py --check-reference   compare this PyTorch forward with
         llama.cpp's logits for ../shared/testdata/tiny-*.gguf and exit
@@ -132,8 +136,6 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import latte_gguf as gg  # noqa: E402
 
-# Default wall-clock budget of the full run's training loop, in minutes.
-DEFAULT_MINUTES = 65.0
 DEFAULT_CKPT_DIR = "/work/train-ckpt"
 BOS_TEXT = "<\uff5cbegin\u2581of\u2581sentence\uff5c>"   # <｜begin▁of▁sentence｜>
 EOS_TEXT = "<\uff5cend\u2581of\u2581sentence\uff5c>"     # <｜end▁of▁sentence｜>
@@ -897,13 +899,15 @@ def greedy(model, prompt, n_new):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="~1 minute run for development")
+    ap.add_argument("--quick", action="store_true", help="a few minutes' run for development")
     ap.add_argument("--check-reference", action="store_true")
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "models"))
     ap.add_argument("--name", default=None)
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--max-minutes", type=float, default=None,
-                    help="safety cap on training wall time (stops early, recorded in the JSON)")
+                    help="stop this process's training after this many minutes at a checkpoint (exit status 3)")
+    ap.add_argument("--export-now", action="store_true",
+                    help="export the checkpoint's model without training further")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--f16", action="store_true", help="store matrices as F16 (default F32)")
@@ -937,13 +941,7 @@ def main():
     # 512 halves the attention work per token, which dominates a step on 2 cores.
     # Small batches: with so few tokens seen, more updates beat larger ones.
     batch, seq = 4, cfg.n_ctx
-    steps = args.steps or (8 if quick else 8000)
-    # Wall-clock budget for the training loop: the LR schedule's progress is
-    # max(step/steps, elapsed/budget), so on a fast enough machine the run is
-    # exactly `steps` steps (deterministic); on a loaded one it still ends, with
-    # the LR fully decayed, when the budget is spent (recorded in the JSON).
-    # Elapsed time is carried across resumes (it is in the checkpoint).
-    budget = 60 * (args.max_minutes if args.max_minutes else (1.0 if quick else DEFAULT_MINUTES))
+    steps = args.steps or (4 if quick else 1200)
     lr_max, lr_min, warmup, wd, aux_coef = 2e-3, 1e-4, (2 if quick else 30), 0.1, 0.01
 
     # ---- data
@@ -995,7 +993,7 @@ def main():
     nodecay = [p for n_, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": wd}, {"params": nodecay, "weight_decay": 0.0}],
                             lr=lr_max, betas=(0.9, 0.95), eps=1e-8)
-    # What must agree for a checkpoint to be resumed (the time budget may change).
+    # What must agree for a checkpoint to be resumed.
     recipe = {"cfg": cfg.to_dict(), "seed": args.seed, "steps": steps, "batch": batch, "seq": seq,
               "lr": [lr_max, lr_min, warmup, wd, aux_coef], "corpus_sha256": corpus_hash,
               "merges_sha256": hashlib.sha256(json.dumps(merges).encode("utf-8")).hexdigest()}
@@ -1028,14 +1026,14 @@ def main():
 
     last_ckpt = time.time()
     model.train()
-    stopped_early = False
-    while True:
-        pr = max(step / steps, elapsed() / budget)
-        if pr >= 1.0:
-            stopped_early = step < steps
-            if stopped_early:
-                log("time budget (%.1f min) reached at step %d of %d" % (budget / 60, step, steps))
-            break
+    t_process = time.time()
+    while step < steps and not args.export_now:
+        if args.max_minutes is not None and time.time() - t_process >= 60 * args.max_minutes:
+            save_ckpt()
+            log("--max-minutes %g reached at step %d of %d: checkpoint saved, run again to resume"
+                % (args.max_minutes, step, steps))
+            sys.exit(3)
+        pr = step / steps
         if step < warmup:
             lr = lr_max * (step + 1) / warmup
         else:
@@ -1065,8 +1063,12 @@ def main():
         if time.time() - last_ckpt >= 60 * args.ckpt_minutes:
             save_ckpt()
             last_ckpt = time.time()
-    save_ckpt()
+    if not args.export_now:
+        save_ckpt()
     done_steps = step
+    stopped_early = step < steps
+    if stopped_early:
+        log("exporting the checkpoint of step %d of %d (--export-now)" % (step, steps))
     train_secs = elapsed()
     model.eval()
 
@@ -1169,7 +1171,7 @@ def main():
         },
         "train": {
             "seed": args.seed, "threads": args.threads, "steps": done_steps, "planned_steps": steps,
-            "stopped_early": stopped_early, "resumed_at_steps": resumed, "budget_minutes": budget / 60,
+            "stopped_early": stopped_early, "resumed_at_steps": resumed,
             "batch": batch, "seq": seq, "tokens_seen": done_steps * batch * seq,
             "train_stream_tokens": int(len(stream)),
             "data": "random %d-token crops (numpy RandomState([seed, step])) of the concatenated training stream "
