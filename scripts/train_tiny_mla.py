@@ -1011,12 +1011,16 @@ def main():
         opt.load_state_dict(ck["opt"])
         step, curve, ema, elapsed0 = ck["step"], ck["curve"], ck["ema"], ck["elapsed"]
         resumed = ck.get("resumed", []) + [step]
+        # The earlier processes' log lines first, so the JSON's log is the whole run's.
+        log_lines[:0] = ck.get("log", []) + ["--- resumed ---"]
         log("resumed from %s at step %d (%.1f min of training done)" % (ckpt_path, step, elapsed0 / 60))
+    elif args.export_now:
+        sys.exit("train_tiny_mla.py: --export-now needs a checkpoint (%s is missing)" % ckpt_path)
 
     def save_ckpt():
         tmp = ckpt_path + ".tmp"
         torch.save({"recipe": recipe, "model": model.state_dict(), "opt": opt.state_dict(), "step": step,
-                    "curve": curve, "ema": ema, "elapsed": elapsed(), "resumed": resumed}, tmp)
+                    "curve": curve, "ema": ema, "elapsed": elapsed(), "resumed": resumed, "log": log_lines}, tmp)
         os.replace(tmp, ckpt_path)
 
     t_train = time.time()
