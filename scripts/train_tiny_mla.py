@@ -49,8 +49,9 @@ and the LR schedule is a function of the step alone (warmup, then cosine over
 steps, corpus) is refused.  --max-minutes M stops this process's training
 after M minutes at a checkpoint (exit status 3; run again to resume), for a
 machine shared with other work; --export-now exports the checkpoint's model
-as it is (the JSON says at which step).  The first full run: 1,200 steps,
-about 65 minutes on 2 idle cores; models/train.log is its log.
+as it is (the JSON says at which step).  A full run is 1,200 steps;
+docs/training-log.md says how long they took here, and models/train.log is
+the log of the run that made the shipped model.
 
 Usage:
   scripts/train_tiny_mla.py            full run (resumes a checkpoint if there is one)
