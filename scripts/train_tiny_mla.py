@@ -1,21 +1,32 @@
 #!/usr/bin/env python3
-"""Train Latte's shipped tiny MLA model (deepseek2 architecture) on fortune cookies.
+"""Train Latte's shipped tiny MLA model (deepseek2 architecture) on the King James Bible.
+
+Why this corpus: the model is a small demo (6.4M parameters) trained on two
+CPU cores, and what a newcomer needs from it is text that reads as English
+sentences.  The KJV (Debian's bible-kjv-text, public domain) is ~4.3 MB of
+one register only: one translator's style, a small vocabulary (~13K word
+forms), very regular syntax and punctuation, every verse a sentence or two.
+A model of this size learns such text fast.  Fortune cookies (the previous
+corpus) mix verse, dialogue, code and jokes; WordNet glosses are fragments
+rather than sentences; GCIDE mixes definitions with markup and etymologies.
+Mixing any of them with the KJV would spend the small budget on two styles.
 
 What it does (deterministic, seeded):
-  1. Installs its Debian deps if missing (python3-torch, python3-numpy, fortunes)
-     and re-runs itself under /usr/bin/python3 when the current interpreter
-     lacks torch.
-  2. Reads the plain-text fortune files in /usr/share/games/fortunes (entries
-     separated by lines holding only `%`), removes overstrike sequences
-     (`X\\b`), and splits them: every 20th fortune (index % 20 == 19, in the
-     order: sorted file names, then file order) is held out.  The held-out
-     fortunes are written to models/heldout.txt (same `%` format).
+  1. Installs its Debian deps if missing (python3-torch, python3-numpy,
+     libopenblas0-pthread, bible-kjv, bible-kjv-text) and re-runs itself
+     under /usr/bin/python3 when the current interpreter lacks torch.
+  2. Reads the 31,102 verses with `bible -f` (one document per verse, the
+     text without its reference) and splits them by chapter: the 1,189
+     chapters are numbered in canonical order and every chapter with index
+     % 20 == 19 is held out whole (1,573 verses), so no held-out verse has its
+     neighbours in training.  The held-out verses are written to
+     models/heldout.txt, one per line.
   3. Learns a byte-level BPE vocab (GPT-2 byte<->unicode map) on the training
      split, pre-split exactly like llama.cpp's `deepseek-llm` pre-tokenizer
      (see PRE-TOKENIZER below), plus BOS/EOS control tokens.
   4. Trains, in PyTorch, the NAIVE (decompressed, MHA) form of a deepseek2
      model: MLA with q_lora, decoupled RoPE on consecutive pairs with YaRN
-     (factor 4 over an original context of 128 -> context 512), one dense
+     (factor 4 over an original context of 64 -> context 256), one dense
      SwiGLU layer then MoE layers (softmax gating, top-k, shared expert).
   5. Exports to GGUF (deepseek2, new MLA layout, tokenizer included) with
      scripts/latte_gguf.py, mirroring ../shared/testdata/tiny-*.gguf
@@ -26,9 +37,25 @@ What it does (deterministic, seeded):
      (token windows included, so any runtime can replay them exactly), greedy
      continuations of 20 held-out prompts, tokenizer test vectors, training log.
 
+Checkpoints and resuming: the training loop saves model, optimizer, step and
+elapsed training time every --ckpt-minutes (3) to
+/work/train-ckpt/<name>/ckpt.pt (--ckpt-dir; outside the repository, next to
+the learned BPE merges, which are cached there too).  Running the same
+command again resumes from it, seeing the batches an uninterrupted run would
+(a step's crops depend on (seed, step) only); the elapsed time carries over,
+and the LR schedule is a function of the step alone (warmup, then cosine over
+--steps), so where a run stops and resumes changes nothing but the time taken.
+--fresh starts over.  A checkpoint written with another recipe (config, seed,
+steps, corpus) is refused.  --max-minutes M stops this process's training
+after M minutes at a checkpoint (exit status 3; run again to resume), for a
+machine shared with other work; --export-now exports the checkpoint's model
+as it is (the JSON says at which step).  A full run is 1,200 steps;
+docs/training-log.md says how long they took here, and models/train.log is
+the log of the run that made the shipped model.
+
 Usage:
-  scripts/train_tiny_mla.py            full run (~40 min on 2 cores)
-  scripts/train_tiny_mla.py --quick    ~1 minute, for development (writes *-quick.*)
+  scripts/train_tiny_mla.py            full run (resumes a checkpoint if there is one)
+  scripts/train_tiny_mla.py --quick    a few minutes, for development (writes *-quick.*)
   scripts/train_tiny_mla.py --check-reference   compare this PyTorch forward with
         llama.cpp's logits for ../shared/testdata/tiny-*.gguf and exit
 """
@@ -55,8 +82,9 @@ def ensure_deps():
         missing = []
         if not (_have("torch") and _have("numpy")) and not os.path.exists("/usr/lib/python3/dist-packages/torch"):
             missing += ["python3-torch", "python3-numpy"]
-        if not os.path.isdir("/usr/share/games/fortunes"):
-            missing += ["fortunes"]
+        if not os.path.exists("/usr/lib/bible.data") or not any(
+                os.access(os.path.join(d, "bible"), os.X_OK) for d in os.environ.get("PATH", "").split(":")):
+            missing += ["bible-kjv", "bible-kjv-text"]
         # Debian's torch calls the system BLAS; the reference libblas3 is ~10x
         # slower than OpenBLAS for the matmuls of training.
         if os.path.exists("/usr/bin/dpkg") and subprocess.call(["dpkg", "-s", "libopenblas0-pthread"],
@@ -91,6 +119,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", _thr)
 os.environ.setdefault("OMP_NUM_THREADS", _thr)
 
 import argparse  # noqa: E402
+import hashlib  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import re  # noqa: E402
@@ -108,7 +137,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import latte_gguf as gg  # noqa: E402
 
-FORTUNE_DIR = "/usr/share/games/fortunes"
+DEFAULT_CKPT_DIR = "/work/train-ckpt"
 BOS_TEXT = "<\uff5cbegin\u2581of\u2581sentence\uff5c>"   # <｜begin▁of▁sentence｜>
 EOS_TEXT = "<\uff5cend\u2581of\u2581sentence\uff5c>"     # <｜end▁of▁sentence｜>
 CHAT_TEMPLATE = (
@@ -124,44 +153,38 @@ CHAT_TEMPLATE = (
 # Data
 # ----------------------------------------------------------------------------
 
-def load_fortunes(d=FORTUNE_DIR):
-    """All fortunes, in sorted-file-name order then file order.
+def load_kjv():
+    """All 31,102 verses of the King James Bible, in canonical order, as
+    (book, chapter, verse, text) tuples.
 
-    Plain-text files only (no extension; symlinks such as *.u8 and the *.dat
-    index files are skipped).  Entries are separated by lines that are exactly
-    '%'.  Overstrike sequences 'X\\b' are removed, '\\r' dropped, trailing
-    whitespace of the entry stripped; empty entries are dropped."""
-    out = []
-    for name in sorted(os.listdir(d)):
-        p = os.path.join(d, name)
-        if "." in name or os.path.islink(p) or not os.path.isfile(p):
+    The text comes from Debian's bible-kjv-text (a compressed data file) read
+    through the `bible` program of bible-kjv: `bible -f` prints one verse per
+    line as `<Book><chapter>:<verse> <text>`."""
+    out = subprocess.run(["bible", "-f", "-m", "8000", "Gen1:1-Rev22:21"], check=True,
+                         stdout=subprocess.PIPE).stdout.decode("utf-8")
+    verses = []
+    rx = re.compile(r"^([1-3]?[A-Za-z]+)([0-9]+):([0-9]+) (.*)$")
+    for line in out.split("\n"):
+        if not line.strip():
             continue
-        raw = open(p, "rb").read()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            text = raw.decode("latin-1")
-        text = text.replace("\r", "")
-        cur = []
-        for line in text.split("\n") + ["%"]:
-            if line == "%":
-                e = "\n".join(cur)
-                while "\b" in e:
-                    e2 = re.sub(".\b", "", e, flags=re.S)
-                    e2 = e2.replace("\b", "") if e2 == e else e2
-                    e = e2
-                e = e.rstrip()
-                if e.strip():
-                    out.append(e)
-                cur = []
-            else:
-                cur.append(line)
-    return out
+        m = rx.match(line)
+        assert m, "unexpected line from bible: %r" % line
+        verses.append((m.group(1), int(m.group(2)), int(m.group(3)), m.group(4).strip()))
+    assert len(verses) == 31102, len(verses)
+    return verses
 
 
-def split_fortunes(fortunes):
-    train = [f for i, f in enumerate(fortunes) if i % 20 != 19]
-    held = [f for i, f in enumerate(fortunes) if i % 20 == 19]
+def split_kjv(verses):
+    """Chapters in canonical order; every 20th chapter (index % 20 == 19) is
+    held out whole, so no held-out verse has its neighbours in training.
+    Returns (train verses, held-out verses), each a list of verse texts in
+    canonical order."""
+    train, held, chap, last = [], [], -1, None
+    for b, c, _, t in verses:
+        if (b, c) != last:
+            chap += 1
+            last = (b, c)
+        (held if chap % 20 == 19 else train).append(t)
     return train, held
 
 
@@ -417,7 +440,10 @@ class Tokenizer(object):
 
 def build_tokenizer(train_texts, vocab_size, log=print):
     n_merges = vocab_size - 256 - 2
-    merges = train_bpe(train_texts, n_merges, log=log)
+    return tokenizer_from_merges(train_bpe(train_texts, n_merges, log=log))
+
+
+def tokenizer_from_merges(merges):
     tokens = [B2U[b] for b in range(256)] + [a + b for a, b in merges]
     # duplicates cannot occur: every merge creates a new symbol
     assert len(set(tokens)) == len(tokens)
@@ -874,16 +900,22 @@ def greedy(model, prompt, n_new):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="~1 minute run for development")
+    ap.add_argument("--quick", action="store_true", help="a few minutes' run for development")
     ap.add_argument("--check-reference", action="store_true")
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "models"))
     ap.add_argument("--name", default=None)
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--max-minutes", type=float, default=None,
-                    help="safety cap on training wall time (stops early, recorded in the JSON)")
+                    help="stop this process's training after this many minutes at a checkpoint (exit status 3)")
+    ap.add_argument("--export-now", action="store_true",
+                    help="export the checkpoint's model without training further")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--f16", action="store_true", help="store matrices as F16 (default F32)")
+    ap.add_argument("--ckpt-dir", default=DEFAULT_CKPT_DIR,
+                    help="checkpoints go to CKPT_DIR/<name>/ (default %(default)s)")
+    ap.add_argument("--ckpt-minutes", type=float, default=3.0, help="minutes between checkpoints")
+    ap.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint and start over")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -905,26 +937,42 @@ def main():
     vocab_size = 2048
     cfg = Cfg(vocab=vocab_size, d=256, n_layer=4, n_head=8, q_lora=128, d_c=64, d_nope=32, d_rope=16, d_v=32,
               ff=768, n_dense=1, n_expert=8, n_used=2, n_shared=1, ff_exp=192, eps=1e-6, rope_base=10000.0,
-              yarn_factor=4.0, yarn_orig_ctx=128, yarn_log_mul=0.0707, n_ctx=512)
+              yarn_factor=4.0, yarn_orig_ctx=64, yarn_log_mul=0.0707, n_ctx=256)
+    # A verse is ~38 tokens, so 256 tokens hold several; a shorter context than
+    # 512 halves the attention work per token, which dominates a step on 2 cores.
+    # Small batches: with so few tokens seen, more updates beat larger ones.
     batch, seq = 4, cfg.n_ctx
-    steps = args.steps or (8 if quick else 600)
-    # Wall-clock budget for the training loop: the LR schedule's progress is
-    # max(step/steps, elapsed/budget), so on a fast enough machine the run is
-    # exactly `steps` steps (deterministic); on a loaded one it still ends, with
-    # the LR fully decayed, when the budget is spent (recorded in the JSON).
-    budget = 60 * (args.max_minutes if args.max_minutes else (1.0 if quick else 40.0))
+    steps = args.steps or (4 if quick else 1200)
     lr_max, lr_min, warmup, wd, aux_coef = 2e-3, 1e-4, (2 if quick else 30), 0.1, 0.01
 
     # ---- data
-    fortunes = load_fortunes()
-    train_f, held_f = split_fortunes(fortunes)
-    log("fortunes: %d total, %d train, %d held out (every 20th)" % (len(fortunes), len(train_f), len(held_f)))
-    with open(os.path.join(args.out_dir, "heldout.txt"), "w", encoding="utf-8") as f:
-        f.write("".join(x + "\n%\n" for x in held_f))
+    verses = load_kjv()
+    train_f, held_f = split_kjv(verses)
+    if quick:
+        train_f, held_f = train_f[:3000], held_f[:200]
+    log("kjv: %d verses, %d train, %d held out (every 20th chapter)" % (len(verses), len(train_f), len(held_f)))
+    with open(os.path.join(args.out_dir, "heldout.txt" if not quick else "heldout-quick.txt"), "w",
+              encoding="utf-8") as f:
+        f.write("".join(x + "\n" for x in held_f))
 
-    # ---- tokenizer
+    # ---- checkpoint directory (outside the repository; see the docstring)
+    ckpt_dir = os.path.join(args.ckpt_dir, name)
+    os.makedirs(ckpt_dir, exist_ok=True)
+    ckpt_path = os.path.join(ckpt_dir, "ckpt.pt")
+
+    # ---- tokenizer (cached next to the checkpoint: BPE training takes a minute or two)
     t0 = time.time()
-    tok, types, merges = build_tokenizer(train_f, vocab_size, log=log)
+    corpus_hash = hashlib.sha256("\n".join(train_f).encode("utf-8")).hexdigest()
+    bpe_cache = os.path.join(ckpt_dir, "bpe-%d-%s.json" % (vocab_size, corpus_hash[:16]))
+    if os.path.exists(bpe_cache) and not args.fresh:
+        merges = [tuple(m) for m in json.load(open(bpe_cache, encoding="utf-8"))]
+        tok, types, merges = tokenizer_from_merges(merges)
+        log("bpe: %d merges read from %s" % (len(merges), bpe_cache))
+    else:
+        tok, types, merges = build_tokenizer(train_f, vocab_size, log=log)
+        with open(bpe_cache + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(merges, f, ensure_ascii=False)
+        os.replace(bpe_cache + ".tmp", bpe_cache)
     assert len(tok.tokens) == vocab_size
     log("bpe: %d merges, vocab %d (%.1fs)" % (len(merges), len(tok.tokens), time.time() - t0))
     train_seqs = [[tok.bos_id] + tok.encode(x) + [tok.eos_id] for x in train_f]
@@ -946,28 +994,60 @@ def main():
     nodecay = [p for n_, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": wd}, {"params": nodecay, "weight_decay": 0.0}],
                             lr=lr_max, betas=(0.9, 0.95), eps=1e-8)
-    rng = np.random.RandomState(args.seed)
+    # What must agree for a checkpoint to be resumed.
+    recipe = {"cfg": cfg.to_dict(), "seed": args.seed, "steps": steps, "batch": batch, "seq": seq,
+              "lr": [lr_max, lr_min, warmup, wd, aux_coef], "corpus_sha256": corpus_hash,
+              "merges_sha256": hashlib.sha256(json.dumps(merges).encode("utf-8")).hexdigest()}
     curve = []
-    t_train = time.time()
-    model.train()
     ema = None
-    done_steps = 0
-    stopped_early = False
     step = 0
-    while True:
-        pr = max(step / steps, (time.time() - t_train) / budget)
-        if pr >= 1.0:
-            stopped_early = step < steps
-            if stopped_early:
-                log("time budget (%.1f min) reached at step %d of %d" % (budget / 60, step, steps))
-            break
+    elapsed0 = 0.0       # training seconds spent before this process (resumed runs)
+    resumed = []
+    if os.path.exists(ckpt_path) and not args.fresh:
+        ck = torch.load(ckpt_path)
+        if ck["recipe"] != recipe:
+            sys.exit("train_tiny_mla.py: %s was written with another recipe; use --fresh to start over "
+                     "(or --ckpt-dir elsewhere)" % ckpt_path)
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        step, curve, ema, elapsed0 = ck["step"], ck["curve"], ck["ema"], ck["elapsed"]
+        resumed = ck.get("resumed", []) + [step]
+        # The earlier processes' log lines first, so the JSON's log is the whole run's.
+        log_lines[:0] = ck.get("log", []) + ["--- resumed ---"]
+        log("resumed from %s at step %d (%.1f min of training done)" % (ckpt_path, step, elapsed0 / 60))
+    elif args.export_now:
+        sys.exit("train_tiny_mla.py: --export-now needs a checkpoint (%s is missing)" % ckpt_path)
+
+    def save_ckpt():
+        tmp = ckpt_path + ".tmp"
+        torch.save({"recipe": recipe, "model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                    "curve": curve, "ema": ema, "elapsed": elapsed(), "resumed": resumed, "log": log_lines}, tmp)
+        os.replace(tmp, ckpt_path)
+
+    t_train = time.time()
+
+    def elapsed():
+        return elapsed0 + time.time() - t_train
+
+    last_ckpt = time.time()
+    model.train()
+    t_process = time.time()
+    while step < steps and not args.export_now:
+        if args.max_minutes is not None and time.time() - t_process >= 60 * args.max_minutes:
+            save_ckpt()
+            log("--max-minutes %g reached at step %d of %d: checkpoint saved, run again to resume"
+                % (args.max_minutes, step, steps))
+            sys.exit(3)
+        pr = step / steps
         if step < warmup:
             lr = lr_max * (step + 1) / warmup
         else:
             lr = lr_min + 0.5 * (lr_max - lr_min) * (1 + math.cos(math.pi * pr))
         for gp in opt.param_groups:
             gp["lr"] = lr
-        offs = rng.randint(0, len(stream) - seq - 1, size=batch)
+        # The crops of step s depend on (seed, s) only, so a resumed run sees
+        # the batches an uninterrupted one would.
+        offs = np.random.RandomState([args.seed, step]).randint(0, len(stream) - seq - 1, size=batch)
         xb = torch.from_numpy(np.stack([stream[o:o + seq] for o in offs]))
         yb = torch.from_numpy(np.stack([stream[o + 1:o + seq + 1] for o in offs]))
         logits = model(xb)
@@ -977,16 +1057,24 @@ def main():
         (loss + aux_coef * aux).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        done_steps = step + 1
         lv = loss.item()
         ema = lv if ema is None else 0.95 * ema + 0.05 * lv
         curve.append(round(lv, 4))
         if step % (1 if quick else 10) == 0 or step == steps - 1:
-            el = time.time() - t_train
-            log("step %4d/%d loss %.4f (ema %.4f) aux %.3f lr %.2e  %.1f s/step, %.0f tok/s" %
+            el = elapsed()
+            log("step %4d/%d loss %.4f (ema %.4f) aux %.3f lr %.2e  %.2f s/step, %.0f tok/s" %
                 (step, steps, lv, ema, float(aux), lr, el / (step + 1), (step + 1) * batch * seq / el))
         step += 1
-    train_secs = time.time() - t_train
+        if time.time() - last_ckpt >= 60 * args.ckpt_minutes:
+            save_ckpt()
+            last_ckpt = time.time()
+    if not args.export_now:
+        save_ckpt()
+    done_steps = step
+    stopped_early = step < steps
+    if stopped_early:
+        log("exporting the checkpoint of step %d of %d (--export-now)" % (step, steps))
+    train_secs = elapsed()
     model.eval()
 
     # ---- evaluation (PyTorch reference numbers)
@@ -1002,8 +1090,8 @@ def main():
 
     prompts = []
     for x, s in zip(held_f, held_seqs):
-        if len(s) >= 40 and len(prompts) < 20:
-            prompts.append(s[:1 + 12])  # BOS + first 12 tokens of the fortune
+        if len(s) >= 40 and len(prompts) < (4 if quick else 20):
+            prompts.append(s[:1 + 12])  # BOS + first 12 tokens of the verse
     gens = []
     for p in prompts:
         c = greedy(model, p, 32)
@@ -1043,19 +1131,20 @@ def main():
         "n_params": n_params,
         "kq_scale": kq_scale(cfg),
         "heldout": {
-            "file": "models/heldout.txt",
-            "selection": "load_fortunes(): plain-text files of %s in sorted name order, entries split on "
-                         "lines that are exactly '%%', overstrikes 'X\\b' removed, trailing whitespace "
-                         "stripped, empty entries dropped; held out = entries with index %% 20 == 19" % FORTUNE_DIR,
-            "n_fortunes": len(held_f),
+            "file": "models/heldout.txt (one verse per line)",
+            "selection": "load_kjv(): the 31,102 verses of the King James Bible printed by `bible -f` "
+                         "(Debian's bible-kjv and bible-kjv-text) in canonical order, one document per verse "
+                         "(text without its reference); the 1,189 chapters are numbered in order and every "
+                         "chapter with index % 20 == 19 is held out whole",
+            "n_docs": len(held_f),
         },
         "perplexity": {
-            "method": "each held-out fortune is tokenized as [BOS] + encode(text) + [EOS] (no trailing newline); "
-                      "these sequences are greedily packed, whole, into windows of at most n_ctx=512 tokens "
-                      "(a sequence longer than 512 is cut into 512-token pieces, each its own window); every "
+            "method": "each held-out verse is tokenized as [BOS] + encode(text) + [EOS] (no trailing newline); "
+                      "these sequences are greedily packed, whole, into windows of at most n_ctx=%d tokens "
+                      "(a sequence longer than n_ctx is cut into n_ctx-token pieces, each its own window); every "
                       "window is evaluated independently from position 0 (fresh cache); tokens 1..len-1 of each "
                       "window are predicted from their prefix within the window; perplexity = "
-                      "exp(sum NLL / number of predicted tokens). The windows' token ids are listed below.",
+                      "exp(sum NLL / number of predicted tokens). The windows' token ids are listed below." % cfg.n_ctx,
             "n_ctx": cfg.n_ctx,
             "n_windows": len(wins),
             "windows_file": "models/%s.heldout.windows (one window per line, comma-separated ids)" % name,
@@ -1069,9 +1158,9 @@ def main():
             "windows": wins,
         },
         "train_split_sample": {"n_predicted": tn, "mean_nll": tnll / tn, "ppl": math.exp(tnll / tn),
-                               "what": "the first %d training fortunes, same packing and protocol" % (100 if quick else 200)},
+                               "what": "the first %d training verses, same packing and protocol" % (100 if quick else 200)},
         "greedy": {
-            "method": "prompt = BOS + first 12 tokens of the first 20 held-out fortunes with >= 40 tokens "
+            "method": "prompt = BOS + first 12 tokens of the first 20 held-out verses with >= 40 tokens "
                       "(incl. BOS/EOS); 32 new tokens by argmax (first maximum on ties), EOS not treated as a stop, "
                       "full-precision (float32) PyTorch naive form; "
                       "continuation_ids_until_eos = the part before the first EOS (what a runtime that stops at EOS, "
@@ -1087,11 +1176,11 @@ def main():
         },
         "train": {
             "seed": args.seed, "threads": args.threads, "steps": done_steps, "planned_steps": steps,
-            "stopped_early": stopped_early,
+            "stopped_early": stopped_early, "resumed_at_steps": resumed,
             "batch": batch, "seq": seq, "tokens_seen": done_steps * batch * seq,
             "train_stream_tokens": int(len(stream)),
-            "data": "random 512-token crops (numpy RandomState(seed)) of the concatenated training stream "
-                    "[BOS] text [EOS] [BOS] text [EOS] ...; loss on every position",
+            "data": "random %d-token crops (numpy RandomState([seed, step])) of the concatenated training stream "
+                    "[BOS] text [EOS] [BOS] text [EOS] ...; loss on every position" % seq,
             "optimizer": "AdamW betas (0.9,0.95) wd %.2g on matrices, lr %.1e warmup %d then cosine to %.1e, "
                          "grad clip 1.0, MoE load-balancing aux loss x%.2g" % (wd, lr_max, warmup, lr_min, aux_coef),
             "seconds": train_secs, "total_seconds": time.time() - t_start,
