@@ -71,12 +71,6 @@ Status gemm_f32_own(Isa isa, char tb, std::int64_t M, std::int64_t N, std::int64
   return Status::ok;
 }
 
-Status gemm_f32_own(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-                    std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
-                    std::int64_t ldc) noexcept {
-  return gemm_f32_own(active_isa(), tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-
 Status gemm_f32(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                 std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) noexcept {
 #if LATTE_WITH_ONEDNN

@@ -24,11 +24,6 @@ Status gemm_f32(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float a
 Status gemm_f32_own(Isa isa, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                     std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                     std::int64_t ldc) noexcept;
-// The same on the dot_f32 kernels of a given ISA (one of supported_isas()),
-// so tests can check every kernel the machine has.
-Status gemm_f32_own(Isa isa, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-                    std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
-                    std::int64_t ldc) noexcept;
 
 // The error for a failed gemm_f32's status (out_of_memory or internal).
 Error gemm_f32_error(Status s);
