@@ -6,9 +6,9 @@
 #include <string>
 #include <utility>
 
-#include "runtime/alloc_hook.h"
+#include "platform/alloc_hook.h"
+#include "platform/memory.h"
 #include "runtime/error.h"
-#include "runtime/huge_pages.h"
 
 namespace latte {
 
@@ -143,7 +143,10 @@ void* LatentCache::tile_for_write(Layer& l, std::size_t t) {
   void*& tile = l.tiles[t];
   if (tile == nullptr) {
     if (l.region) {
-      tile = l.region + t * tile_alloc_;  // fresh pages read as zero
+      // Fresh pages read as zero; committed first where the OS asks for it.
+      if (!commit_region(l.region + t * tile_alloc_, tile_alloc_))
+        throw Error(Status::out_of_memory, "latent cache: cannot commit a tile");
+      tile = l.region + t * tile_alloc_;
     } else {
       tile = alloc_should_fail(tile_alloc_) ? nullptr : std::aligned_alloc(64, tile_alloc_);
       if (tile == nullptr) throw Error(Status::out_of_memory, "latent cache: cannot allocate a tile");

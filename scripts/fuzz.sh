@@ -46,7 +46,8 @@ if [ ! -f "$fuzzer_lib" ]; then
   exit 1
 fi
 
-READER=(runtime/gguf/gguf_file.cpp tools/gguf_writer.cpp runtime/atomic_file.cpp runtime/read_only_file.cpp runtime/error.cpp runtime/huge_pages.cpp quant/ggml_types.cpp)
+READER=(runtime/gguf/gguf_file.cpp tools/gguf_writer.cpp platform/atomic_file_posix.cpp platform/read_only_file_posix.cpp
+        platform/file_map_posix.cpp platform/memory_posix.cpp platform/alloc_hook.cpp runtime/error.cpp quant/ggml_types.cpp)
 TOKENIZER=(runtime/tokenizer/tokenizer.cpp runtime/tokenizer/pretokenizer.cpp)
 PCRE2=(-DPCRE2_CODE_UNIT_WIDTH=8 -lpcre2-8)
 FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -I. -Wall -Wextra -Wno-unused-parameter)
