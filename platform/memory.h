@@ -34,6 +34,11 @@ bool commit_region(std::uint8_t* p, std::size_t bytes);
 // Makes a whole region (as map_huge_region returned it) read-only.
 void protect_region_read_only(std::uint8_t* p, std::size_t bytes);
 
+// Heap memory aligned to `align` (a power of two), null where it cannot be
+// had; free it with aligned_free (Windows' C library has no aligned_alloc).
+void* aligned_alloc_bytes(std::size_t align, std::size_t bytes);
+void aligned_free(void* p);
+
 // Whether `bytes` of address space can be reserved now (reserved and let go
 // at once, nothing committed): a probe before code that cannot report a
 // failed mapping.

@@ -5,6 +5,8 @@
 
 #include <sys/mman.h>
 
+#include <cstdlib>
+
 #include "platform/alloc_hook.h"
 
 namespace latte {
@@ -44,6 +46,12 @@ bool commit_region(std::uint8_t* p, std::size_t bytes) { return p != nullptr; }
 void protect_region_read_only(std::uint8_t* p, std::size_t bytes) {
   if (p) ::mprotect(p, round_to_huge_pages(bytes), PROT_READ);
 }
+
+void* aligned_alloc_bytes(std::size_t align, std::size_t bytes) {
+  return std::aligned_alloc(align, (bytes + align - 1) / align * align);  // a multiple of align, as C asks
+}
+
+void aligned_free(void* p) { std::free(p); }
 
 bool address_space_available(std::size_t bytes) {
   int flags = MAP_PRIVATE | MAP_ANONYMOUS;

@@ -6,6 +6,8 @@
 
 #include <windows.h>
 
+#include <malloc.h>
+
 #include "platform/alloc_hook.h"
 
 namespace latte {
@@ -35,6 +37,10 @@ void protect_region_read_only(std::uint8_t* p, std::size_t bytes) {
   DWORD old = 0;
   if (p) ::VirtualProtect(p, round_to_huge_pages(bytes), PAGE_READONLY, &old);
 }
+
+void* aligned_alloc_bytes(std::size_t align, std::size_t bytes) { return ::_aligned_malloc(bytes, align); }
+
+void aligned_free(void* p) { ::_aligned_free(p); }
 
 bool address_space_available(std::size_t bytes) {
   void* m = ::VirtualAlloc(nullptr, bytes, MEM_RESERVE, PAGE_NOACCESS);

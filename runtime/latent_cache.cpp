@@ -81,7 +81,7 @@ void LatentCache::free_all() {
       l.region = nullptr;
       l.region_bytes = 0;
     } else if (l.tiles) {
-      for (std::size_t i = 0; i < l.used_slots; ++i) std::free(l.tiles[i]);
+      for (std::size_t i = 0; i < l.used_slots; ++i) aligned_free(l.tiles[i]);
     }
     std::free(l.tiles);
     l.tiles = nullptr;
@@ -148,7 +148,7 @@ void* LatentCache::tile_for_write(Layer& l, std::size_t t) {
         throw Error(Status::out_of_memory, "latent cache: cannot commit a tile");
       tile = l.region + t * tile_alloc_;
     } else {
-      tile = alloc_should_fail(tile_alloc_) ? nullptr : std::aligned_alloc(64, tile_alloc_);
+      tile = alloc_should_fail(tile_alloc_) ? nullptr : aligned_alloc_bytes(64, tile_alloc_);
       if (tile == nullptr) throw Error(Status::out_of_memory, "latent cache: cannot allocate a tile");
       std::memset(tile, 0, tile_alloc_);
     }

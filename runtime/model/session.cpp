@@ -103,7 +103,7 @@ constexpr int kNaiveKeyBlock = 256;
 struct AlignedBuffer {
   float* p = nullptr;
   std::size_t n = 0;  // floats
-  ~AlignedBuffer() { std::free(p); }
+  ~AlignedBuffer() { aligned_free(p); }
   float* get(std::size_t want) {
     if (want > n) {
       // The old buffer stays until the new one exists: a failed
@@ -111,9 +111,9 @@ struct AlignedBuffer {
       const std::size_t m = std::max<std::size_t>(want, 16);
       float* q = m > (SIZE_MAX - 63) / sizeof(float) || alloc_should_fail(m * sizeof(float))
                      ? nullptr
-                     : static_cast<float*>(std::aligned_alloc(64, (m * sizeof(float) + 63) / 64 * 64));
+                     : static_cast<float*>(aligned_alloc_bytes(64, m * sizeof(float)));
       if (!q) throw Error(Status::out_of_memory, "session scratch: cannot allocate " + std::to_string(m) + " floats");
-      std::free(p);
+      aligned_free(p);
       p = q;
       n = m;
     }
