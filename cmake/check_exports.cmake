@@ -6,7 +6,7 @@
 # export table's names).
 if(OBJDUMP)
   execute_process(COMMAND ${OBJDUMP} -p ${LIBRARY} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
-  set(_pattern "^\t\\[ *[0-9]+\\] (.+)$")
+  set(_pattern "^\t\\[ *[0-9]+\\] ([A-Za-z_][A-Za-z0-9_@]*)$")
 else()
   execute_process(COMMAND ${NM} -D --defined-only ${LIBRARY} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
   set(_pattern "^[0-9a-fA-F]* *[A-Za-z] (.+)$")

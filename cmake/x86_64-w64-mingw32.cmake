@@ -18,4 +18,9 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 # an app ships one file and wine needs no search path.
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
 set(CMAKE_SHARED_LINKER_FLAGS_INIT "-static")
+# FindOpenMP would name libgomp's import library (libgomp.dll.a): point it
+# at the static one, which -static alone does not reach for a full path.
+execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libgomp.a
+                OUTPUT_VARIABLE _gomp OUTPUT_STRIP_TRAILING_WHITESPACE)
+set(OpenMP_gomp_LIBRARY ${_gomp} CACHE FILEPATH "libgomp, static")
 set(CMAKE_CROSSCOMPILING_EMULATOR wine)
