@@ -2,7 +2,8 @@
 // (CREATE_NEW, a non-inheritable handle; for a private file a DACL granting
 // only the current user), written through a C stream over its handle, then
 // moved over the target with MoveFileExW(MOVEFILE_REPLACE_EXISTING |
-// MOVEFILE_WRITE_THROUGH). Links are resolved with GetFinalPathNameByHandleW.
+// MOVEFILE_WRITE_THROUGH), retried while another writer holds the target.
+// Links are resolved with GetFinalPathNameByHandleW.
 #include "platform/atomic_file.h"
 
 #include "platform/windows_util.h"  // <windows.h>, before <sddl.h>
@@ -172,9 +173,22 @@ void AtomicFile::commit(bool sync) {
   // path since the constructor looked.
   if (target_of(path_, what_) != path_)
     throw Error(Status::io_error, what_ + ": '" + path_ + "' changed into a symbolic link while being written");
-  if (!::MoveFileExW(win::wide(tmp_).c_str(), win::wide(path_).c_str(),
-                     MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH))
-    throw Error(Status::io_error, what_ + ": cannot rename '" + tmp_ + "' to '" + path_ + "': " + win::last_error_message());
+  // Another writer's move onto the same path (or a reader opening it
+  // without FILE_SHARE_DELETE) denies access for a moment: retried for up
+  // to about a second before it counts as an error.
+  const std::wstring from = win::wide(tmp_), to = win::wide(path_);
+  DWORD err = 0;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    if (::MoveFileExW(from.c_str(), to.c_str(), MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
+      err = 0;
+      break;
+    }
+    err = ::GetLastError();
+    if (err != ERROR_ACCESS_DENIED && err != ERROR_SHARING_VIOLATION) break;
+    ::Sleep(20);
+  }
+  if (err != 0)
+    throw Error(Status::io_error, what_ + ": cannot rename '" + tmp_ + "' to '" + path_ + "': " + win::error_message(err));
   committed_ = true;
 }
 

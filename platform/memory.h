@@ -1,9 +1,9 @@
 // Memory ranges from the OS (platform layer): private regions for data read
 // in long streams once per token (weights read with GgufLoad::read, the
-// latent cache), reserved whole and committed as they are written. Linux
-// aligns them to 2 MiB and advises transparent huge pages (fewer TLB misses,
-// prefetchers that cross no 4 KiB boundary); elsewhere they are page aligned
-// and huge pages are not asked for. Implemented per OS: memory_posix.cpp,
+// latent cache), reserved whole and committed as they are written, 2 MiB
+// aligned. Linux advises transparent huge pages for them (fewer TLB misses,
+// prefetchers that cross no 4 KiB boundary); elsewhere huge pages are not
+// asked for. Implemented per OS: memory_posix.cpp,
 // memory_windows.cpp.
 #pragma once
 

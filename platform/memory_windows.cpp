@@ -1,7 +1,8 @@
 // Memory ranges (memory.h) on Windows: VirtualAlloc reserves the address
 // range (MEM_RESERVE) and commits it whole, or, for a lazy region, part by
-// part in commit_region (MEM_COMMIT). Page aligned (64 KiB allocation
-// granularity); no huge pages (large pages need a privilege and locked memory).
+// part in commit_region (MEM_COMMIT). 2 MiB aligned as on Linux (a reservation
+// cannot be trimmed, so an aligned address is found first); no huge pages
+// (large pages need a privilege and locked memory).
 #include "platform/memory.h"
 
 #include <windows.h>
@@ -18,7 +19,18 @@ std::uint8_t* map_huge_region(std::size_t bytes, std::size_t huge_from, bool laz
   if (size == 0) return nullptr;
   if (alloc_should_fail(size)) return nullptr;
   const DWORD type = lazy ? MEM_RESERVE : (MEM_RESERVE | MEM_COMMIT);
-  return static_cast<std::uint8_t*>(::VirtualAlloc(nullptr, size, type, lazy ? PAGE_NOACCESS : PAGE_READWRITE));
+  const DWORD protect = lazy ? PAGE_NOACCESS : PAGE_READWRITE;
+  // Reserve a page more than needed to find a 2 MiB boundary, let it go and
+  // take the aligned part; another thread may take it meanwhile: retried.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    void* probe = ::VirtualAlloc(nullptr, size + kHugePageBytes, MEM_RESERVE, PAGE_NOACCESS);
+    if (probe == nullptr) return nullptr;
+    const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(probe);
+    void* aligned = reinterpret_cast<void*>((a + kHugePageBytes - 1) & ~(kHugePageBytes - 1));
+    ::VirtualFree(probe, 0, MEM_RELEASE);
+    if (void* p = ::VirtualAlloc(aligned, size, type, protect)) return static_cast<std::uint8_t*>(p);
+  }
+  return static_cast<std::uint8_t*>(::VirtualAlloc(nullptr, size, type, protect));
 }
 
 void unmap_huge_region(std::uint8_t* p, std::size_t bytes) {
