@@ -2,15 +2,23 @@
 # HEADER (latte.h) declares with LATTE_API: no other symbol (a C++ name, a
 # helper, a template instance), and none of the header's missing.
 #   cmake -DNM=nm -DLIBRARY=liblatte.so -DHEADER=latte.h -P check_exports.cmake
-execute_process(COMMAND ${NM} -D --defined-only ${LIBRARY} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+# A Windows DLL: -DOBJDUMP=x86_64-w64-mingw32-objdump instead of NM (its
+# export table's names).
+if(OBJDUMP)
+  execute_process(COMMAND ${OBJDUMP} -p ${LIBRARY} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  set(_pattern "^\t\\[ *[0-9]+\\] ([A-Za-z_][A-Za-z0-9_@]*)$")
+else()
+  execute_process(COMMAND ${NM} -D --defined-only ${LIBRARY} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  set(_pattern "^[0-9a-fA-F]* *[A-Za-z] (.+)$")
+endif()
 if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "nm -D failed on ${LIBRARY}")
+  message(FATAL_ERROR "listing the exports of ${LIBRARY} failed")
 endif()
 string(REPLACE "\n" ";" lines "${out}")
 set(exported "")
 set(bad "")
 foreach(line ${lines})
-  if(line MATCHES "^[0-9a-fA-F]* *[A-Za-z] (.+)$")
+  if(line MATCHES "${_pattern}")
     set(sym ${CMAKE_MATCH_1})
     if(sym MATCHES "^latte_[a-z0-9_]+$")
       list(APPEND exported ${sym})

@@ -4,7 +4,6 @@
 // status latte.h names for files, and a failed load must leave the session as
 // it was (tokens and logits). With LATTE_SESSION_SEEDS set, the first call
 // writes valid session files there for a seed corpus.
-#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>

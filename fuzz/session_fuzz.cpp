@@ -7,7 +7,6 @@
 // (tokens, n_past and logits bitwise as before); logits present exactly when
 // the last call fed a token. At the end the session's logits are those of a
 // fresh session fed the same tokens. Any broken promise traps.
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -127,7 +126,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (created != LATTE_OK) broken("session create", -1, created);
   const std::int64_t n_ctx = latte_session_n_ctx(s);
   const std::string file = g_dir + "/s.lsess";
-  ::unlink(file.c_str());
+  std::remove(file.c_str());
   bool saved = false;
   Expected saved_state;
   Expected e;

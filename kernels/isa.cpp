@@ -1,15 +1,13 @@
 // ISA names, what this binary holds, what this CPU runs, and the LATTE_ISA cap
-// (kernels/isa.h). Baseline flags only: it runs before any ISA is chosen.
+// (kernels/isa.h). Baseline flags only: it runs before any ISA is chosen. What
+// the CPU runs comes from the platform layer (platform/cpu_features.h).
 #include "kernels/isa.h"
 
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
 
-#if defined(__aarch64__) && defined(__linux__)
-#include <asm/hwcap.h>
-#include <sys/auxv.h>
-#endif
+#include "platform/cpu_features.h"
 
 namespace latte {
 
@@ -33,27 +31,16 @@ std::optional<Isa> parse_isa(std::string_view name) {
 namespace {
 
 bool cpu_runs(Isa isa) {
+  const CpuFeatures& f = cpu_features();  // the OS's support included
   switch (isa) {
     case Isa::ref: return true;
-#if defined(__x86_64__) && (defined(LATTE_HAVE_AVX2) || defined(LATTE_HAVE_AVX512))
-    // libgcc's checks include the OS's XSAVE support for the vector state.
-    case Isa::avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+    case Isa::avx2: return f.avx2 && f.fma && f.f16c;
     case Isa::avx512:
-      return cpu_runs(Isa::avx2) && __builtin_cpu_supports("avx512f") &&
-             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
-#endif
-#if defined(__aarch64__) && defined(__linux__)
-    case Isa::asimd: return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
-    case Isa::neon: {
-      unsigned long hw = getauxval(AT_HWCAP);
-      return (hw & HWCAP_ASIMD) && (hw & HWCAP_ASIMDDP);  // sdot; nothing uses fp16 arithmetic
-    }
-#endif
-    default: return false;
+      return cpu_runs(Isa::avx2) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni;
+    case Isa::asimd: return f.asimd;
+    case Isa::neon: return f.asimd && f.asimd_dot;  // sdot; nothing uses fp16 arithmetic
   }
+  return false;
 }
 
 bool compiled_in(Isa isa) {

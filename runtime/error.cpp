@@ -1,12 +1,5 @@
-// Status names, and the unwinder preloaded for errors thrown under memory
-// pressure.
+// Status names.
 #include "runtime/error.h"
-
-#if defined(__GLIBC__)
-#include <execinfo.h>
-#endif
-
-#include <atomic>
 
 namespace latte {
 
@@ -22,18 +15,6 @@ const char* status_name(Status s) {
     case Status::internal: return "internal error";
   }
   return "unknown status";
-}
-
-void preload_unwinder() {
-#if defined(__GLIBC__)
-  // backtrace() loads glibc's unwinder link (libgcc_s) and keeps it for the
-  // life of the process, for pthread_once's and pthread_cancel's cleanups.
-  static std::atomic<bool> done{false};
-  if (done.load(std::memory_order_acquire)) return;
-  void* frame[2];
-  ::backtrace(frame, 2);
-  done.store(true, std::memory_order_release);
-#endif
 }
 
 }  // namespace latte

@@ -20,12 +20,6 @@ enum class Status : int {
 
 const char* status_name(Status s);
 
-// Makes sure the C library's unwinder (libgcc_s, which glibc loads on first
-// need) is loaded now: loaded late, under a memory limit, its load fails and
-// a C++ exception passing through C code (pthread_once in oneDNN) aborts the
-// process instead of unwinding. Cheap after the first call.
-void preload_unwinder();
-
 class Error : public std::runtime_error {
  public:
   Error(Status status, const std::string& message)

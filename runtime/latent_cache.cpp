@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/alloc_hook.h"
+#include "platform/alloc_hook.h"
+#include "platform/memory.h"
 #include "runtime/error.h"
-#include "runtime/huge_pages.h"
 
 namespace latte {
 
@@ -84,7 +84,7 @@ void LatentCache::free_all() {
       l.region = nullptr;
       l.region_bytes = 0;
     } else if (l.tiles) {
-      for (std::size_t i = 0; i < l.used_slots; ++i) std::free(l.tiles[i]);
+      for (std::size_t i = 0; i < l.used_slots; ++i) aligned_free(l.tiles[i]);
     }
     std::free(l.tiles);
     l.tiles = nullptr;
@@ -146,9 +146,12 @@ void* LatentCache::tile_for_write(Layer& l, std::size_t t) {
   void*& tile = l.tiles[t];
   if (tile == nullptr) {
     if (l.region) {
-      tile = l.region + t * tile_alloc_;  // fresh pages read as zero
+      // Fresh pages read as zero; committed first where the OS asks for it.
+      if (!commit_region(l.region + t * tile_alloc_, tile_alloc_))
+        throw Error(Status::out_of_memory, "latent cache: cannot commit a tile");
+      tile = l.region + t * tile_alloc_;
     } else {
-      tile = alloc_should_fail(tile_alloc_) ? nullptr : std::aligned_alloc(64, tile_alloc_);
+      tile = alloc_should_fail(tile_alloc_) ? nullptr : aligned_alloc_bytes(64, tile_alloc_);
       if (tile == nullptr) throw Error(Status::out_of_memory, "latent cache: cannot allocate a tile");
       std::memset(tile, 0, tile_alloc_);
     }

@@ -46,7 +46,8 @@ if [ ! -f "$fuzzer_lib" ]; then
   exit 1
 fi
 
-READER=(runtime/gguf/gguf_file.cpp tools/gguf_writer.cpp runtime/atomic_file.cpp runtime/read_only_file.cpp runtime/error.cpp runtime/huge_pages.cpp runtime/alloc_hook.cpp quant/ggml_types.cpp)
+READER=(runtime/gguf/gguf_file.cpp tools/gguf_writer.cpp platform/atomic_file_posix.cpp platform/read_only_file_posix.cpp
+        platform/file_map_posix.cpp platform/memory_posix.cpp platform/alloc_hook.cpp runtime/error.cpp quant/ggml_types.cpp)
 TOKENIZER=(runtime/tokenizer/tokenizer.cpp runtime/tokenizer/pretokenizer.cpp)
 PCRE2=(-DPCRE2_CODE_UNIT_WIDTH=8 -lpcre2-8)
 FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -I. -Wall -Wextra -Wno-unused-parameter)
@@ -61,14 +62,10 @@ pids=()
   "${PCRE2[@]}" -o "$OUT/tokenizer_fuzz" & pids+=($!)
 "$CXX" "${FLAGS[@]}" "${SAN[@]}" fuzz/make_seeds.cpp "${READER[@]}" "${TOKENIZER[@]}" "${PCRE2[@]}" -o "$OUT/make_seeds" & pids+=($!)
 for p in "${pids[@]}"; do wait "$p"; done
-# The targets over the whole runtime: CMake, clang. The scalar kernels and
-# Latte's own GEMM only: the targets fuzz the API's and the loader's logic
-# (every ISA's kernels are checked against those by the test suites), and
-# the build takes half the time.
+# The targets over the whole runtime (kernels, OpenMP, oneDNN): CMake, clang.
 CC_FUZZ=${CXX/clang++/clang}
 cmake -S . -B "$OUT/cmake" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$CC_FUZZ" \
-  -DCMAKE_CXX_COMPILER="$CXX" -DLATTE_SANITIZE=ON -DLATTE_FUZZ=ON -DLATTE_BUILD_BENCH=OFF \
-  -DLATTE_REF_KERNELS_ONLY=ON -DLATTE_WITH_ONEDNN=OFF >/dev/null
+  -DCMAKE_CXX_COMPILER="$CXX" -DLATTE_SANITIZE=ON -DLATTE_FUZZ=ON -DLATTE_BUILD_BENCH=OFF >/dev/null
 cmake --build "$OUT/cmake" --target session_fuzz session_file_fuzz
 
 rm -rf "$OUT/seeds"

@@ -4,13 +4,19 @@
 #   --cross  also Debian's arm64 builds of the runtime's libraries (adds the
 #            arm64 architecture to dpkg), so scripts/test.sh can cross-build
 #            the whole runtime for aarch64 and run its tests under qemu.
+#   --windows  also the mingw-w64 cross compiler and wine (scripts/build_windows.sh
+#            cross-builds for Windows; scripts/test.sh runs its tests under
+#            wine), and a deb-src entry for Debian's suites where apt has
+#            none, so build_windows.sh can fetch PCRE2's source package.
 set -euo pipefail
 
 cross=0
+windows=0
 for arg in "$@"; do
   case $arg in
     --cross) cross=1 ;;
-    *) echo "setup: unknown argument '$arg' (expected: --cross)" >&2; exit 2 ;;
+    --windows) windows=1 ;;
+    *) echo "setup: unknown argument '$arg' (expected: --cross, --windows)" >&2; exit 2 ;;
   esac
 done
 
@@ -40,6 +46,20 @@ PACKAGES=(
 # libstdc++6:arm64, which the binaries then run against under qemu.
 CROSS_PACKAGES=(libpcre2-dev:arm64 libdnnl2:arm64)
 if [ "$cross" -eq 1 ]; then PACKAGES+=("${CROSS_PACKAGES[@]}"); fi
+# The Windows cross build: GCC for mingw-w64 with the posix thread model (its
+# libgomp needs it), wine to run the results, dpkg-dev to unpack PCRE2's
+# Debian source package (apt-get source).
+WINDOWS_PACKAGES=(g++-mingw-w64-x86-64-posix wine wine64 dpkg-dev)
+if [ "$windows" -eq 1 ]; then PACKAGES+=("${WINDOWS_PACKAGES[@]}"); fi
+
+# apt-get source needs deb-src entries; Debian's images ship binary ones
+# only. The entry added mirrors debian.sources' URIs, suites and keys.
+DEB_SRC_FILE=/etc/apt/sources.list.d/latte-deb-src.sources
+add_src=0
+if [ "$windows" -eq 1 ] && [ ! -e "$DEB_SRC_FILE" ] &&
+   ! grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+  add_src=1
+fi
 
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
   echo "setup: this is not a Debian system (no dpkg-query / apt-get): install by hand the" \
@@ -60,7 +80,7 @@ if [ "$cross" -eq 1 ] && [ "$(dpkg --print-architecture)" != arm64 ] &&
   add_arch=1
 fi
 
-if [ ${#missing[@]} -eq 0 ] && [ "$add_arch" -eq 0 ]; then
+if [ ${#missing[@]} -eq 0 ] && [ "$add_arch" -eq 0 ] && [ "$add_src" -eq 0 ]; then
   echo "setup: all dependencies present"
   exit 0
 fi
@@ -70,6 +90,7 @@ if [ "$(id -u)" -ne 0 ]; then
   if ! command -v sudo >/dev/null; then
     arch_step=""
     if [ "$add_arch" -eq 1 ]; then arch_step="dpkg --add-architecture arm64 && apt-get update && "; fi
+    if [ "$add_src" -eq 1 ]; then arch_step+="(a deb-src entry in $DEB_SRC_FILE) && "; fi
     echo "setup: missing packages: ${missing[*]}; run this script as root, or install sudo," \
          "or as root: ${arch_step}apt-get install --no-install-recommends ${missing[*]}" >&2
     exit 1
@@ -79,6 +100,19 @@ fi
 if [ "$add_arch" -eq 1 ]; then
   echo "setup: adding the arm64 architecture to dpkg (for the aarch64 cross build's libraries)"
   "${SUDO[@]}" dpkg --add-architecture arm64
+fi
+if [ "$add_src" -eq 1 ]; then
+  src=/etc/apt/sources.list.d/debian.sources
+  if [ ! -f "$src" ]; then
+    echo "setup: no $src to mirror: add a deb-src entry for Debian's main suites by hand" >&2
+    exit 1
+  fi
+  echo "setup: adding $DEB_SRC_FILE (deb-src for the suites of $src)"
+  sed -E 's/^Types:.*/Types: deb-src/' "$src" | "${SUDO[@]}" tee "$DEB_SRC_FILE" >/dev/null
+fi
+if [ ${#missing[@]} -eq 0 ]; then
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  exit 0
 fi
 echo "setup: installing ${missing[*]}"
 # Through env: sudo's env_reset would drop a DEBIAN_FRONTEND set in front of it.

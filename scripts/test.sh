@@ -11,6 +11,8 @@
 #      apps linked statically (pkg-config --static, find_package)
 #   5. libFuzzer: the GGUF reader and the tokenizer (scripts/fuzz.sh)
 #   6. the Python GGUF writer against the C++ reader
+#   7. Windows: cross-built with mingw-w64 (scripts/build_windows.sh), its
+#      tests and the CLI run under wine
 # Any failure (or any sanitizer report: they abort the test) fails the script;
 # the last line says "all builds: N passed, M failed". The tests read
 # ../shared/testdata (llama.cpp's files and logits) beside the repository.
@@ -140,6 +142,68 @@ echo "== python gguf writer"
 py=python3
 if [ -x /usr/bin/python3 ]; then py=/usr/bin/python3; fi
 if LATTE_REQUIRE_NUMPY=1 "$py" scripts/check_gguf_py.py; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+# 7. Windows (x86-64): cross-built with mingw-w64 (scripts/build_windows.sh:
+#    latte.exe, latte.dll, the tests; no oneDNN), run under wine. Runs
+#    llama.cpp's logits (every cache type and prefill form), the shipped
+#    model's pinned continuation and held-out windows, the C API and its C++
+#    wrapper, session files, GGUF reading and writing, the tokenizers, the
+#    other architectures against the reference, and every kernel on the
+#    ISAs this CPU has; end to end, `latte.exe eval` against llama.cpp's
+#    logits (f32 cache, 1e-4), `latte.exe run` on the shipped model, and the
+#    C and C++ API programs against latte.exe's tokens and llama.cpp's logits.
+#    Left out there: the tests that are POSIX by nature, compiled out of the
+#    Windows build (LATTE_TEST_POSIX=0): FIFOs (FifoIsRefusedWithoutBlocking),
+#    the address-space rlimit (OutOfMemoryLeavesTheSessionAsItWas), file modes
+#    and the umask (the mode checks of SavedPrivately), and the suites that
+#    drive programs through a POSIX shell with signals and rlimits (Cli.*,
+#    Reliability.*, CApiFromC.* and GgufPythonWriter, whose C programs and CLI
+#    runs are done below directly); the allocation-fault suite (it relies on
+#    glibc's allocator hooks); for time (each whole suite runs in the Linux
+#    builds above), the hostile-metadata sweeps and the V2-Lite prefill sweep.
+windows_tests() {
+  scripts/setup.sh --windows || return 1
+  local wb=build-windows td=../shared/testdata
+  LATTE_JOBS=$JOBS scripts/build_windows.sh || return 1
+  export WINEDEBUG=-all WINEPREFIX=${WINEPREFIX:-$PWD/$wb/wine}
+  local ok=0 run=(wine)
+  echo "-- wine: kernels"
+  LATTE_EXPECT_ISAS=$expect "${run[@]}" $wb/test_kernels.exe --gtest_brief=1 || ok=1
+  echo "-- wine: runtime"
+  "${run[@]}" $wb/test_runtime.exe --gtest_brief=1 \
+    --gtest_filter='-*HostileMetadata*:Shapes/MlaForms*' || ok=1
+  echo "-- wine: latte.exe eval vs llama.cpp (f32 cache, 1e-4)"
+  "${run[@]}" $wb/bin/latte.exe eval -m $td/tiny-dense.gguf --tokens "$(cat $td/tokens.txt)" --cache-type f32 \
+    --logits-out "$work/win-eval.f32" || ok=1
+  /usr/bin/python3 - "$work/win-eval.f32" $td/tiny-dense.logits.f32 <<'PY' || ok=1
+import sys
+from array import array
+a, b = array('f'), array('f')
+a.frombytes(open(sys.argv[1], 'rb').read()); b.frombytes(open(sys.argv[2], 'rb').read())
+d = max(abs(x - y) for x, y in zip(a, b)) if len(a) == len(b) and a else float('inf')
+print(f"latte.exe eval: {len(a)} logits, max |diff| {d:.3g} against llama.cpp")
+sys.exit(0 if d <= 1e-4 else 1)
+PY
+  echo "-- wine: latte.exe run on the shipped model"
+  local text
+  text=$("${run[@]}" $wb/bin/latte.exe run -p "A fortune for today:" -n 40 --temp 0.7 --seed 42 2>/dev/null) || ok=1
+  echo "$text"
+  [[ $text == *[A-Za-z]* ]] || { echo "latte.exe run printed no text" >&2; ok=1; }
+  echo "-- wine: the C and C++ API programs"
+  local model=models/latte-tiny-mla.gguf cli ids prog
+  cli=$("${run[@]}" $wb/bin/latte.exe run -m $model --chat -p 'Hello there' -n 40 --temp 0 --print-ids 2>/dev/null)
+  for prog in c_api_generate cpp_api_generate; do
+    ids=$("${run[@]}" $wb/$prog.exe $model 'Hello there' 40 2>/dev/null | head -n1 | tr -d '\r')
+    if [ "$ids" != "$(echo "$cli" | tr -d '\r')" ] || [ ${#ids} -le 20 ]; then
+      echo "$prog.exe: '$ids', latte.exe run: '$cli'" >&2; ok=1
+    fi
+  done
+  "${run[@]}" $wb/c_api_logits.exe $td/tiny-dense.gguf $td/tokens.txt $td/tiny-dense.logits.f32 >/dev/null || ok=1
+  if "${run[@]}" $wb/c_api_logits.exe $td/tiny-dense.gguf $td/tokens.txt $td/tiny-dense.logits.f32 1e-12 \
+       >/dev/null 2>&1; then echo "c_api_logits.exe accepted a tolerance of 1e-12" >&2; ok=1; fi
+  return $ok
+}
+step "windows (mingw-w64, under wine)" windows_tests
 
 echo "all builds: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

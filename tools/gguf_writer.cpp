@@ -6,7 +6,7 @@
 #include <cstring>
 #include <memory>
 
-#include "runtime/atomic_file.h"
+#include "platform/atomic_file.h"
 #include "runtime/error.h"
 
 namespace latte {

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "quant/ggml_blocks.h"
-#include "runtime/atomic_file.h"
+#include "platform/atomic_file.h"
 #include "runtime/error.h"
 #include "tools/gguf_writer.h"
 #include "runtime/tokenizer/tokenizer.h"

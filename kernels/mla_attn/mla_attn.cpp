@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "platform/memory.h"
+
 namespace latte::kernels {
 
 namespace {
@@ -86,7 +88,7 @@ LATTE_DEFINE_KERNEL_DISPATCH(mla_attn, MlaAttnKernels, kRef)
 namespace {
 
 struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
+  void operator()(void* p) const { aligned_free(p); }
 };
 
 // Grows, never shrinks: the scratch does not depend on the context length.
@@ -97,7 +99,7 @@ void* thread_scratch(std::size_t bytes) {
     buf.reset();
     cap = 0;  // a failed allocation below must not leave a capacity without a buffer
     std::size_t n = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, n);
+    void* p = aligned_alloc_bytes(64, n);
     if (!p) throw std::bad_alloc();
     buf.reset(p);
     cap = n;

@@ -1,7 +1,5 @@
 #include "runtime/gguf/gguf_file.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -10,8 +8,9 @@
 #include <utility>
 
 #include "runtime/error.h"
-#include "runtime/huge_pages.h"
-#include "runtime/read_only_file.h"
+#include "platform/file_map.h"
+#include "platform/memory.h"
+#include "platform/read_only_file.h"
 
 namespace latte {
 
@@ -371,7 +370,7 @@ std::uint8_t* read_into_huge_pages(ReadOnlyFile& file, const std::string& path, 
     unmap_huge_region(start, size);
     throw Error(Status::io_error, path + ": cannot read at byte " + std::to_string(got) + ": the file shrank while being read");
   }
-  ::mprotect(start, round_to_huge_pages(size), PROT_READ);
+  protect_region_read_only(start, size);
   return start;
 }
 
@@ -386,18 +385,12 @@ GgufFile GgufFile::open(const std::string& path, GgufLoad how) {
   const auto size = static_cast<std::size_t>(file.size());
   if (size > 0 && how == GgufLoad::read) {
     std::uint8_t* start = read_into_huge_pages(file, path, size);
-    f.map_ = start;
-    f.map_size_ = round_to_huge_pages(size);  // what release() unmaps
+    f.region_ = start;
+    f.region_bytes_ = size;  // what release() unmaps
     f.base_ = start;
   } else if (size > 0) {
-    void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd(), 0);
-    if (m == MAP_FAILED) throw Error(Status::io_error, path + ": cannot mmap: " + std::strerror(errno));
-    // A hint: where the page cache holds 2 MiB folios (or reads the file
-    // now), the weights are then mapped with huge pages.
-    ::madvise(m, size, MADV_HUGEPAGE);
-    f.map_ = m;
-    f.map_size_ = size;
-    f.base_ = static_cast<const std::uint8_t*>(m);
+    f.mapping_ = FileMapping(file, size, path);
+    f.base_ = f.mapping_.data();
   }
   f.size_ = size;
   f.parse();
@@ -426,8 +419,9 @@ GgufFile GgufFile::from_bytes(std::vector<std::uint8_t> bytes) {
 GgufFile::GgufFile(GgufFile&& o) noexcept
     : base_(std::exchange(o.base_, nullptr)),
       size_(std::exchange(o.size_, 0)),
-      map_(std::exchange(o.map_, nullptr)),
-      map_size_(std::exchange(o.map_size_, 0)),
+      mapping_(std::move(o.mapping_)),
+      region_(std::exchange(o.region_, nullptr)),
+      region_bytes_(std::exchange(o.region_bytes_, 0)),
       owned_(std::move(o.owned_)),  // a vector's move keeps its buffer, so base_ stays valid
       path_(std::move(o.path_)),
       version_(o.version_),
@@ -443,8 +437,9 @@ GgufFile& GgufFile::operator=(GgufFile&& o) noexcept {
     release();
     base_ = std::exchange(o.base_, nullptr);
     size_ = std::exchange(o.size_, 0);
-    map_ = std::exchange(o.map_, nullptr);
-    map_size_ = std::exchange(o.map_size_, 0);
+    mapping_ = std::move(o.mapping_);
+    region_ = std::exchange(o.region_, nullptr);
+    region_bytes_ = std::exchange(o.region_bytes_, 0);
     owned_ = std::move(o.owned_);
     path_ = std::move(o.path_);
     version_ = o.version_;
@@ -461,9 +456,10 @@ GgufFile& GgufFile::operator=(GgufFile&& o) noexcept {
 GgufFile::~GgufFile() { release(); }
 
 void GgufFile::release() noexcept {
-  if (map_) ::munmap(map_, map_size_);
-  map_ = nullptr;
-  map_size_ = 0;
+  mapping_ = FileMapping();
+  unmap_huge_region(region_, region_bytes_);
+  region_ = nullptr;
+  region_bytes_ = 0;
 }
 
 void GgufFile::parse() {

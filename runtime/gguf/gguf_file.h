@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "platform/file_map.h"
 #include "quant/ggml_types.h"
 
 namespace latte {
@@ -102,7 +103,7 @@ struct GgufTensor {
   std::uint64_t n_bytes = 0;
   std::uint64_t row_bytes = 0;   // bytes of one ne[0] row
   std::uint64_t offset = 0;      // from the data start
-  // Into the mapping: aligned to alignment() for open() (mmap is page aligned);
+  // Into the mapping: aligned to alignment() for open() (mappings are page aligned);
   // for from_memory()/from_bytes() only relative to the buffer start.
   const std::uint8_t* data = nullptr;
 
@@ -112,7 +113,7 @@ struct GgufTensor {
 
 // How open() makes the file's bytes addressable.
 enum class GgufLoad {
-  // Mapped read-only (MAP_PRIVATE): nothing copied, pages shared with the
+  // Mapped read-only (platform/file_map.h): nothing copied, pages shared with the
   // page cache and with other processes mapping the file. Weights then sit
   // on whatever pages the page cache holds, usually 4 KiB ones.
   map,
@@ -206,8 +207,9 @@ class GgufFile {
 
   const std::uint8_t* base_ = nullptr;
   std::size_t size_ = 0;
-  void* map_ = nullptr;  // non-null when we own an mmap of map_size_ bytes
-  std::size_t map_size_ = 0;
+  FileMapping mapping_;                // GgufLoad::map
+  std::uint8_t* region_ = nullptr;     // GgufLoad::read: a map_huge_region of region_bytes_
+  std::size_t region_bytes_ = 0;
   std::vector<std::uint8_t> owned_;  // from_bytes
   std::string path_;
 

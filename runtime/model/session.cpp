@@ -21,9 +21,10 @@
 #include "kernels/softmax_f32/softmax_f32.h"
 #include "kernels/swiglu_f32/swiglu_f32.h"
 #include "quant/ggml_blocks.h"
-#include "runtime/alloc_hook.h"
+#include "platform/alloc_hook.h"
+#include "platform/memory.h"
+#include "platform/process.h"
 #include "runtime/error.h"
-#include "runtime/huge_pages.h"
 #include "runtime/mla/cost_model.h"
 #include "runtime/model/expert_parts.h"
 #include "runtime/model/gemm_f32.h"
@@ -91,7 +92,7 @@ constexpr int kNaiveKeyBlock = 256;
 struct AlignedBuffer {
   float* p = nullptr;
   std::size_t n = 0;  // floats
-  ~AlignedBuffer() { std::free(p); }
+  ~AlignedBuffer() { aligned_free(p); }
   float* get(std::size_t want) {
     if (want > n) {
       // The old buffer stays until the new one exists: a failed
@@ -99,9 +100,9 @@ struct AlignedBuffer {
       const std::size_t m = std::max<std::size_t>(want, 16);
       float* q = m > (SIZE_MAX - 63) / sizeof(float) || alloc_should_fail(m * sizeof(float))
                      ? nullptr
-                     : static_cast<float*>(std::aligned_alloc(64, (m * sizeof(float) + 63) / 64 * 64));
+                     : static_cast<float*>(aligned_alloc_bytes(64, m * sizeof(float)));
       if (!q) throw Error(Status::out_of_memory, "session scratch: cannot allocate " + std::to_string(m) + " floats");
-      std::free(p);
+      aligned_free(p);
       p = q;
       n = m;
     }

@@ -28,8 +28,6 @@
 // session must not stand in for a fresh prompt's prefill past it. The
 // checksum is verified before any field is
 // judged, so a damaged file is refused as corrupt, not as another model's.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -41,10 +39,10 @@
 #include <vector>
 
 #include "quant/latent_formats.h"
-#include "runtime/atomic_file.h"
+#include "platform/atomic_file.h"
+#include "platform/read_only_file.h"
 #include "runtime/error.h"
 #include "runtime/model/session.h"
-#include "runtime/read_only_file.h"
 
 namespace latte {
 

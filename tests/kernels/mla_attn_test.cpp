@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "platform/memory.h"
 #include "quant/fp16.h"
 #include "tests/kernels/kernel_test_util.h"
 
@@ -34,7 +35,7 @@ constexpr Shape kV2{"v2lite", 16, 512, 64, 128};  // the runtime's tile
 constexpr Shape kV3{"v3", 128, 512, 64, 64};
 
 struct AlignedFree {
-  void operator()(void* p) const { std::free(p); }
+  void operator()(void* p) const { aligned_free(p); }
 };
 
 // A cache of one layer built with the reference row writer.
@@ -47,7 +48,7 @@ struct TestCache {
     L = make_latent_tile_layout(s, sh.d_c, sh.d_R, sh.tile);
     const std::int64_t nt = (n_rows + L.tokens - 1) / L.tokens;
     for (std::int64_t i = 0; i < nt; ++i) {
-      void* p = std::aligned_alloc(64, (L.bytes + 63) / 64 * 64);
+      void* p = aligned_alloc_bytes(64, (L.bytes + 63) / 64 * 64);
       std::memset(p, 0, L.bytes);
       tiles.emplace_back(p);
       ptrs.push_back(p);
@@ -97,7 +98,7 @@ std::vector<float> run_decode(const MlaAttnKernels& k, const Shape& sh, const Qu
                               const TestCache& cache, std::int64_t n_ctx, int threads) {
   std::vector<float> out(static_cast<std::size_t>(sh.n_heads) * sh.d_c, NAN);
   std::size_t sb = k.scratch_bytes(sh.n_heads, cache.L, threads);
-  std::unique_ptr<void, AlignedFree> scratch(std::aligned_alloc(64, (sb + 64) / 64 * 64));
+  std::unique_ptr<void, AlignedFree> scratch(aligned_alloc_bytes(64, (sb + 64) / 64 * 64));
   MlaDecodeArgs a = decode_args(sh, q, cache, n_ctx, out.data(), threads);
   a.scratch = scratch.get();
   k.decode(a);
@@ -307,7 +308,7 @@ TEST_P(MlaPrefill, CausalMatchesReference) {
   auto run = [&](const MlaAttnKernels& k) {
     std::vector<float> out(n_out, NAN);
     std::size_t sb = k.scratch_bytes(sh.n_heads, cache.L, c.threads);
-    std::unique_ptr<void, AlignedFree> scratch(std::aligned_alloc(64, (sb + 64) / 64 * 64));
+    std::unique_ptr<void, AlignedFree> scratch(aligned_alloc_bytes(64, (sb + 64) / 64 * 64));
     MlaPrefillArgs a;
     a.n_heads = sh.n_heads;
     a.n_q = c.n_q;
@@ -456,7 +457,7 @@ TEST(MlaAttn, LargestInt8TileDoesNotOverflow) {
   const int T = kLatentInt8MaxTileTokens, d_c = 16, d_R = 4;
   const Shape sh{"flat", 2, d_c, d_R, T};
   const LatentTileLayout L = make_latent_tile_layout(LatentStorage::int8, d_c, d_R, T);
-  std::unique_ptr<void, AlignedFree> tile(std::aligned_alloc(64, (L.bytes + 63) / 64 * 64));
+  std::unique_ptr<void, AlignedFree> tile(aligned_alloc_bytes(64, (L.bytes + 63) / 64 * 64));
   const std::vector<float> c(d_c, 1.f), r(d_R, 1.f);
   for (int j = 0; j < T; ++j) latent_store_row(L, tile.get(), j, c.data(), r.data());
   const void* tiles[] = {tile.get()};

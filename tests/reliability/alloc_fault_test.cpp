@@ -1,5 +1,5 @@
 // Allocation-failure injection: this binary replaces the global operator new
-// and sets Latte's hook for its other allocations (runtime/alloc_hook.h), so
+// and sets Latte's hook for its other allocations (platform/alloc_hook.h), so
 // that the N-th allocation of a call fails. For every C API call that can
 // allocate (model load, session create, prefill, decode, eval_all, truncate,
 // reset, save, load), N goes from 1 until the call makes fewer than N
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "latte/latte.h"
-#include "runtime/alloc_hook.h"
+#include "platform/alloc_hook.h"
 #include "runtime/gguf/gguf_file.h"
 #include "tools/gguf_writer.h"
 #include "tools/random_model.h"

@@ -515,6 +515,7 @@ TEST(CApiText, ThreadsShareTheModelsTokenizer) {
   latte_model_free(m);
 }
 
+#if LATTE_TEST_POSIX  // runs the programs through a POSIX shell (scripts/test.sh runs them under wine)
 // A C program that uses nothing but latte.h generates what `latte run` does:
 // the header is C, and text in, text out needs nothing else.
 TEST(CApiFromC, GeneratesWhatTheCliGenerates) {
@@ -540,7 +541,9 @@ TEST(CApiFromC, GeneratesWhatTheCliGenerates) {
     }
   }
 }
+#endif
 
+#if LATTE_TEST_POSIX  // runs the programs through a POSIX shell (scripts/test.sh runs them under wine)
 // The check an embedding app runs on its install (scripts/check_install.sh):
 // llama.cpp's logits from C through latte.h alone, and its refusal of a
 // tolerance the f32 cache cannot meet (so the check can fail).
@@ -550,6 +553,7 @@ TEST(CApiFromC, ReproducesLlamaCppLogits) {
   EXPECT_EQ(std::system((std::string(LATTE_C_API_LOGITS) + args + " >/dev/null").c_str()), 0);
   EXPECT_NE(std::system((std::string(LATTE_C_API_LOGITS) + args + " 1e-12 >/dev/null 2>&1").c_str()), 0);
 }
+#endif
 
 TEST(CppWrapper, TextChatAndSampling) {
   latte::api::Model m(kShipped);

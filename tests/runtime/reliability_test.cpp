@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "latte/latte.h"
-#include "runtime/atomic_file.h"
+#include "platform/atomic_file.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/model.h"

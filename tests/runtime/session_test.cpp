@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <omp.h>
+#if LATTE_TEST_POSIX  // rlimits
 #include <sys/resource.h>
 #include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -181,6 +183,7 @@ TEST(Session, ContextOverflowIsRefusedAndChangesNothing) {
   EXPECT_EQ(std::vector<float>(s.logits().begin(), s.logits().end()), full);
 }
 
+#if LATTE_TEST_POSIX  // an address-space rlimit in a child process
 // The child of OutOfMemoryLeavesTheSessionAsItWas: 0 when all holds.
 int out_of_memory_child() {
   auto model = Model::load(kTestdata + "/tiny-dense.gguf");  // d_model 256
@@ -238,6 +241,7 @@ TEST(Session, OutOfMemoryLeavesTheSessionAsItWas) {
   else unsetenv("ASAN_OPTIONS");
 #endif
 }
+#endif
 
 // A session sets the OpenMP team size for its own calls only: the caller's
 // setting (and so what threads = 0 means to the next session) stays.

@@ -2,7 +2,9 @@
 // llama.cpp computed for them (see its README).
 #pragma once
 
+#include <cstdint>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,13 @@ namespace latte::test {
 inline const std::string kTestdata = LATTE_TESTDATA_DIR;
 inline constexpr int kTestdataTokens = 160;
 inline constexpr int kTestdataVocab = 512;
+
+// A tag unique to this test process, for temporary file names (ctest runs
+// test processes side by side).
+inline const std::string& process_tag() {
+  static const std::string tag = std::to_string(std::random_device{}()) + std::to_string(std::random_device{}());
+  return tag;
+}
 
 // BOS then 159 ids (positions 0..159).
 inline std::vector<std::int32_t> testdata_tokens() {

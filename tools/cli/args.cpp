@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tools/cli/commands.h"
+#include "platform/paths.h"
 #include "runtime/error.h"
 #include "runtime/model/model.h"
 
@@ -16,8 +17,9 @@ namespace latte::cli {
 
 std::ifstream open_input(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(Status::io_error, "'" + path + "' is a directory, not a file");
-  std::ifstream in(path, std::ios::binary);
+  if (std::filesystem::is_directory(path_from_utf8(path), ec))
+    throw Error(Status::io_error, "'" + path + "' is a directory, not a file");
+  std::ifstream in(path_from_utf8(path), std::ios::binary);
   if (!in) throw Error(Status::io_error, "cannot open '" + path + "': " + std::strerror(errno));
   return in;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tools/cli/commands.h"
+#include "platform/paths.h"
 #include "runtime/error.h"
 #include "runtime/model/model.h"
 #include "runtime/model/session.h"
@@ -24,7 +25,7 @@ int run_eval(const EvalOptions& o) {
   Session s(model, so);
   std::vector<float> logits;
   s.prefill(tokens, &logits);
-  std::FILE* f = std::fopen(o.logits_out.c_str(), "wb");
+  std::FILE* f = fopen_utf8(o.logits_out, "wb");
   if (!f) throw Error(Status::io_error, "cannot open '" + o.logits_out + "' for writing: " + std::strerror(errno));
   const std::size_t wrote = std::fwrite(logits.data(), sizeof(float), logits.size(), f);
   const bool ok = wrote == logits.size() && std::fclose(f) == 0;

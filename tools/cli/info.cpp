@@ -12,7 +12,7 @@
 #include "tools/model_catalog.h"
 #include "runtime/tokenizer/chat.h"
 #include "runtime/error.h"
-#include "runtime/platform/executable_path.h"
+#include "platform/paths.h"
 
 namespace latte::cli {
 
@@ -60,10 +60,10 @@ std::string default_model_path() {
   // LATTE_MODEL, else the shipped model where an install puts it beside
   // bin/: <prefix>/share/latte/ (the build tree stages the same layout).
   if (const char* env = std::getenv("LATTE_MODEL"); env && *env) return env;
-  const std::filesystem::path exe = executable_path();
+  const std::filesystem::path exe = path_from_utf8(executable_path());
   const std::filesystem::path share = exe.empty() ? std::filesystem::path("share/latte")
                                                   : exe.parent_path().parent_path() / "share" / "latte";
-  return (share / kShippedModelName).string();
+  return path_to_utf8(share / kShippedModelName);
 }
 
 std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap) {

@@ -10,8 +10,11 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "kernels/isa.h"
+#include "platform/paths.h"
+#include "platform/process.h"
 #include "tools/cli/commands.h"
 #include "runtime/error.h"
 #include "runtime/model/session.h"
@@ -66,8 +69,15 @@ const CLI::Validator kSeed(
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** raw_argv) {
   latte::preload_unwinder();  // before memory runs short: an error must be able to unwind
+  latte::console_output_utf8();
+  // The arguments as UTF-8 on every OS (paths included).
+  const std::vector<std::string> args = latte::utf8_arguments(argc, raw_argv);
+  std::vector<const char*> argv_utf8;
+  for (const std::string& a : args) argv_utf8.push_back(a.c_str());
+  argv_utf8.push_back(nullptr);
+  const char* const* argv = argv_utf8.data();
   CLI::App app{"Latte: Multi-Head Latent Attention inference on the CPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "latte " LATTE_VERSION);

@@ -6,7 +6,6 @@
 // rest dropped) unless --no-context-shift.
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -15,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "tools/cli/commands.h"
+#include "platform/console.h"
+#include "platform/paths.h"
 #include "runtime/error.h"
 #include "runtime/model/model.h"
 #include "runtime/model/session.h"
@@ -28,34 +27,6 @@
 namespace latte::cli {
 
 namespace {
-
-// Ctrl-C stops the reply being generated (with -i: back to the prompt; at
-// the prompt: the end of input); a second one before the first is acted on
-// ends the program at once.
-volatile std::sig_atomic_t g_interrupted = 0;
-
-void on_sigint(int) {
-  if (g_interrupted) _exit(130);
-  g_interrupted = 1;
-}
-
-// The handler for the life of `latte run`. No SA_RESTART: a Ctrl-C at the
-// interactive prompt ends the read instead of being held until Enter.
-class SigintScope {
- public:
-  SigintScope() {
-    struct sigaction sa {};
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_);
-  }
-  ~SigintScope() { sigaction(SIGINT, &old_, nullptr); }
-  SigintScope(const SigintScope&) = delete;
-  SigintScope& operator=(const SigintScope&) = delete;
-
- private:
-  struct sigaction old_ {};
-};
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -122,8 +93,8 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
   t0 = std::chrono::steady_clock::now();
   bool interrupted = false;
   for (int i = 0; i < n; ++i) {
-    if (g_interrupted) {
-      g_interrupted = 0;
+    if (ctrl_c_pending()) {
+      clear_ctrl_c();
       interrupted = true;
       break;
     }
@@ -176,7 +147,10 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
 }  // namespace
 
 int run_generate(const RunOptions& o) {
-  const SigintScope sigint;
+  // Ctrl-C stops the reply being generated (with -i: back to the prompt; at
+  // the prompt: the end of input); a second one before the first is acted
+  // on ends the program at once.
+  const CtrlCScope ctrl_c;
   Sampler sampler(copy_sampling_fields<SamplerConfig>(o));  // checks its settings before the model loads
   const auto prompt_ids = o.prompt_ids.empty() ? std::vector<std::int32_t>{} : parse_token_list(o.prompt_ids, "--prompt-ids");
   // -f: the file's text, less the newline an editor ends its last line with.
@@ -205,7 +179,7 @@ int run_generate(const RunOptions& o) {
   // --session: a conversation (or a long prompt) resumed from a file, and
   // the session written back to it after each reply.
   std::error_code exists_error;  // an unreadable path is load_state's to report
-  const bool resumed = !o.session_file.empty() && (std::filesystem::exists(o.session_file, exists_error) || exists_error);
+  const bool resumed = !o.session_file.empty() && (std::filesystem::exists(path_from_utf8(o.session_file), exists_error) || exists_error);
   if (resumed) {
     s.load_state(o.session_file);
     if (s.n_past() > 0 && tok->is_end_of_generation(s.tokens().back())) st.closed_by = s.tokens().back();
@@ -318,7 +292,7 @@ int run_generate(const RunOptions& o) {
     while (true) {
       std::fprintf(stderr, "> ");
       // End of input, or Ctrl-C at the prompt: end the "> " line.
-      const LineRead got = g_interrupted ? LineRead::end : read_line_bounded(std::cin, line);
+      const LineRead got = ctrl_c_pending() ? LineRead::end : read_line_bounded(std::cin, line);
       if (got == LineRead::too_long)
         throw Error(Status::invalid_argument, "-i: a line of input is longer than " +
                                                   std::to_string(kMaxInputTextBytes >> 20) + " MiB, the limit: refused");

@@ -1,5 +1,5 @@
 // The allocation-failure hook's one definition (see alloc_hook.h).
-#include "runtime/alloc_hook.h"
+#include "platform/alloc_hook.h"
 
 namespace latte {
 

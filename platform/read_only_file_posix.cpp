@@ -1,4 +1,6 @@
-#include "runtime/read_only_file.h"
+// ReadOnlyFile (read_only_file.h) on POSIX systems: open(O_CLOEXEC |
+// O_NONBLOCK), fstat on the descriptor, pread.
+#include "platform/read_only_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,30 +14,36 @@
 namespace latte {
 
 ReadOnlyFile::ReadOnlyFile(const std::string& path, const std::string& what) : what_(what) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd_ < 0) throw Error(Status::io_error, "cannot open " + what_ + ": " + std::strerror(errno));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw Error(Status::io_error, "cannot open " + what_ + ": " + std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd_, &st) != 0) {
+  if (::fstat(fd, &st) != 0) {
     const int e = errno;
-    ::close(fd_);
+    ::close(fd);
     throw Error(Status::io_error, "cannot stat " + what_ + ": " + std::strerror(e));
   }
   if (!S_ISREG(st.st_mode)) {
-    ::close(fd_);
+    ::close(fd);
     throw Error(Status::io_error, what_ + (S_ISDIR(st.st_mode) ? " is a directory, not a regular file" : " is not a regular file"));
   }
+  handle_ = fd;
   size_ = static_cast<std::uint64_t>(st.st_size);
 }
 
 ReadOnlyFile::~ReadOnlyFile() {
-  if (fd_ >= 0) ::close(fd_);
+  if (handle_ >= 0) ::close(static_cast<int>(handle_));
+}
+
+bool ReadOnlyFile::inheritable() const {
+  const int flags = ::fcntl(static_cast<int>(handle_), F_GETFD);
+  return flags >= 0 && !(flags & FD_CLOEXEC);
 }
 
 std::size_t ReadOnlyFile::read(void* dst, std::size_t n) {
   auto* p = static_cast<char*>(dst);
   std::size_t got = 0;
   while (got < n) {
-    const ssize_t r = ::pread(fd_, p + got, n - got, static_cast<off_t>(offset_ + got));
+    const ssize_t r = ::pread(static_cast<int>(handle_), p + got, n - got, static_cast<off_t>(offset_ + got));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) throw Error(Status::io_error, "cannot read " + what_ + ": " + std::strerror(errno));
     if (r == 0) break;  // the end of the file

@@ -1,4 +1,6 @@
-#include "runtime/atomic_file.h"
+// AtomicFile (atomic_file.h) on POSIX systems: mkostemp(O_CLOEXEC), fchmod
+// to the umask's mode unless private, rename(2) over the target.
+#include "platform/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -87,6 +89,11 @@ AtomicFile::AtomicFile(const std::string& path, const std::string& what, bool pr
 AtomicFile::~AtomicFile() {
   if (f_ != nullptr) std::fclose(f_);
   if (!committed_) ::unlink(tmp_.c_str());
+}
+
+bool AtomicFile::temp_inheritable() const {
+  const int flags = f_ ? ::fcntl(::fileno(f_), F_GETFD) : -1;
+  return flags >= 0 && !(flags & FD_CLOEXEC);
 }
 
 void AtomicFile::write(const void* data, std::size_t n) {

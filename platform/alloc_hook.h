@@ -1,8 +1,9 @@
-// Allocation-failure injection for tests: the allocations Latte makes other
-// than through operator new (aligned_alloc, calloc, anonymous mmap) ask this
-// hook first. Nothing in the library sets it, so the shipped build pays one
-// load and a predictable branch where it allocates anyway; the allocation
-// fault test (tests/reliability/) sets it to fail the N-th allocation.
+// Allocation-failure injection for tests (platform layer, no OS calls): the
+// allocations Latte makes other than through operator new (aligned_alloc,
+// calloc, the memory ranges of platform/memory.h) ask this hook first.
+// Nothing in the library sets it, so the shipped build pays one load and a
+// predictable branch where it allocates anyway; the allocation fault test
+// (tests/reliability/) sets it to fail the N-th allocation.
 #pragma once
 
 #include <atomic>

@@ -1,20 +1,25 @@
-#include "runtime/huge_pages.h"
+// Memory ranges (memory.h) on POSIX systems: anonymous mmap, trimmed to a
+// 2 MiB boundary; madvise(MADV_HUGEPAGE) where the system has it (Linux).
+// Pages are committed by the kernel on first touch.
+#include "platform/memory.h"
 
-#include "runtime/alloc_hook.h"
-
-#if defined(__linux__)
 #include <sys/mman.h>
-#endif
+
+#include <cstdlib>
+
+#include "platform/alloc_hook.h"
 
 namespace latte {
 
 std::uint8_t* map_huge_region(std::size_t bytes, std::size_t huge_from, bool lazy) {
-#if defined(__linux__)
   const std::size_t size = round_to_huge_pages(bytes);
   if (size == 0) return nullptr;
   // One page more than needed, then the unaligned head and the tail cut off.
   const std::size_t want = size + kHugePageBytes;
-  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (lazy ? MAP_NORESERVE : 0);
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#if defined(MAP_NORESERVE)
+  if (lazy) flags |= MAP_NORESERVE;  // address space only until written
+#endif
   if (alloc_should_fail(want)) return nullptr;
   void* m = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (m == MAP_FAILED) return nullptr;
@@ -24,33 +29,38 @@ std::uint8_t* map_huge_region(std::size_t bytes, std::size_t huge_from, bool laz
   const std::size_t head = static_cast<std::size_t>(base - raw), tail = want - head - size;
   if (head) ::munmap(raw, head);
   if (tail) ::munmap(base + size, tail);
+#if defined(MADV_HUGEPAGE)
   if (huge_from < size) ::madvise(base + huge_from, size - huge_from, MADV_HUGEPAGE);
-  return base;
 #else
-  (void)bytes;
   (void)huge_from;
-  (void)lazy;
-  return nullptr;
 #endif
+  return base;
 }
 
 void unmap_huge_region(std::uint8_t* p, std::size_t bytes) {
-#if defined(__linux__)
   if (p) ::munmap(p, round_to_huge_pages(bytes));
-#else
-  (void)p;
-  (void)bytes;
-#endif
 }
 
+bool commit_region(std::uint8_t* p, std::size_t bytes) { return p != nullptr; }
+
+void protect_region_read_only(std::uint8_t* p, std::size_t bytes) {
+  if (p) ::mprotect(p, round_to_huge_pages(bytes), PROT_READ);
+}
+
+void* aligned_alloc_bytes(std::size_t align, std::size_t bytes) {
+  return std::aligned_alloc(align, (bytes + align - 1) / align * align);  // a multiple of align, as C asks
+}
+
+void aligned_free(void* p) { std::free(p); }
+
 bool address_space_available(std::size_t bytes) {
-#if defined(__linux__)
-  void* m = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#if defined(MAP_NORESERVE)
+  flags |= MAP_NORESERVE;
+#endif
+  void* m = ::mmap(nullptr, bytes, PROT_NONE, flags, -1, 0);
   if (m == MAP_FAILED) return false;
   ::munmap(m, bytes);
-#else
-  (void)bytes;
-#endif
   return true;
 }
 
