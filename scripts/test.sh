@@ -162,9 +162,9 @@ if LATTE_REQUIRE_NUMPY=1 "$py" scripts/check_gguf_py.py; then passed=$((passed +
 #    and the umask (the mode checks of SavedPrivately), and the suites that
 #    drive programs through a POSIX shell with signals and rlimits (Cli.*,
 #    Reliability.*, CApiFromC.* and GgufPythonWriter, whose C programs and CLI
-#    runs are done below directly); the allocation-fault suite (it relies on
-#    glibc's allocator hooks); for time (each whole suite runs in the Linux
-#    builds above), the hostile-metadata sweeps and the V2-Lite prefill sweep.
+#    runs are done below directly). For time (each runs in the Linux builds
+#    above): the allocation-fault suite (not built for Windows), the
+#    hostile-metadata sweeps and the V2-Lite prefill sweep.
 windows_tests() {
   scripts/setup.sh --windows || return 1
   local wb=build-windows td=../shared/testdata

@@ -175,7 +175,7 @@ TEST(SessionStateFile, BadFilesAreRefusedByName) {
 
   Session s(model, o);
   s.prefill(std::span(tokens).first(3));
-  const std::string bad = dir + "/state_bad.lsess";
+  const std::string bad = dir + "/state_bad_" + test::process_tag() + ".lsess";
   expect_refused(s, dir + "/no_such.lsess", Status::io_error, "cannot open session file");
   expect_refused(s, dir, Status::io_error, "is a directory");
   write_bytes(bad, std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + 40));
