@@ -30,11 +30,14 @@ GEN=()
 if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
 passed=0
 failed=0
+# Each stage's header says when it started (minutes:seconds into the run), so
+# a slow stage shows in the log.
+stamp() { printf '[%d:%02d]' $((SECONDS / 60)) $((SECONDS % 60)); }
 
 # step label command...: a check that is not ctest's, counted as one test.
 step() {
   local label=$1; shift
-  echo "== $label"
+  echo "== $(stamp) $label"
   if "$@"; then passed=$((passed + 1)); else echo "test.sh: FAILED: $label" >&2; failed=$((failed + 1)); fi
 }
 work=$(mktemp -d)
@@ -43,7 +46,7 @@ trap 'rm -rf "$work"' EXIT
 run_ctest() {  # build-dir label [ctest args...]
   local dir=$1 label=$2; shift 2
   local log="$dir/ctest.log"
-  echo "== ctest: $label"
+  echo "== $(stamp) ctest: $label"
   set +e
   ctest --test-dir "$dir" --output-on-failure -j "$JOBS" --timeout 600 "$@" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
@@ -134,7 +137,7 @@ step "install (static, no oneDNN): apps linked statically" scripts/check_install
 
 # 5. Fuzz the GGUF reader on its seed corpus, then the tokenizer (libFuzzer +
 #    ASan/UBSan, clang).
-echo "== fuzz: gguf reader, tokenizer"
+echo "== $(stamp) fuzz: gguf reader, tokenizer"
 if scripts/fuzz.sh "${LATTE_FUZZ_SECONDS:-60}" "${LATTE_FUZZ_TOKENIZER_SECONDS:-30}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 # 6. The Python GGUF writer (used by scripts/train_tiny_mla.py) rewrites
@@ -142,7 +145,7 @@ if scripts/fuzz.sh "${LATTE_FUZZ_SECONDS:-60}" "${LATTE_FUZZ_TOKENIZER_SECONDS:-
 #    value type and F32/F16/Q8_0 tensors (that part needs numpy, so here it
 #    must run: Debian's interpreter, where setup.sh installed python3-numpy,
 #    ahead of any other python3 on PATH).
-echo "== python gguf writer"
+echo "== $(stamp) python gguf writer"
 py=python3
 if [ -x /usr/bin/python3 ]; then py=/usr/bin/python3; fi
 if LATTE_REQUIRE_NUMPY=1 "$py" scripts/check_gguf_py.py; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
@@ -171,12 +174,12 @@ windows_tests() {
   LATTE_JOBS=$JOBS scripts/build_windows.sh || return 1
   export WINEDEBUG=-all WINEPREFIX=${WINEPREFIX:-$PWD/$wb/wine}
   local ok=0 run=(wine)
-  echo "-- wine: kernels"
+  echo "-- $(stamp) wine: kernels"
   LATTE_EXPECT_ISAS=$expect "${run[@]}" $wb/test_kernels.exe --gtest_brief=1 || ok=1
-  echo "-- wine: runtime"
+  echo "-- $(stamp) wine: runtime"
   "${run[@]}" $wb/test_runtime.exe --gtest_brief=1 \
     --gtest_filter='-*HostileMetadata*:Shapes/MlaForms*' || ok=1
-  echo "-- wine: latte.exe eval vs llama.cpp (f32 cache, 1e-4)"
+  echo "-- $(stamp) wine: latte.exe eval vs llama.cpp (f32 cache, 1e-4)"
   "${run[@]}" $wb/bin/latte.exe eval -m $td/tiny-dense.gguf --tokens "$(cat $td/tokens.txt)" --cache-type f32 \
     --logits-out "$work/win-eval.f32" || ok=1
   /usr/bin/python3 - "$work/win-eval.f32" $td/tiny-dense.logits.f32 <<'PY' || ok=1
@@ -188,12 +191,12 @@ d = max(abs(x - y) for x, y in zip(a, b)) if len(a) == len(b) and a else float('
 print(f"latte.exe eval: {len(a)} logits, max |diff| {d:.3g} against llama.cpp")
 sys.exit(0 if d <= 1e-4 else 1)
 PY
-  echo "-- wine: latte.exe run on the shipped model"
+  echo "-- $(stamp) wine: latte.exe run on the shipped model"
   local text
   text=$("${run[@]}" $wb/bin/latte.exe run -p "A fortune for today:" -n 40 --temp 0.7 --seed 42 2>/dev/null) || ok=1
   echo "$text"
   [[ $text == *[A-Za-z]* ]] || { echo "latte.exe run printed no text" >&2; ok=1; }
-  echo "-- wine: the C and C++ API programs"
+  echo "-- $(stamp) wine: the C and C++ API programs"
   local model=models/latte-tiny-mla.gguf cli ids prog
   cli=$("${run[@]}" $wb/bin/latte.exe run -m $model --chat -p 'Hello there' -n 40 --temp 0 --print-ids 2>/dev/null)
   for prog in c_api_generate cpp_api_generate; do
@@ -209,5 +212,6 @@ PY
 }
 step "windows (mingw-w64, under wine)" windows_tests
 
+echo "== $(stamp) done"
 echo "all builds: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
