@@ -23,8 +23,10 @@ if [ "$has_model" -eq 0 ] && [ ! -f "$model" ]; then
   echo "run.sh: $model is missing; running one MLA layer with random weights instead" >&2
   exec "$root/build/bin/latte" demo
 fi
+# The shipped model continues text in the King James Bible's English: one
+# verse (it stops at the verse's end), sampled with a repetition penalty.
 if [ $# -eq 0 ]; then
-  set -- -p "A fortune for today:" -n 80 --temp 0.7 --seed 42
+  set -- -p "And it came to pass" -n 80 --temp 0.6 --top-p 0.9 --repeat-penalty 1.2 --seed 42
 fi
 if [ "$has_model" -eq 0 ]; then set -- -m "$model" "$@"; fi
 exec "$root/build/bin/latte" run "$@"

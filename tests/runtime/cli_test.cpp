@@ -740,13 +740,13 @@ TEST(Cli, PerplexityAndBenchShift) {
 }
 
 // README: any command whose context goes past what the model was trained for
-// says so on stderr (the shipped model: 512 tokens), and one within it does not.
+// says so on stderr (the shipped model: 256 tokens), and one within it does not.
 TEST(Cli, ContextsPastTheTrainedOneAreSaid) {
   const std::string m = std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf", dir = ::testing::TempDir();
   std::string ids;
   for (int i = 0; i < 520; ++i) ids.append(i ? "," : "").append(std::to_string(1 + (i * 37) % 2000));
   std::ofstream(dir + "/long_window.txt") << ids << "\n";
-  const std::string tail = " tokens, beyond the model's trained context of 512: its output there is unreliable";
+  const std::string tail = " tokens, beyond the model's trained context of 256: its output there is unreliable";
   const struct { std::string args, warning; } cases[] = {
       {"run -m " + m + " -c 600 -p hi -n 1 --seed 1", "warning: --ctx reaches 600" + tail},
       {"eval -m " + m + " --tokens " + ids + " --logits-out " + dir + "/long.f32 --threads 1",
@@ -760,7 +760,7 @@ TEST(Cli, ContextsPastTheTrainedOneAreSaid) {
     EXPECT_EQ(r.code, 0) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.warning), std::string::npos) << c.args << "\n" << r.output;
   }
-  const Result within = run("run -m " + m + " -c 512 -p hi -n 1 --seed 1");
+  const Result within = run("run -m " + m + " -c 256 -p hi -n 1 --seed 1");
   EXPECT_EQ(within.code, 0) << within.output;
   EXPECT_EQ(within.output.find("warning:"), std::string::npos) << within.output;
 }
