@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Accuracy report of the shipped model, written to bench-results/eval_tiny.json
-# and to docs/design.md (between the eval_tiny markers):
+# and to README.md (between the eval_tiny markers):
 #   - held-out perplexity computed by the PyTorch training code (from
 #     models/latte-tiny-mla.eval.json, which scripts/train_tiny_mla.py wrote)
 #     and by Latte replaying the same token windows, with f32, f16 and int8
@@ -51,7 +51,7 @@ while IFS= read -r ids; do
   echo "$f32;$i8" >> "$work/greedy.txt"
 done < "$work/prompts.txt"
 
-python3 - "$evaljson" "$work" docs/design.md bench-results/eval_tiny.json <<'PY'
+python3 - "$evaljson" "$work" README.md bench-results/eval_tiny.json <<'PY'
 import json, math, re, sys
 ev = json.load(open(sys.argv[1])); work = sys.argv[2]; readme = sys.argv[3]; out = sys.argv[4]
 torch_nll = ev["perplexity"]["mean_nll"]; torch_ppl = ev["perplexity"]["ppl"]
@@ -91,7 +91,7 @@ report["commit"], report["date"] = stamp_commit, stamp_date
 json.dump(report, open(out, "w"), indent=2)
 text = "\n".join([
     "Held-out perplexity (%d held-out documents packed into %d windows of <= %d tokens, %d predicted tokens). "
-    "PyTorch (the training code, float32): **%.4f**." % (ev["heldout"].get("n_docs", ev["heldout"].get("n_fortunes")),
+    "PyTorch (the training code, float32): **%.4f**." % (ev["heldout"]["n_docs"],
                                                         ev["perplexity"]["n_windows"], ev["perplexity"]["n_ctx"],
                                                         ev["perplexity"]["n_predicted"], torch_ppl), "",
     *lines, "",
@@ -102,15 +102,12 @@ text = "\n".join([
     "",
     "(`scripts/eval_tiny.sh` at %s, %s.)" % (stamp_commit, stamp_date),
 ])
-import os
 begin, end = "<!-- eval_tiny:begin -->", "<!-- eval_tiny:end -->"
-# The table lives in docs/design.md; a checkout where it is still in README.md gets it there.
-for doc in (readme, "README.md"):
-    src = open(doc).read() if os.path.exists(doc) else ""
-    if begin in src:
-        src = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda m: begin + "\n" + text + "\n" + end, src, flags=re.S)
-        open(doc, "w").write(src)
-        break
+src = open(readme).read()
+if begin not in src or end not in src:
+    sys.exit("eval_tiny.sh: %s has no %s ... %s markers to write the table between" % (readme, begin, end))
+src = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda m: begin + "\n" + text + "\n" + end, src, flags=re.S)
+open(readme, "w").write(src)
 print(text)
 PY
 echo "eval_tiny.sh: wrote bench-results/eval_tiny.json" >&2
