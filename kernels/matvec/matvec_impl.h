@@ -33,9 +33,6 @@
 #include "kernels/matvec/matvec_quantize_act_impl.h"
 #include "kernels/matvec/matvec_rows_zmm_impl.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
 

@@ -1,13 +1,12 @@
 // matvec's row kernels for the quantized types: one weight row against NT
 // tokens' int8 activations, each weight group decoded once (block-32 types
-// and K-quants), over the int8 primitives.
+// and K-quants). No xsimd: one body over the int8 primitives' per-ISA types
+// (matvec_int8_impl.h), so each ISA's decoders and dot products are its own
+// intrinsics; the AVX-512 VNNI Q8_0 row is raw intrinsics (two groups a zmm).
 #pragma once
 
 #include "kernels/matvec/matvec_int8_impl.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
 namespace {
@@ -69,7 +68,7 @@ void row_q8_0(const BlockQ8_0* w, std::size_t nb, const ActQ8* const* xq, float*
       const ActQ8* a = xq[t] + i;
       const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(ld32(a[0].qs)), ld32(a[1].qs), 1);
       const __m512i xs = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
-      const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), qa, xs);
+      const __m512i d = dot4(_mm512_setzero_si512(), qa, xs);
       const __m128 sc = _mm_mul_ps(dw, _mm_insert_ps(_mm_load_ss(&a[0].d), _mm_load_ss(&a[1].d), 0x10));
       acc[u][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(sc)),
                                   acc[u][t]);
