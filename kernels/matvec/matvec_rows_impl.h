@@ -204,68 +204,42 @@ void row_k45(const Block* w, std::size_t nb, const ActQ8K* const* xq, float* out
   s.finish(out);
 }
 
-// Q2_K against ActQ8K: in half h, the 2-bit field j of the 32 qs bytes is
-// elements 128h + 32j + (0..31), sub-blocks 8h + 2j and 8h + 2j + 1 (16
-// each), whose 4-bit scales multiply the integer dots; the 4-bit mins meet
-// the activation sums per 16.
-template <int NT>
-void row_q2_k(const BlockQ2_K* w, std::size_t nb, const ActQ8K* const* xq, float* out) {
-  Accs<NT> s;
-  auto step = [&](std::size_t i, auto u_) __attribute__((always_inline)) {  // u: as in row_k45, inlined as row_q3_k's
-    constexpr int u = decltype(u_)::value;
-    const float d = h2f(ld_u16(&w[i].d)), dmin = h2f(ld_u16(&w[i].dmin));
-    const Q2KScales sc = q2k_scales(w[i].scales);
-    I32 ai[NT];
-    for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
-    auto half = [&](auto h_) __attribute__((always_inline)) {
-      constexpr int h = decltype(h_)::value;
-      const I8x32 v = ld32(w[i].qs + 32 * h);
-      const KScales ks = q2k_half<h>(sc);
-      auto group = [&](auto j_) __attribute__((always_inline)) {
-        constexpr int j = decltype(j_)::value;
-        const I8x32 q = crumb<2 * j>(v);
-        const auto sg = k_scale<2 * j, 2 * j + 1>(ks);
-        for (int t = 0; t < NT; ++t) ai[t] = madd_sc_u(ai[t], q, ld32(xq[t][i].qs + 128 * h + 32 * j), sg);
-      };
-      group(std::integral_constant<int, 0>{});
-      group(std::integral_constant<int, 1>{});
-      group(std::integral_constant<int, 2>{});
-      group(std::integral_constant<int, 3>{});
-    };
-    half(std::integral_constant<int, 0>{});
-    half(std::integral_constant<int, 1>{});
-    for (int t = 0; t < NT; ++t) {
-      const ActQ8K& a = xq[t][i];
-      s.v[u][t] = q2k_fnma_mins(fma_i32(s.v[u][t], ai[t], d * a.d), sc, a.sums16, dmin * a.d);
-    }
-  };
-  for_block_pairs(nb, step);
-  s.finish(out);
-}
-
-// Q3_K against ActQ8K: the low bits as Q2_K's, the third from bit plane
-// 4h + j of hmask: unsigned 0..7 in the dots, and the format's -4 applied
-// once per block through the activation sums per 16 (no sign juggling per
-// group); signed 6-bit scales.
-template <int NT>
-void row_q3_k(const BlockQ3_K* w, std::size_t nb, const ActQ8K* const* xq, float* out) {
+// Q2_K and Q3_K against ActQ8K: in half h, the 2-bit field j of the 32 qs
+// bytes is elements 128h + 32j + (0..31), sub-blocks 8h + 2j and 8h + 2j + 1
+// (16 each), whose small scales multiply the integer dots.
+// Q2_K: 4-bit scales; the 4-bit mins meet the activation sums per 16.
+// Q3_K: the third bit from bit plane 4h + j of hmask, unsigned 0..7 in the
+// dots, and the format's -4 applied once per block through the activation
+// sums per 16 (no sign juggling per group); signed 6-bit scales.
+template <int NT, bool kQ3, class Block>
+void row_k23(const Block* w, std::size_t nb, const ActQ8K* const* xq, float* out) {
   Accs<NT> s;
   // Inlined by force: GCC otherwise keeps the even blocks' step out of line,
-  // with the accumulators in memory.
-  auto step = [&](std::size_t i, auto u_) __attribute__((always_inline)) {  // u: as in row_k45
+  // with the accumulators in memory. u: as in row_k45.
+  auto step = [&](std::size_t i, auto u_) __attribute__((always_inline)) {
     constexpr int u = decltype(u_)::value;
     const float d = h2f(ld_u16(&w[i].d));
-    const Q3KScales sc = q3k_scales(w[i].scales);
-    const I8x32 hm = ld32(w[i].hmask);
+    float dmin = 0.f;
+    if constexpr (!kQ3) dmin = h2f(ld_u16(&w[i].dmin));
+    const auto sc = [&] {
+      if constexpr (kQ3) return q3k_scales(w[i].scales);
+      else return q2k_scales(w[i].scales);
+    }();
+    I8x32 hm{};
+    if constexpr (kQ3) hm = ld32(w[i].hmask);
     I32 ai[NT];
     for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
     auto half = [&](auto h_) __attribute__((always_inline)) {
       constexpr int h = decltype(h_)::value;
       const I8x32 v = ld32(w[i].qs + 32 * h);
-      const KScales ks = q3k_half<h>(sc);
+      const KScales ks = [&] {
+        if constexpr (kQ3) return q3k_half<h>(sc);
+        else return q2k_half<h>(sc);
+      }();
       auto group = [&](auto j_) __attribute__((always_inline)) {
         constexpr int j = decltype(j_)::value;
-        const I8x32 q = or8(crumb<2 * j>(v), bit_x04<4 * h + j>(hm));
+        I8x32 q = crumb<2 * j>(v);
+        if constexpr (kQ3) q = or8(q, bit_x04<4 * h + j>(hm));
         const auto sg = k_scale<2 * j, 2 * j + 1>(ks);
         for (int t = 0; t < NT; ++t) ai[t] = madd_sc_u(ai[t], q, ld32(xq[t][i].qs + 128 * h + 32 * j), sg);
       };
@@ -278,7 +252,8 @@ void row_q3_k(const BlockQ3_K* w, std::size_t nb, const ActQ8K* const* xq, float
     half(std::integral_constant<int, 1>{});
     for (int t = 0; t < NT; ++t) {
       const ActQ8K& a = xq[t][i];
-      s.v[u][t] = q3k_fnma(fma_i32(s.v[u][t], ai[t], d * a.d), sc, a.sums16, 4.f * d * a.d);
+      if constexpr (kQ3) s.v[u][t] = q3k_fnma(fma_i32(s.v[u][t], ai[t], d * a.d), sc, a.sums16, 4.f * d * a.d);
+      else s.v[u][t] = q2k_fnma_mins(fma_i32(s.v[u][t], ai[t], d * a.d), sc, a.sums16, dmin * a.d);
     }
   };
   for_block_pairs(nb, step);
