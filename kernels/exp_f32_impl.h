@@ -1,24 +1,13 @@
-// exp(x) in f32 over an xsimd Arch: included by the per-ISA kernel bodies
-// (*_impl.h) that need it. Everything here is Arch-templated or in an
+// exp(x) in f32 over an xsimd Arch, the one exponential of the kernel
+// families (softmax, SwiGLU, mla_attn's float path): included by the per-ISA
+// kernel bodies (*_impl.h) that need it. xsimd, but for 2^n (pow2i: per-ISA
+// intrinsics, see there). Everything here is Arch-templated or in an
 // anonymous namespace (per-TU copies), as the per-ISA objects require.
 #pragma once
 
-#include "kernels/gcc_avx512_warnings.h"  // before the intrinsic headers
+#include "kernels/isa_body_impl.h"
 
-#include <xsimd/xsimd.hpp>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#elif defined(__aarch64__)
-#include <arm_neon.h>
-#endif
-
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
-// Each ISA's instances in a namespace of their own: two ISAs compiled with
-// the same flags (neon, asimd) still never share a template instance.
 inline namespace LATTE_KERNEL_ISA_NS {
 namespace {
 

@@ -1,16 +1,11 @@
 // One body for every ISA: included only by dot_f32__<isa>.cpp.
 #pragma once
 
-#include <xsimd/xsimd.hpp>
+#include "kernels/isa_body_impl.h"
 
 #include "kernels/dot_f32/dot_f32.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
-// Each ISA's instances in a namespace of their own: two ISAs compiled with
-// the same flags (neon, asimd) still never share a template instance.
 inline namespace LATTE_KERNEL_ISA_NS {
 
 template <class Arch>

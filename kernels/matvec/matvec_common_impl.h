@@ -3,10 +3,12 @@
 // a template over the xsimd Arch or in an anonymous namespace (per-TU copies
 // compiled with that TU's flags), and nothing uses std templates: an inline
 // copy compiled with -mavx512f must never be the one the linker keeps for
-// baseline callers (isa_object_hygiene).
+// baseline callers (isa_object_hygiene). Each part's first comment says
+// where its bodies are xsimd (one body over the Arch) and where per-ISA
+// intrinsics, and why.
 #pragma once
 
-#include "kernels/gcc_avx512_warnings.h"  // before the intrinsic headers
+#include "kernels/int8_impl.h"  // first: kernels/isa_body_impl.h
 
 #include <cstddef>
 #include <cstdint>
@@ -15,22 +17,9 @@
 
 #include <omp.h>
 
-#include <xsimd/xsimd.hpp>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#elif defined(__aarch64__)
-#include <arm_neon.h>
-
-#include "kernels/neon_sdot.h"
-#endif
-
 #include "kernels/matvec/matvec.h"
 #include "quant/ggml_blocks.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
 namespace {

@@ -1,13 +1,13 @@
 // Dequantization of every weight type to f32 (and BF16 to bf16) with the
-// row kernels' decoders: the prefill GEMM panels' source.
+// row kernels' decoders: the prefill GEMM panels' source. Per-ISA
+// intrinsics (conversions and integer bit work that xsimd's integer batches
+// would leave as weak symbols on NEON), also for the activation quantizer's
+// act_amax / act_round32.
 #pragma once
 
 #include "kernels/matvec/matvec_float_rows_impl.h"
 #include "kernels/matvec/matvec_rows_impl.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
 namespace {
@@ -190,7 +190,7 @@ inline float act_amax(const float* x, std::size_t n) {
     m0 = _mm512_max_ps(m0, _mm512_abs_ps(_mm512_loadu_ps(x + k)));
     m1 = _mm512_max_ps(m1, _mm512_abs_ps(_mm512_loadu_ps(x + k + 16)));
   }
-  return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+  return hmax_f32(_mm512_max_ps(m0, m1));
 }
 inline bool act_round32(const float* x, float id, std::int8_t* qs, int& s0, int& s1) {
   const __m512 vid = _mm512_set1_ps(id), lim = _mm512_set1_ps(254.f);
@@ -203,27 +203,17 @@ inline bool act_round32(const float* x, float id, std::int8_t* qs, int& s0, int&
   // GCC ends this reduction in scalar int adds: a NaN's conversion
   // (INT_MIN) would overflow them
   if (ok != 0xFFFF) return false;
-  s0 = _mm512_reduce_add_epi32(q0);
-  s1 = _mm512_reduce_add_epi32(q1);
+  s0 = hsum_i32(q0);
+  s1 = hsum_i32(q1);
   return true;
 }
 #elif defined(__AVX2__)
-inline int hsum_i32(__m256i v) {
-  __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  h = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
-  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 1));
-  return _mm_cvtsi128_si32(h);
-}
 inline float act_amax(const float* x, std::size_t n) {
   const __m256 sign = _mm256_set1_ps(-0.f);
   __m256 m[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   for (std::size_t k = 0; k < n; k += 32)
     for (int i = 0; i < 4; ++i) m[i] = _mm256_max_ps(m[i], _mm256_andnot_ps(sign, _mm256_loadu_ps(x + k + 8 * i)));
-  const __m256 a = _mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3]));
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_max_ss(h, _mm_movehdup_ps(h));
-  return _mm_cvtss_f32(h);
+  return hmax_f32(_mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3])));
 }
 inline bool act_round32(const float* x, float id, std::int8_t* qs, int& s0, int& s1) {
   const __m256 vid = _mm256_set1_ps(id), lim = _mm256_set1_ps(254.f), sign = _mm256_set1_ps(-0.f);
@@ -248,7 +238,7 @@ inline float act_amax(const float* x, std::size_t n) {
   float32x4_t m[4] = {vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_f32(0.f)};
   for (std::size_t k = 0; k < n; k += 16)
     for (int i = 0; i < 4; ++i) m[i] = vmaxq_f32(m[i], vabsq_f32(vld1q_f32(x + k + 4 * i)));
-  return vmaxvq_f32(vmaxq_f32(vmaxq_f32(m[0], m[1]), vmaxq_f32(m[2], m[3])));
+  return hmax_f32(vmaxq_f32(vmaxq_f32(m[0], m[1]), vmaxq_f32(m[2], m[3])));
 }
 inline bool act_round32(const float* x, float id, std::int8_t* qs, int& s0, int& s1) {
   const float32x4_t lim = vdupq_n_f32(254.f);
@@ -261,8 +251,8 @@ inline bool act_round32(const float* x, float id, std::int8_t* qs, int& s0, int&
     sum[h / 2] = vaddq_s32(sum[h / 2], vaddq_s32(q0, q1));
     vst1_s8(qs + 8 * h, vmovn_s16(vcombine_s16(vmovn_s32(q0), vmovn_s32(q1))));
   }
-  s0 = vaddvq_s32(sum[0]);
-  s1 = vaddvq_s32(sum[1]);
+  s0 = hsum_i32(sum[0]);
+  s1 = hsum_i32(sum[1]);
   return vminvq_u32(ok) == ~0u;
 }
 #endif

@@ -1,12 +1,10 @@
 // matvec's rows for float weights (F32, F16, BF16): f32 FMAs over the
-// converted weights, no activation quantization.
+// converted weights, no activation quantization. xsimd over the Arch, but
+// for the F16 and BF16 loads (intrinsics: xsimd has no half-float loads).
 #pragma once
 
 #include "kernels/matvec/matvec_int8_impl.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
 namespace {

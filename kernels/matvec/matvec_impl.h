@@ -33,9 +33,6 @@
 #include "kernels/matvec/matvec_quantize_act_impl.h"
 #include "kernels/matvec/matvec_rows_zmm_impl.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
 
@@ -55,8 +52,8 @@ void row_of_type(const std::uint8_t* w, std::size_t cols, const float* const* xf
     row_q32<NT, BlockQ5_0, true, false>(reinterpret_cast<const BlockQ5_0*>(w), cols / 32, xq, out);
   else if constexpr (T == GgmlType::Q5_1)
     row_q32<NT, BlockQ5_1, true, true>(reinterpret_cast<const BlockQ5_1*>(w), cols / 32, xq, out);
-  else if constexpr (T == GgmlType::Q2_K) row_q2_k<NT>(reinterpret_cast<const BlockQ2_K*>(w), cols / 256, xk, out);
-  else if constexpr (T == GgmlType::Q3_K) row_q3_k<NT>(reinterpret_cast<const BlockQ3_K*>(w), cols / 256, xk, out);
+  else if constexpr (T == GgmlType::Q2_K) row_k23<NT, false>(reinterpret_cast<const BlockQ2_K*>(w), cols / 256, xk, out);
+  else if constexpr (T == GgmlType::Q3_K) row_k23<NT, true>(reinterpret_cast<const BlockQ3_K*>(w), cols / 256, xk, out);
   else if constexpr (T == GgmlType::Q4_K)
     row_k45<NT, BlockQ4_K, false>(reinterpret_cast<const BlockQ4_K*>(w), cols / 256, xk, out);
   else if constexpr (T == GgmlType::Q5_K)

@@ -1,5 +1,6 @@
 // matvec's int8 primitives for this TU's architecture: one interface, two
-// implementations (x86 and NEON intrinsics).
+// implementations (x86 and NEON intrinsics), over the dot products and
+// reductions every family shares (kernels/int8_impl.h).
 #pragma once
 
 #if defined(__AVX2__)

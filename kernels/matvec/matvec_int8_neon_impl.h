@@ -1,13 +1,11 @@
 // matvec's int8 and float primitives on aarch64 (NEON; sdot as one
-// instruction for neon, emulated for asimd: kernels/neon_sdot.h): raw
-// intrinsics, the same interface as matvec_int8_x86_impl.h.
+// instruction for neon, emulated for asimd: kernels/int8_impl.h): raw
+// intrinsics (xsimd has no byte table lookups or dot products), the same
+// interface as matvec_int8_x86_impl.h.
 #pragma once
 
 #include "kernels/matvec/matvec_common_impl.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
 namespace {
@@ -130,13 +128,13 @@ inline void transpose8_words(I8x32 (&v)[8]) {
 inline Acc acc_zero() { return vdupq_n_f32(0.f); }
 // sdot is signed x signed: unsigned weights <= 127 are the same bytes.
 inline Acc fma_dot_s(Acc acc, I8x32 w, I8x32 x, float s) {
-  const int32x4_t d = sdot_s32(sdot_s32(vdupq_n_s32(0), w.a, x.a), w.b, x.b);
+  const int32x4_t d = dot4(dot4(vdupq_n_s32(0), w.a, x.a), w.b, x.b);
   return vfmaq_n_f32(acc, vcvtq_f32_s32(d), s);
 }
 inline Acc fma_dot_u(Acc acc, I8x32 u, I8x32 x, float s) { return fma_dot_s(acc, u, x, s); }
 inline Acc fma_dot2_s(Acc acc, I8x32 w, I8x32 x, float s0, float s1) {
-  acc = vfmaq_n_f32(acc, vcvtq_f32_s32(sdot_s32(vdupq_n_s32(0), w.a, x.a)), s0);
-  return vfmaq_n_f32(acc, vcvtq_f32_s32(sdot_s32(vdupq_n_s32(0), w.b, x.b)), s1);
+  acc = vfmaq_n_f32(acc, vcvtq_f32_s32(dot4(vdupq_n_s32(0), w.a, x.a)), s0);
+  return vfmaq_n_f32(acc, vcvtq_f32_s32(dot4(vdupq_n_s32(0), w.b, x.b)), s1);
 }
 inline float hsum(Acc a) { return vaddvq_f32(a); }
 struct I32 {
@@ -171,8 +169,8 @@ inline KScale2 k_scale(const KScales& s) {
   return {s.v[j0], s.v[j1]};
 }
 inline I32 madd_sc_s(I32 acc, I8x32 w, I8x32 x, KScale2 sc) {
-  return {vmlaq_n_s32(acc.a, sdot_s32(vdupq_n_s32(0), w.a, x.a), sc.lo),
-          vmlaq_n_s32(acc.b, sdot_s32(vdupq_n_s32(0), w.b, x.b), sc.hi)};
+  return {vmlaq_n_s32(acc.a, dot4(vdupq_n_s32(0), w.a, x.a), sc.lo),
+          vmlaq_n_s32(acc.b, dot4(vdupq_n_s32(0), w.b, x.b), sc.hi)};
 }
 inline I32 madd_sc_u(I32 acc, I8x32 u, I8x32 x, KScale2 sc) { return madd_sc_s(acc, u, x, sc); }
 inline Acc fnma_mins(Acc acc, const std::uint8_t* mn, const std::int32_t* sums, float s) {

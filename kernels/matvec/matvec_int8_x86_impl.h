@@ -1,14 +1,14 @@
 // matvec's int8 and float primitives on x86 (AVX2, with AVX-512 VL/BW/VNNI
-// forms where the TU's flags have them): raw intrinsics over 256-bit vectors,
-// since the byte shuffles, nibble and bit-plane decoders and u8 x s8 dot
-// products they need have no xsimd form.
+// forms where the TU's flags have them): raw intrinsics over 256-bit vectors
+// (one 32-weight group a ymm on both ISAs), since the byte shuffles, nibble
+// and bit-plane decoders and u8 x s8 dot products they need have no xsimd
+// form. The GGML formats' decoders are matvec's own; the four-byte dot
+// product is kernels/int8_impl.h's dot4. madd_sc_u is not: it multiplies
+// the int16 pair sums by sub-block scales (vpmaddwd), a different op.
 #pragma once
 
 #include "kernels/matvec/matvec_common_impl.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
 namespace {
@@ -103,14 +103,8 @@ inline void transpose8_words(I8x32 (&v)[8]) {
   }
 }
 // 8 int32 lanes; lane l = sum of bytes 4l..4l+3 of u*x (u unsigned <= 127 or
-// 128 from abs(-128); x signed, never -128)
-inline __m256i dot_lanes_u8s8(I8x32 u, I8x32 x) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x);
-#else
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
-#endif
-}
+// 128 from abs(-128); x signed, never -128: no int16 saturation)
+inline __m256i dot_lanes_u8s8(I8x32 u, I8x32 x) { return dot4(_mm256_setzero_si256(), u, x); }
 inline Acc acc_zero() { return _mm256_setzero_ps(); }
 // acc += s * dot(u, x)
 inline Acc fma_dot_u(Acc acc, I8x32 u, I8x32 x, float s) {

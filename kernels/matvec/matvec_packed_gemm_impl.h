@@ -1,14 +1,13 @@
 // matvec's packed int8 GEMM for chunks of many tokens: weight tiles
 // repacked once per call so one int32 lane holds one row (Q8_0 and every
-// type whose groups are integers times a scale plus an offset).
+// type whose groups are integers times a scale plus an offset). The dot
+// steps are per-ISA intrinsics (Q8Dot<Arch>, over kernels/int8_impl.h's
+// dot4); scaling and accumulation are xsimd over the Arch.
 #pragma once
 
 #include "kernels/matvec/matvec_quantize_act_impl.h"
 #include "kernels/matvec/matvec_rows_impl.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
 
@@ -52,7 +51,7 @@ struct Q8Dot<xsimd::avx512bw> {
   static constexpr std::uint32_t kFlip = 0x80808080u;  // q + 128 per byte, as u8
   static Wv load_w(const std::uint8_t* p) { return _mm512_load_si512(p); }
   static I start(std::int32_t c) { return _mm512_set1_epi32(c); }
-  static I dot(I acc, const Wv& w, std::int32_t x4) { return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(x4)); }
+  static I dot(I acc, const Wv& w, std::int32_t x4) { return dot4(acc, w, _mm512_set1_epi32(x4)); }
   static __m512 to_f(I a) { return _mm512_cvtepi32_ps(a); }
 };
 #endif
@@ -76,7 +75,7 @@ struct Q8Dot<xsimd::fma3<xsimd::avx2>> {
   static I start(std::int32_t) { return _mm256_setzero_si256(); }
   static I dot(I acc, const Wv& w, std::int32_t x4) {
     const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(x4), w.s);
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w.u, xs), _mm256_set1_epi16(1)));
+    return dot4(acc, w.u, xs);
   }
   static __m256 to_f(I a) { return _mm256_cvtepi32_ps(a); }
 };
@@ -93,7 +92,7 @@ struct Q8Dot<xsimd::neon64> {
   static constexpr std::uint32_t kFlip = 0;  // bytes as they are
   static Wv load_w(const std::uint8_t* p) { return vreinterpretq_s8_u8(vld1q_u8(p)); }
   static I start(std::int32_t) { return vdupq_n_s32(0); }
-  static I dot(I acc, const Wv& w, std::int32_t x4) { return sdot_s32(acc, w, vreinterpretq_s8_s32(vdupq_n_s32(x4))); }
+  static I dot(I acc, const Wv& w, std::int32_t x4) { return dot4(acc, w, vreinterpretq_s8_s32(vdupq_n_s32(x4))); }
   static float32x4_t to_f(I a) { return vcvtq_f32_s32(a); }
 };
 #endif

@@ -1,13 +1,11 @@
 // Activation quantization for the int8 paths: x -> int8 blocks with one
 // scale per 32 (ActQ8) or per 256 (ActQ8K), and the packed GEMM's half-group
-// sums.
+// sums. Scalar code over act_amax / act_round32 (per-ISA intrinsics, in
+// matvec_dequantize_impl.h).
 #pragma once
 
 #include "kernels/matvec/matvec_int8_impl.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
 

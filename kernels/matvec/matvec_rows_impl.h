@@ -1,13 +1,12 @@
 // matvec's row kernels for the quantized types: one weight row against NT
 // tokens' int8 activations, each weight group decoded once (block-32 types
-// and K-quants), over the int8 primitives.
+// and K-quants). No xsimd: one body over the int8 primitives' per-ISA types
+// (matvec_int8_impl.h), so each ISA's decoders and dot products are its own
+// intrinsics; the AVX-512 VNNI Q8_0 row is raw intrinsics (two groups a zmm).
 #pragma once
 
 #include "kernels/matvec/matvec_int8_impl.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
 namespace {
@@ -69,7 +68,7 @@ void row_q8_0(const BlockQ8_0* w, std::size_t nb, const ActQ8* const* xq, float*
       const ActQ8* a = xq[t] + i;
       const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(ld32(a[0].qs)), ld32(a[1].qs), 1);
       const __m512i xs = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
-      const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), qa, xs);
+      const __m512i d = dot4(_mm512_setzero_si512(), qa, xs);
       const __m128 sc = _mm_mul_ps(dw, _mm_insert_ps(_mm_load_ss(&a[0].d), _mm_load_ss(&a[1].d), 0x10));
       acc[u][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(sc)),
                                   acc[u][t]);
@@ -205,68 +204,42 @@ void row_k45(const Block* w, std::size_t nb, const ActQ8K* const* xq, float* out
   s.finish(out);
 }
 
-// Q2_K against ActQ8K: in half h, the 2-bit field j of the 32 qs bytes is
-// elements 128h + 32j + (0..31), sub-blocks 8h + 2j and 8h + 2j + 1 (16
-// each), whose 4-bit scales multiply the integer dots; the 4-bit mins meet
-// the activation sums per 16.
-template <int NT>
-void row_q2_k(const BlockQ2_K* w, std::size_t nb, const ActQ8K* const* xq, float* out) {
-  Accs<NT> s;
-  auto step = [&](std::size_t i, auto u_) __attribute__((always_inline)) {  // u: as in row_k45, inlined as row_q3_k's
-    constexpr int u = decltype(u_)::value;
-    const float d = h2f(ld_u16(&w[i].d)), dmin = h2f(ld_u16(&w[i].dmin));
-    const Q2KScales sc = q2k_scales(w[i].scales);
-    I32 ai[NT];
-    for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
-    auto half = [&](auto h_) __attribute__((always_inline)) {
-      constexpr int h = decltype(h_)::value;
-      const I8x32 v = ld32(w[i].qs + 32 * h);
-      const KScales ks = q2k_half<h>(sc);
-      auto group = [&](auto j_) __attribute__((always_inline)) {
-        constexpr int j = decltype(j_)::value;
-        const I8x32 q = crumb<2 * j>(v);
-        const auto sg = k_scale<2 * j, 2 * j + 1>(ks);
-        for (int t = 0; t < NT; ++t) ai[t] = madd_sc_u(ai[t], q, ld32(xq[t][i].qs + 128 * h + 32 * j), sg);
-      };
-      group(std::integral_constant<int, 0>{});
-      group(std::integral_constant<int, 1>{});
-      group(std::integral_constant<int, 2>{});
-      group(std::integral_constant<int, 3>{});
-    };
-    half(std::integral_constant<int, 0>{});
-    half(std::integral_constant<int, 1>{});
-    for (int t = 0; t < NT; ++t) {
-      const ActQ8K& a = xq[t][i];
-      s.v[u][t] = q2k_fnma_mins(fma_i32(s.v[u][t], ai[t], d * a.d), sc, a.sums16, dmin * a.d);
-    }
-  };
-  for_block_pairs(nb, step);
-  s.finish(out);
-}
-
-// Q3_K against ActQ8K: the low bits as Q2_K's, the third from bit plane
-// 4h + j of hmask: unsigned 0..7 in the dots, and the format's -4 applied
-// once per block through the activation sums per 16 (no sign juggling per
-// group); signed 6-bit scales.
-template <int NT>
-void row_q3_k(const BlockQ3_K* w, std::size_t nb, const ActQ8K* const* xq, float* out) {
+// Q2_K and Q3_K against ActQ8K: in half h, the 2-bit field j of the 32 qs
+// bytes is elements 128h + 32j + (0..31), sub-blocks 8h + 2j and 8h + 2j + 1
+// (16 each), whose small scales multiply the integer dots.
+// Q2_K: 4-bit scales; the 4-bit mins meet the activation sums per 16.
+// Q3_K: the third bit from bit plane 4h + j of hmask, unsigned 0..7 in the
+// dots, and the format's -4 applied once per block through the activation
+// sums per 16 (no sign juggling per group); signed 6-bit scales.
+template <int NT, bool kQ3, class Block>
+void row_k23(const Block* w, std::size_t nb, const ActQ8K* const* xq, float* out) {
   Accs<NT> s;
   // Inlined by force: GCC otherwise keeps the even blocks' step out of line,
-  // with the accumulators in memory.
-  auto step = [&](std::size_t i, auto u_) __attribute__((always_inline)) {  // u: as in row_k45
+  // with the accumulators in memory. u: as in row_k45.
+  auto step = [&](std::size_t i, auto u_) __attribute__((always_inline)) {
     constexpr int u = decltype(u_)::value;
     const float d = h2f(ld_u16(&w[i].d));
-    const Q3KScales sc = q3k_scales(w[i].scales);
-    const I8x32 hm = ld32(w[i].hmask);
+    float dmin = 0.f;
+    if constexpr (!kQ3) dmin = h2f(ld_u16(&w[i].dmin));
+    const auto sc = [&] {
+      if constexpr (kQ3) return q3k_scales(w[i].scales);
+      else return q2k_scales(w[i].scales);
+    }();
+    I8x32 hm{};
+    if constexpr (kQ3) hm = ld32(w[i].hmask);
     I32 ai[NT];
     for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
     auto half = [&](auto h_) __attribute__((always_inline)) {
       constexpr int h = decltype(h_)::value;
       const I8x32 v = ld32(w[i].qs + 32 * h);
-      const KScales ks = q3k_half<h>(sc);
+      const KScales ks = [&] {
+        if constexpr (kQ3) return q3k_half<h>(sc);
+        else return q2k_half<h>(sc);
+      }();
       auto group = [&](auto j_) __attribute__((always_inline)) {
         constexpr int j = decltype(j_)::value;
-        const I8x32 q = or8(crumb<2 * j>(v), bit_x04<4 * h + j>(hm));
+        I8x32 q = crumb<2 * j>(v);
+        if constexpr (kQ3) q = or8(q, bit_x04<4 * h + j>(hm));
         const auto sg = k_scale<2 * j, 2 * j + 1>(ks);
         for (int t = 0; t < NT; ++t) ai[t] = madd_sc_u(ai[t], q, ld32(xq[t][i].qs + 128 * h + 32 * j), sg);
       };
@@ -279,7 +252,8 @@ void row_q3_k(const BlockQ3_K* w, std::size_t nb, const ActQ8K* const* xq, float
     half(std::integral_constant<int, 1>{});
     for (int t = 0; t < NT; ++t) {
       const ActQ8K& a = xq[t][i];
-      s.v[u][t] = q3k_fnma(fma_i32(s.v[u][t], ai[t], d * a.d), sc, a.sums16, 4.f * d * a.d);
+      if constexpr (kQ3) s.v[u][t] = q3k_fnma(fma_i32(s.v[u][t], ai[t], d * a.d), sc, a.sums16, 4.f * d * a.d);
+      else s.v[u][t] = q2k_fnma_mins(fma_i32(s.v[u][t], ai[t], d * a.d), sc, a.sums16, dmin * a.d);
     }
   };
   for_block_pairs(nb, step);

@@ -1,12 +1,10 @@
 // matvec's AVX-512 VNNI decode rows: two 32-element groups a zmm for the
-// block-32 types and Q4_K/Q5_K (empty without those flags).
+// block-32 types and Q4_K/Q5_K (empty without those flags). AVX-512
+// intrinsics only: gathers, byte masks and vpdpbusd have no xsimd spelling.
 #pragma once
 
 #include "kernels/matvec/matvec_rows_impl.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
 namespace {
@@ -110,7 +108,7 @@ float row_b32_zmm(const Block* w, std::size_t nb, const ActQ8* xq, const ActPair
         q = _mm512_and_si512(q, m4);
       }
       if constexpr (kIq4) q = _mm512_shuffle_epi8(tab, q);
-      const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q,
+      const __m512i d = dot4(_mm512_setzero_si512(), q,
                                             _mm512_loadu_si512(ap.qs + (i0 / 2 + static_cast<std::size_t>(p)) * 64));
       const __m512 s2 = _mm512_permutexvar_ps(_mm512_add_epi32(pair_lanes, _mm512_set1_epi32(2 * p)), sc);
       acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s2, acc);
@@ -173,7 +171,7 @@ inline float row_iq4_xs_zmm(const BlockIQ4_XS* w, std::size_t nb, const ActQ8K* 
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c));
       __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1);
       q = _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_shuffle_i64x2(q, q, 0xD8), m4));
-      const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, _mm512_loadu_si512(a.qs + 64 * c));
+      const __m512i d = dot4(_mm512_setzero_si512(), q, _mm512_loadu_si512(a.qs + 64 * c));
       const __m512i s2 = _mm512_permutexvar_epi32(_mm512_add_epi32(pair_lanes, _mm512_set1_epi32(2 * c)), scz);
       ai = _mm512_add_epi32(ai, _mm512_mullo_epi32(d, s2));
     }
@@ -217,7 +215,7 @@ float row_k45_zmm(const Block* w, std::size_t nb, const ActQ8K* xq) {
         const __mmask64 hi = _mm512_test_epi8_mask(qh, _mm512_slli_epi16(plane0, 2 * c));
         q = _mm512_mask_add_epi8(q, hi, q, _mm512_set1_epi8(16));
       }
-      const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, _mm512_loadu_si512(a.qs + 64 * c));
+      const __m512i d = dot4(_mm512_setzero_si512(), q, _mm512_loadu_si512(a.qs + 64 * c));
       const __m512i s2 = _mm512_permutexvar_epi32(_mm512_add_epi32(pair_lanes, _mm512_set1_epi32(2 * c)), scz);
       ai = _mm512_add_epi32(ai, _mm512_mullo_epi32(d, s2));
     }
@@ -258,8 +256,8 @@ inline float row_q6_k_zmm(const BlockQ6_K* w, std::size_t nb, const ActQ8K* xq) 
                                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, cnt_lo), m3), 4));
       const __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
                                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, cnt_hi), m3), 4));
-      const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, _mm512_loadu_si512(a.qs + 128 * h));
-      const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q1, _mm512_loadu_si512(a.qs + 128 * h + 64));
+      const __m512i d0 = dot4(_mm512_setzero_si512(), q0, _mm512_loadu_si512(a.qs + 128 * h));
+      const __m512i d1 = dot4(_mm512_setzero_si512(), q1, _mm512_loadu_si512(a.qs + 128 * h + 64));
       const __m512i s0 = _mm512_permutexvar_epi32(_mm512_add_epi32(quarter, _mm512_set1_epi32(8 * h)), sc);
       const __m512i s1 = _mm512_permutexvar_epi32(_mm512_add_epi32(quarter, _mm512_set1_epi32(8 * h + 4)), sc);
       ai = _mm512_add_epi32(ai, _mm512_add_epi32(_mm512_mullo_epi32(d0, s0), _mm512_mullo_epi32(d1, s1)));

@@ -1,9 +1,15 @@
 // One body for every ISA: included only by mla_attn__<isa>.cpp. Everything
 // here is a template over the xsimd Arch or sits in an anonymous namespace,
-// so no ISA-compiled inline code is shared with other objects.
+// so no ISA-compiled inline code is shared with other objects. The float
+// path, the softmax and the merge are xsimd over the Arch (exponential:
+// kernels/exp_f32_impl.h); the int8 path's byte work is per-ISA intrinsics
+// (I8<Arch> over kernels/int8_impl.h: vpdpbusd, vpmaddubsw, sdot and byte
+// shuffles have no xsimd spelling), as are the f16 conversion and
+// lane_sums' AVX-512 transpose.
 #pragma once
 
-#include "kernels/gcc_avx512_warnings.h"  // before the intrinsic headers
+#include "kernels/exp_f32_impl.h"
+#include "kernels/int8_impl.h"
 
 #include <omp.h>
 
@@ -13,28 +19,16 @@
 #include <cstring>
 #include <type_traits>
 #include <utility>
-#include <xsimd/xsimd.hpp>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-#if defined(__ARM_NEON)
-#include <arm_neon.h>
-
-#include "kernels/neon_sdot.h"
-#endif
 
 #include "kernels/mla_attn/mla_attn.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
-// Each ISA's instances in a namespace of their own: two ISAs compiled with
-// the same flags (neon, asimd) still never share a template instance.
 inline namespace LATTE_KERNEL_ISA_NS {
 
 // ---------------------------------------------------------------- int8 ops
+// The attention's own int8 layouts over the shared dot product
+// (kernels/int8_impl.h): the cache's 4x4 byte transposes, the weights'
+// packing for the value pass and the offset policy are this family's alone.
 // vec: 16*L cache bytes (L lanes of one 16-byte block each); acc: int32 lanes.
 // dot(acc, a, b): acc += sum over 4 adjacent bytes of a (cache) * b (s8).
 // On x86 a is the stored u8 (q + 128), so results carry +128 * sum(b)
@@ -58,19 +52,12 @@ struct I8<xsimd::avx512bw> {
   static vec load_raw(const void* p) { return _mm512_loadu_si512(p); }
   using F = xsimd::batch<float, xsimd::avx512bw>;
   static F i2f(const std::int32_t* p) { return F(_mm512_cvtepi32_ps(_mm512_loadu_si512(p))); }
-  // round to nearest (even); p * 2^n for integral n in [-126, 0]
-  static F round_even(F t) { return F(_mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
-  static F ldexp(F p, F n) { return F(_mm512_scalef_ps(p, n)); }
-  // p * 2^n for the n in r's low mantissa bits (see exp2_i8)
-  static F add_exp(F p, F r) {
-    return F(_mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_castps_si512(r), 23))));
-  }
   static vec bcast(const void* p) {
     int v;
     std::memcpy(&v, p, 4);
     return _mm512_set1_epi32(v);
   }
-  static acc dot(acc s, vec a, vec b) { return _mm512_dpbusd_epi32(s, a, b); }
+  static acc dot(acc s, vec a, vec b) { return dot4(s, a, b); }
   // The value pass: cache vectors as loaded, weights as the s8 operand.
   static vec load_v(const void* p) { return load(p); }
   static acc dot_v(acc s, vec x, vec w) { return dot(s, x, w); }
@@ -97,8 +84,6 @@ struct I8<xsimd::avx512bw> {
     const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     _mm512_storeu_si512(dst, _mm512_permutexvar_epi32(idx, _mm512_zextsi128_si512(_mm512_cvtepi32_epi8(q))));
   }
-  static std::int32_t hsum(acc x) { return _mm512_reduce_add_epi32(x); }
-  static float fmax_lanes(F x) { return _mm512_reduce_max_ps(x); }
 };
 #endif
 
@@ -125,22 +110,12 @@ struct I8<xsimd::fma3<xsimd::avx2>> {
   static vec load_raw(const void* p) { return load(p); }
   using F = xsimd::batch<float, xsimd::fma3<xsimd::avx2>>;
   static F i2f(const std::int32_t* p) { return F(_mm256_cvtepi32_ps(load(p))); }
-  static F round_even(F t) { return F(_mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
-  static F ldexp(F p, F n) {
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return p * F(_mm256_castsi256_ps(e));
-  }
-  static F add_exp(F p, F r) {
-    return F(_mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_castps_si256(r), 23))));
-  }
   static vec bcast(const void* p) {
     int v;
     std::memcpy(&v, p, 4);
     return _mm256_set1_epi32(v);
   }
-  static acc dot(acc s, vec a, vec b) {
-    return _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
-  }
+  static acc dot(acc s, vec a, vec b) { return dot4(s, a, b); }
   static vec load_v(const void* p) { return _mm256_xor_si256(load(p), _mm256_set1_epi8(static_cast<char>(0x80))); }
   static acc dot_v(acc s, vec x, vec w) { return dot(s, w, x); }
   static vec tshuf(vec x) {
@@ -164,18 +139,6 @@ struct I8<xsimd::fma3<xsimd::avx2>> {
     const __m256i idx = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(b), idx));
   }
-  static std::int32_t hsum(acc x) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
-  }
-  static float fmax_lanes(F x) {
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    return _mm_cvtss_f32(m);
-  }
 };
 #endif
 
@@ -195,19 +158,12 @@ struct I8<xsimd::neon64> {
   static vec load_raw(const void* p) { return vld1q_s8(static_cast<const std::int8_t*>(p)); }
   using F = xsimd::batch<float, xsimd::neon64>;
   static F i2f(const std::int32_t* p) { return F(vcvtq_f32_s32(vld1q_s32(p))); }
-  static F round_even(F t) { return F(vrndnq_f32(t)); }
-  static F ldexp(F p, F n) {
-    return p * F(vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23)));
-  }
-  static F add_exp(F p, F r) {
-    return F(vreinterpretq_f32_s32(vaddq_s32(vreinterpretq_s32_f32(p), vshlq_n_s32(vreinterpretq_s32_f32(r), 23))));
-  }
   static vec bcast(const void* p) {
     std::int32_t v;
     std::memcpy(&v, p, 4);
     return vreinterpretq_s8_s32(vdupq_n_s32(v));
   }
-  static acc dot(acc s, vec a, vec b) { return sdot_s32(s, a, b); }
+  static acc dot(acc s, vec a, vec b) { return dot4(s, a, b); }
   static vec load_v(const void* p) { return load(p); }
   static acc dot_v(acc s, vec x, vec w) { return dot(s, x, w); }
   static vec tshuf(vec x) {
@@ -229,8 +185,6 @@ struct I8<xsimd::neon64> {
     vst1q_s8(static_cast<std::int8_t*>(static_cast<void*>(dst)),
              vreinterpretq_s8_s32(vdupq_lane_s32(vreinterpret_s32_s8(b), 0)));
   }
-  static std::int32_t hsum(acc x) { return vaddvq_s32(x); }
-  static float fmax_lanes(F x) { return vmaxvq_f32(x); }
 };
 #endif
 
@@ -241,7 +195,7 @@ inline float fmx(float a, float b) { return a > b ? a : b; }
 // scalar loop (twice per head and block in the int8 path).
 template <class Arch>
 float hmax(xsimd::batch<float, Arch> v, float init) {
-  return fmx(init, I8<Arch>::fmax_lanes(v));
+  return fmx(init, hmax_f32(static_cast<typename xsimd::batch<float, Arch>::register_type>(v)));
 }
 inline std::int64_t imin(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
 inline std::size_t al64(std::size_t n) { return (n + 63) / 64 * 64; }
@@ -359,27 +313,32 @@ struct MlaCtx {
   std::uint8_t* base;  // scratch
 };
 
-// exp(x) for x <= 0 (softmax arguments): 2^n * 2^f, |f| <= 1/2, a degree-6
-// polynomial for 2^f (relative error ~2e-7); below -87 it returns ~1e-38
-// (weights that small vanish in every sum). Own code because xsimd::exp
-// instantiates non-Arch helpers on neon.
-template <class Arch>
-xsimd::batch<float, Arch> exp_neg(xsimd::batch<float, Arch> x) {
-  using F = xsimd::batch<float, Arch>;
-  const F t = xsimd::max(x * F(kLog2e), F(-126.f));
-  const F n = I8<Arch>::round_even(t);
-  const F y = (t - n) * F(0.693147181f);
-  F r = F(1.f / 720);
-  r = xsimd::fma(r, y, F(1.f / 120));
-  r = xsimd::fma(r, y, F(1.f / 24));
-  r = xsimd::fma(r, y, F(1.f / 6));
-  r = xsimd::fma(r, y, F(0.5f));
-  r = xsimd::fma(r, y, F(1.f));
-  r = xsimd::fma(r, y, F(1.f));
-  return I8<Arch>::ldexp(r, n);
-}
+namespace {  // not Arch-templated: internal, so no other ISA's object shares them
 
-// 2^t for the int8 path's softmax, t in log2 units and <= 0. t is clamped
+// p * 2^n for the n in r's low mantissa bits, added to p's exponent field as
+// an integer (exp2_i8). Intrinsics: xsimd's integer batches would leave weak
+// symbols on NEON (kernels/exp_f32_impl.h, pow2i).
+#if defined(__AVX512F__)
+inline __m512 add_exponent(__m512 p, __m512 r) {
+  return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_castps_si512(r), 23)));
+}
+#endif
+#if defined(__AVX2__)
+inline __m256 add_exponent(__m256 p, __m256 r) {
+  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_castps_si256(r), 23)));
+}
+#endif
+#if defined(__aarch64__)
+inline float32x4_t add_exponent(float32x4_t p, float32x4_t r) {
+  return vreinterpretq_f32_s32(vaddq_s32(vreinterpretq_s32_f32(p), vshlq_n_s32(vreinterpretq_s32_f32(r), 23)));
+}
+#endif
+
+}  // namespace
+
+// 2^t for the int8 path's softmax, t in log2 units and <= 0: not the
+// float path's exponential (kernels/exp_f32_impl.h), a coarser one for a
+// different budget. t is clamped
 // at -64: weights below 2^-64 of the maximum vanish in every float sum
 // anyway, and the clamp keeps weight * latent scale and the quantization's
 // 127 / max weight normal (denormal operands cost microcode assists; an
@@ -401,7 +360,8 @@ xsimd::batch<float, Arch> exp2_i8(xsimd::batch<float, Arch> t) {
   p = xsimd::fma(p, f, F(2.42611122e-1f));
   p = xsimd::fma(p, f, F(6.93260985e-1f));
   p = xsimd::fma(p, f, F(9.99928074e-1f));
-  return I8<Arch>::add_exp(p, r);
+  using R = typename F::register_type;
+  return F(add_exponent(static_cast<R>(p), static_cast<R>(r)));
 }
 
 // ---------------------------------------------------------------- int8 path
@@ -705,7 +665,7 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
       std::uint8_t* v = pv + static_cast<std::size_t>(h) * pv_stride;
       for (int j = 0; j < ntok; j += W)
         K::quant_pvec(F::load_unaligned(s + j) * vinv, qsum, v + static_cast<std::size_t>(j) * 4);
-      cp[h] = K::kValueOffset ? 128.f * static_cast<float>(K::hsum(qsum)) : 0.f;
+      cp[h] = K::kValueOffset ? 128.f * static_cast<float>(hsum_i32(qsum)) : 0.f;
       // Rescaled by alpha, except on an item's first block, where po is not
       // yet written (the value products store it) and alpha is 0 or, for a
       // NaN query, NaN: that NaN still spreads, through the block's scale.
@@ -1002,7 +962,8 @@ void f_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t
       const F vmn(mn);
       int j = 0;
       for (; j + W <= nvalid; j += W) {
-        F p = exp_neg<Arch>(F::load_unaligned(s + j) - vmn);
+        // <= 0, or NaN for a NaN query: then the block max is NaN too
+        F p = exp_clamped_nan_dropped<Arch>(F::load_unaligned(s + j) - vmn);
         lsum += p;
         p.store_unaligned(s + j);
       }
@@ -1075,7 +1036,7 @@ void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const 
       for (int k = 0; k < W; ++k) q[i + k] = static_cast<std::int8_t>(ti[k]);
     }
     bool bad = !xsimd::all(finite);
-    int sum = bad ? 0 : I8<Arch>::hsum(sv);
+    int sum = bad ? 0 : hsum_i32(static_cast<typename Fi::register_type>(sv));
     for (; i < n; ++i) {
       const float r = std::nearbyint(x[i] * inv);
       bad |= !(std::fabs(r) <= 2.f * QMAX);

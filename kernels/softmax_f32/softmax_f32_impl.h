@@ -4,12 +4,7 @@
 #include "kernels/exp_f32_impl.h"
 #include "kernels/softmax_f32/softmax_f32.h"
 
-#ifndef LATTE_KERNEL_ISA_NS
-#error "a kernel body is compiled in its ISA's file, which names the ISA's namespace (CMakeLists.txt)"
-#endif
 namespace latte::kernels {
-// Each ISA's instances in a namespace of their own: two ISAs compiled with
-// the same flags (neon, asimd) still never share a template instance.
 inline namespace LATTE_KERNEL_ISA_NS {
 
 template <class Arch>
