@@ -528,7 +528,7 @@ TEST(CApiFromC, GeneratesWhatTheCliGenerates) {
     EXPECT_EQ(pclose(p), 0) << cmd;
     return out;
   };
-  for (const std::string seed : {"", "7"}) {
+  for (const std::string seed : {"", "2"}) {  // seed 2: a reply longer than 20 tokens
     const std::string cli = run(std::string(LATTE_CLI) + " run -m " + kShipped + " --chat -p 'Hello there' -n 40 " +
                                 (seed.empty() ? "--temp 0" : "--seed " + seed) + " --print-ids 2>/dev/null");
     // The C program, and the same program over latte.hpp built as C++17.
