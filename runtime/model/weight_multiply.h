@@ -3,9 +3,10 @@
 // (kernels/matvec, whose packed int8 GEMM takes the chunks and types it
 // packs) or, from gemm_min_tokens on, f32 GEMMs (gemm_f32: on F32 weights
 // directly, on the other types over panels of dequantized rows). The thread
-// split: the kernels' own split, runs of 16-row tiles (row_run) in the
-// regions this file and ffn.cpp open, or whole heads. Internal to
-// runtime/model.
+// split of a product: the kernels' own (linear), runs of 16-row tiles
+// (row_run: linear_shared, and ffn.cpp's one-token sum) or whole heads
+// (linear_heads); product_rows is the one-thread product those regions and
+// moe.cpp's expert scheduler run. Internal to runtime/model.
 //
 // Rules (graph_common.h): every output row's arithmetic is the same for any
 // thread split; nothing is thrown inside a region (RegionError, GemmStatus);
