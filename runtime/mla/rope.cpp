@@ -85,28 +85,32 @@ void rope_apply_ref(const RopeParams& p, double pos, float* x) {
   for (int i = 0; i < p.dim; ++i) x[i] = static_cast<float>(t[i]);
 }
 
+void rope_table(const RopeParams& p, double pos0, int n, double magnitude, float* cs) {
+  check(p);  // before dim sizes anything
+  const int half = p.dim / 2;
+  std::vector<double> theta(half);  // (d_R/2)
+  for (int t = 0; t < n; ++t) {
+    rope_angles(p, pos0 + t, theta.data());
+    float* c = cs + static_cast<std::size_t>(t) * p.dim;
+    for (int i = 0; i < half; ++i) {
+      c[i] = static_cast<float>(std::cos(theta[i]) * magnitude);
+      c[half + i] = static_cast<float>(std::sin(theta[i]) * magnitude);
+    }
+  }
+}
+
 RopeTurn rope_turn(const RopeParams& p, double delta) {
   RopeTurn r;
   r.style = p.style;
   r.dim = p.dim;
-  std::vector<double> theta(p.dim / 2);  // (d_R/2); rope_angles checks p first
-  rope_angles(p, delta, theta.data());
-  for (const double t : theta) {
-    r.cos.push_back(static_cast<float>(std::cos(t)));
-    r.sin.push_back(static_cast<float>(std::sin(t)));
-  }
+  check(p);  // before dim sizes anything
+  std::vector<float> cs(p.dim);  // (cos | sin)
+  rope_table(p, delta, 1, 1.0, cs.data());
+  r.cos.assign(cs.begin(), cs.begin() + p.dim / 2);
+  r.sin.assign(cs.begin() + p.dim / 2, cs.end());
   return r;
 }
 
-void rope_turn_apply(const RopeTurn& r, float* x) {
-  const int half = r.dim / 2;
-  const bool pairs = r.style == RopeStyle::consecutive_pairs;
-  for (int i = 0; i < half; ++i) {
-    const int a = pairs ? 2 * i : i, b = pairs ? 2 * i + 1 : i + half;
-    const float x0 = x[a], x1 = x[b];
-    x[a] = x0 * r.cos[i] - x1 * r.sin[i];
-    x[b] = x0 * r.sin[i] + x1 * r.cos[i];
-  }
-}
+void rope_turn_apply(const RopeTurn& r, float* x) { rope_rotate(r.style, r.dim, r.cos.data(), r.sin.data(), x); }
 
 }  // namespace latte

@@ -42,6 +42,24 @@ void rope_angles(const RopeParams& p, double pos, double* theta);
 void rope_apply_ref(const RopeParams& p, double pos, double* x);
 void rope_apply_ref(const RopeParams& p, double pos, float* x);
 
+// The rotation table of n positions pos0, pos0 + 1, ..., in float: per
+// position (dim) the dim/2 cosines, then the dim/2 sines, of every pair's
+// angle, each times `magnitude` (attn_factor for a rotation at a position,
+// 1 for a turn) before rounding.
+void rope_table(const RopeParams& p, double pos0, int n, double magnitude, float* cs);
+
+// Rotates x (dim) in place by per-pair cos and sin (dim/2 each), in float.
+inline void rope_rotate(RopeStyle style, int dim, const float* cos, const float* sin, float* x) {
+  const int half = dim / 2;
+  const bool pairs = style == RopeStyle::consecutive_pairs;
+  for (int i = 0; i < half; ++i) {
+    const int a = pairs ? 2 * i : i, b = pairs ? 2 * i + 1 : i + half;
+    const float x0 = x[a], x1 = x[b];
+    x[a] = x0 * cos[i] - x1 * sin[i];
+    x[b] = x0 * sin[i] + x1 * cos[i];
+  }
+}
+
 // mscale = 1 + yarn_log_multiplier * ln(factor) under YaRN, else 1.
 double yarn_mscale(const RopeParams& p);
 

@@ -1,5 +1,5 @@
-// Token ranges of an MoE expert's tokens split into equal parts (session.cpp's
-// moe_experts hands the parts of a large expert to different threads).
+// Token ranges of an MoE expert's tokens split into equal parts (moe.cpp's
+// experts_parallel hands the parts of a large expert to different threads).
 #pragma once
 
 #include <cstdint>

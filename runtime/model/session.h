@@ -30,7 +30,7 @@ struct SessionOptions {
   int prefill_chunk = 512;          // tokens per prefill chunk
   std::optional<MlaForm> prefill_form;  // a forced prefill form; none: the cost model picks
   // Chunks of at least this many tokens run their weight products as oneDNN
-  // GEMMs; 0: the crossover measured per weight type (session.cpp).
+  // GEMMs; 0: the crossover measured per weight type (weight_multiply.cpp).
   int gemm_min_tokens = 0;
   // A prefill that would overflow the context first shifts it (Session::
   // make_room): keeps the first shift_keep tokens and drops half of the
@@ -120,13 +120,16 @@ class Session {
   MlaForm last_form() const { return last_form_; }
 
  private:
-  struct Scratch;
+  struct Graph;  // session_graph.h
+  // One chunk through the model (session_forward.cpp): its rows written to
+  // the cache, n_past_ advanced, the logits to logits_out (every token's,
+  // (n, n_vocab)) or last_logits_. On an error prefill() rolls back.
   void forward_chunk(std::span<const std::int32_t> tokens, float* logits_out, bool all_logits);
 
   std::shared_ptr<const Model> model_;
   SessionOptions opts_;
   LatentCache cache_;
-  std::unique_ptr<Scratch> s_;
+  std::unique_ptr<Graph> graph_;
   std::vector<float> last_logits_;
   std::vector<float> prev_logits_;  // prefill's other buffer: the logits to restore on error
   std::vector<std::int32_t> tokens_;  // (n_past)

@@ -1,0 +1,62 @@
+// A layer's attention in MLA's two forms (mla-spec.md; docs/design.md, "The
+// data path", step 4), over the queries of a chunk and the layer's latent
+// cache, whose rows at the chunk's positions are already written:
+//  - absorbed (attention_absorbed.cpp): W_UK folded into the queries, the
+//    mla_attn kernel over the latent rows, W_UV applied after; decode and
+//    prefill;
+//  - naive (attention_naive.cpp): K and V decompressed from the latent rows
+//    a block at a time by f32 GEMMs, an online softmax per head; prefill.
+// Both write o (n, n_h * d_v), refused if it holds a NaN or inf. Internal
+// to runtime/model.
+//
+// Rules (graph_common.h): bit-identical across thread splits (the heads are
+// split, never a head's arithmetic); nothing thrown inside a region;
+// failures throw Error, the session rolls back (and truncates the cache).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/isa.h"
+#include "kernels/mla_attn/mla_attn.h"
+#include "kernels/softmax_f32/softmax_f32.h"
+#include "runtime/latent_cache.h"
+#include "runtime/mla/mla_config.h"
+#include "runtime/model/graph_common.h"
+#include "runtime/model/model.h"
+#include "runtime/model/weight_multiply.h"
+
+namespace latte {
+
+class AbsorbedAttention {
+ public:
+  // Sizes the kernel's scratch for the cache's tiles and the threads.
+  AbsorbedAttention(WeightMultiply& wm, Isa isa, int n_heads, const LatentTileLayout& layout);
+  // o (n, n_h * d_v) for queries q (n, n_h, d_nope + d_R) at positions
+  // p0.. (RoPE applied) over rows [0, p0 + n) of the layer's cache.
+  void run(const MlaConfig& m, const LayerWeights& L, int layer, const float* q, int n, std::int64_t p0,
+           const LatentLayerView& view, float* o);
+
+ private:
+  WeightMultiply& wm_;
+  const kernels::MlaAttnKernels* attn_;
+  std::vector<std::uint8_t> attn_scratch_;  // the kernel's, for all threads
+  AlignedBuffer q_lat_, q_pe_, o_lat_;       // (n, n_h, d_c), (n, n_h, d_R), (n, n_h, d_c)
+};
+
+class NaiveAttention {
+ public:
+  NaiveAttention(Isa isa, int threads) : smx_(&kernels::softmax_f32_kernels(isa)), threads_(threads) {}
+  // As AbsorbedAttention::run, reading the layer's rows from the cache.
+  void run(const MlaConfig& m, const LayerWeights& L, int layer, const float* q, int n, std::int64_t p0,
+           const LatentCache& cache, float* o);
+
+ private:
+  const kernels::SoftmaxF32Kernels* smx_;  // the exponentials
+  int threads_;
+  // One block of B cached rows (B = kNaiveKeyBlock) and the chunk's online
+  // softmax state; shapes at their get() in attention_naive.cpp.
+  AlignedBuffer blk_c_, blk_kpe_, blk_k_, blk_v_, acc_, stat_, scores_;
+};
+
+}  // namespace latte

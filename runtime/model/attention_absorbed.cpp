@@ -1,0 +1,62 @@
+// The absorbed form of attention (attention.h): q_lat_h = W_UK_h^T q_nope_h,
+// the mla_attn kernel over the latent cache (decode, or causal prefill),
+// o_h = W_UV_h o_lat_h. Rules: graph_common.h.
+#include "runtime/model/attention.h"
+
+#include <cstring>
+
+namespace latte {
+
+AbsorbedAttention::AbsorbedAttention(WeightMultiply& wm, Isa isa, int n_heads, const LatentTileLayout& layout)
+    : wm_(wm), attn_(&kernels::mla_attn_kernels(isa)) {
+  attn_scratch_.resize(attn_->scratch_bytes(n_heads, layout, wm.threads()));
+}
+
+void AbsorbedAttention::run(const MlaConfig& m, const LayerWeights& L, int layer, const float* q, int n,
+                            std::int64_t p0, const LatentLayerView& view, float* o) {
+  const int nh = m.n_heads, qh = m.q_head_dim(), dn = m.d_nope, dr = m.d_rope, dc = m.kv_lora_rank, dv = m.d_v;
+  const float scale = static_cast<float>(m.kq_scale());
+  float* q_lat = q_lat_.get(static_cast<std::size_t>(n) * nh * dc);  // (n, n_h, d_c)
+  float* q_pe = q_pe_.get(static_cast<std::size_t>(n) * nh * dr);    // (n, n_h, d_R)
+  float* o_lat = o_lat_.get(static_cast<std::size_t>(n) * nh * dc);  // (n, n_h, d_c)
+  // q_lat_h = W_UK_h^T q_nope_h
+  wm_.linear_heads(L.wuk_t, nh, q, qh, static_cast<std::size_t>(nh) * qh, n, q_lat, dc,
+                   static_cast<std::size_t>(nh) * dc);
+  refuse_non_finite_rows(q_lat, n, static_cast<std::size_t>(nh) * dc, layer, p0, "latent query");
+  for (int t = 0; t < n; ++t)
+    for (int hd = 0; hd < nh; ++hd)
+      std::memcpy(q_pe + (static_cast<std::size_t>(t) * nh + hd) * dr,
+                  q + (static_cast<std::size_t>(t) * nh + hd) * qh + dn, sizeof(float) * dr);
+  if (n == 1) {
+    kernels::MlaDecodeArgs a;
+    a.n_heads = nh;
+    a.q_lat = q_lat;
+    a.q_pe = q_pe;
+    a.scale = scale;
+    a.cache = view;
+    a.n_ctx = p0 + 1;
+    a.out = o_lat;
+    a.threads = wm_.threads();
+    a.scratch = attn_scratch_.data();
+    attn_->decode(a);
+  } else {
+    kernels::MlaPrefillArgs a;
+    a.n_heads = nh;
+    a.n_q = n;
+    a.p0 = p0;
+    a.q_lat = q_lat;
+    a.q_pe = q_pe;
+    a.scale = scale;
+    a.cache = view;
+    a.out = o_lat;
+    a.threads = wm_.threads();
+    a.scratch = attn_scratch_.data();
+    attn_->prefill(a);
+  }
+  refuse_non_finite_rows(o_lat, n, static_cast<std::size_t>(nh) * dc, layer, p0, "attention output");
+  // o_h = W_UV_h o_lat_h
+  wm_.linear_heads(L.wuv, nh, o_lat, dc, static_cast<std::size_t>(nh) * dc, n, o, dv,
+                   static_cast<std::size_t>(nh) * dv);
+}
+
+}  // namespace latte

@@ -1,0 +1,54 @@
+// Session::Graph: what one session's forward pass runs with, beside the
+// cache: the thread count, the RoPE parameters of its context, the engines
+// of the graph's rooms (weight multiply, FFN, MoE, both attention forms)
+// and the buffers of one chunk, reused from chunk to chunk. Internal to
+// runtime/model (session.cpp builds it, session_forward.cpp runs it).
+// Rules: graph_common.h.
+#pragma once
+
+#include "kernels/isa.h"
+#include "runtime/latent_cache.h"
+#include "runtime/mla/rope.h"
+#include "runtime/model/attention.h"
+#include "runtime/model/ffn.h"
+#include "runtime/model/graph_common.h"
+#include "runtime/model/model_params.h"
+#include "runtime/model/moe.h"
+#include "runtime/model/session.h"
+#include "runtime/model/weight_multiply.h"
+
+namespace latte {
+
+struct Session::Graph {
+  Graph(const ModelParams& p, Isa isa, int threads, int gemm_min_tokens, const LatentTileLayout& layout)
+      : wm(isa, threads, gemm_min_tokens),
+        ffn(wm, isa, p.ffn_kind == FfnKind::swiglu),
+        moe(wm, ffn),
+        absorbed(wm, isa, p.mla.n_heads, layout),
+        naive(isa, threads) {}
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  int threads() const { return wm.threads(); }
+
+  RopeParams rope;  // the model's, with this context's rope factors
+  WeightMultiply wm;
+  FeedForward ffn;
+  Moe moe;
+  AbsorbedAttention absorbed;
+  NaiveAttention naive;
+
+  // One chunk of n tokens.
+  AlignedBuffer h;        // (n, d) the residual stream
+  AlignedBuffer x;        // (n, d) a block's normed input; the output head's
+  AlignedBuffer q;        // (n, n_h, d_nope + d_R) queries
+  AlignedBuffer cq;       // (n, q_lora) the compressed query
+  AlignedBuffer kv;       // (n, d_c + d_R) kv_a: latent | k_pe
+  AlignedBuffer c_kv;     // (n, d_c) the latent after its norm
+  AlignedBuffer k_pe;     // (n, d_R) the shared RoPE key
+  AlignedBuffer o;        // (n, n_h * d_v) attention output
+  AlignedBuffer y;        // (n, d) a block's output, added to h
+  AlignedBuffer rope_cs;  // (n, d_R) the chunk's rotations: cos | sin
+};
+
+}  // namespace latte

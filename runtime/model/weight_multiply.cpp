@@ -1,0 +1,191 @@
+// The weight multiply (weight_multiply.h): which path each product takes,
+// how it is split over the threads, and the f32 GEMM calls with their
+// failures. Rules: graph_common.h.
+#include "runtime/model/weight_multiply.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <limits>
+#include <new>
+#include <string>
+
+#include "platform/memory.h"
+#include "platform/process.h"
+#include "runtime/model/gemm_f32.h"
+
+namespace latte {
+
+namespace {
+
+// From this many tokens on, a weight product runs as f32 GEMMs (oneDNN):
+// directly on F32 weights, over panels of dequantized rows for the others.
+// Below, Latte's kernels, which stream the weights once from memory. The
+// thresholds are the measured crossovers of prefill speed (docs/performance.md,
+// "Prefill GEMMs"; the runs: docs/performance-log.md): F32 from 160 tokens,
+// F16 and BF16 from 320. Never for Q8_0 with SIMD kernels, nor for the other
+// packed-GEMM types with AVX-512 VNNI: their packed int8 GEMM beat the f32
+// GEMM over dequantized panels at every chunk size (64 int8 products an
+// instruction against 16 f32 FMAs). With AVX2 (as many products as FMAs)
+// those types switch at 320 like F16; NEON, not timed on hardware, too.
+int default_gemm_min_tokens(GgmlType t, Isa isa) {
+  // Without oneDNN the row kernels and the packed GEMM are Latte's fastest.
+  if (!gemm_f32_is_onednn()) return std::numeric_limits<int>::max();
+  if (t == GgmlType::Q8_0 && isa != Isa::ref) return std::numeric_limits<int>::max();
+  if (kernels::matvec_has_packed_gemm(t) && isa == Isa::avx512) return std::numeric_limits<int>::max();
+  return t == GgmlType::F32 ? 160 : 320;
+}
+constexpr std::int64_t kGemmPanelRows = 256;
+
+}  // namespace
+
+bool GemmStatus::gemm(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                      std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                      std::int64_t ldc) noexcept {
+  const Status st = gemm_f32(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (st != Status::ok) status_.store(static_cast<int>(st));
+  return st == Status::ok;
+}
+
+void GemmStatus::throw_if_failed() const {
+  if (const int st = status_.load(); st != static_cast<int>(Status::ok)) throw gemm_f32_error(static_cast<Status>(st));
+}
+
+void sgemm(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t lda,
+           const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+  GemmStatus status;
+  status.gemm(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  status.throw_if_failed();
+}
+
+void prepare_gemm_f32() {
+  // oneDNN builds its GEMM kernels on its first call, inside its own
+  // parallel region, where a failed allocation would end the process: built
+  // here once, on one thread, where it is an error like any other.
+  preload_unwinder();
+  static std::atomic<bool> gemm_built{false};
+  if (gemm_f32_is_onednn() && !gemm_built.load()) {
+    constexpr std::size_t kGemmBuildBytes = std::size_t{32} << 20;
+    // oneDNN's kernel generator crashes (SIGSEGV) where it cannot map the
+    // memory it needs: refused first where a generous share is not there.
+    if (!address_space_available(kGemmBuildBytes))
+      throw Error(Status::out_of_memory, "oneDNN sgemm: cannot reserve " + std::to_string(kGemmBuildBytes >> 20) +
+                                             " MiB to build its kernels in");
+    const OmpThreadsScope one(1);
+    std::vector<float> m(3 * 32 * 32, 0.f);
+    try {
+      sgemm('T', 32, 32, 32, 1.f, m.data(), 32, m.data() + 1024, 32, 0.f, m.data() + 2048, 32);
+    } catch (const std::bad_alloc&) {
+      throw Error(Status::out_of_memory, "oneDNN sgemm: out of memory building its kernels");
+    }
+    gemm_built = true;
+  }
+}
+
+WeightMultiply::WeightMultiply(Isa isa, int threads, int gemm_min_tokens)
+    : mv_(&kernels::matvec_kernels(isa)), isa_(isa), threads_(threads), gemm_min_tokens_(gemm_min_tokens) {}
+
+bool WeightMultiply::use_gemm(GgmlType t, int n) const {
+  return n >= (gemm_min_tokens_ > 0 ? gemm_min_tokens_ : default_gemm_min_tokens(t, isa_));
+}
+
+void WeightMultiply::row_run(std::int64_t rows, int t, int nt, std::int64_t& r0, std::int64_t& r1) {
+  const std::int64_t tiles = (rows + 15) / 16;
+  r0 = std::min(rows, tiles * t / nt * 16);
+  r1 = std::min(rows, tiles * (t + 1) / nt * 16);
+}
+
+std::uint8_t* WeightMultiply::thread_scratch(std::size_t& per) {
+  per = (per + 63) / 64 * 64;
+  if (mv_scratch_.size() < per * threads_) mv_scratch_.resize(per * threads_);
+  return mv_scratch_.data();
+}
+
+void WeightMultiply::linear(const WeightRef& w, const float* x, std::size_t ldx, int n, float* y, std::size_t ldy) {
+  if (use_gemm(w.type, n)) {
+    if (w.type == GgmlType::F32 && w.row_bytes == static_cast<std::size_t>(w.cols) * 4) {
+      sgemm('T', n, w.rows, w.cols, 1.f, x, static_cast<std::int64_t>(ldx), reinterpret_cast<const float*>(w.data),
+            w.cols, 0.f, y, static_cast<std::int64_t>(ldy));
+      return;
+    }
+    float* panel = gemm_panel_.get(static_cast<std::size_t>(kGemmPanelRows) * w.cols);  // (rows, cols)
+    for (std::int64_t r0 = 0; r0 < w.rows; r0 += kGemmPanelRows) {
+      const std::int64_t nr = std::min(kGemmPanelRows, w.rows - r0);
+      // Each thread dequantizes a run of the panel's rows: on one thread
+      // the others spun meanwhile (docs/performance-log.md, "Figures moved
+      // out of runtime comments").
+      RegionError err;
+#pragma omp parallel for num_threads(threads_) schedule(static)
+      for (int t = 0; t < threads_; ++t) {
+        const std::int64_t a = nr * t / threads_, b = nr * (t + 1) / threads_;
+        err.run([&] {
+          if (b > a)
+            mv_->dequantize(w.type, w.data + static_cast<std::size_t>(r0 + a) * w.row_bytes,
+                            panel + static_cast<std::size_t>(a) * w.cols, static_cast<std::size_t>(b - a) * w.cols);
+        });
+      }
+      err.rethrow();
+      sgemm('T', n, nr, w.cols, 1.f, x, static_cast<std::int64_t>(ldx), panel, w.cols, 0.f, y + r0,
+            static_cast<std::int64_t>(ldy));
+    }
+    return;
+  }
+  const std::size_t need = scratch_bytes(w, n);
+  if (mv_scratch_.size() < need) mv_scratch_.resize(need);
+  mv_->matmul(w.type, w.data, w.rows, w.cols, x, ldx, n, y, ldy, mv_scratch_.data(), threads_);
+}
+
+// Below the GEMM size: one parallel region for all of the products, each
+// thread a contiguous run of every matrix's rows. Decode is bound by weight
+// bandwidth and runs ~30 regions per token, so each join saved is
+// measurable, with passive OpenMP waiting most of all.
+void WeightMultiply::linear_shared(std::initializer_list<LinearOut> outs, const float* x, std::size_t ldx, int n) {
+  bool gemm = false;  // any of them: each then takes its own path in linear()
+  for (const LinearOut& o : outs) gemm = gemm || use_gemm(o.w->type, n);
+  if (gemm || threads_ <= 1) {
+    for (const LinearOut& o : outs) linear(*o.w, x, ldx, n, o.y, o.ldy);
+    return;
+  }
+  std::size_t per = 0;
+  for (const LinearOut& o : outs) per = std::max(per, scratch_bytes(*o.w, n));
+  std::uint8_t* base = thread_scratch(per);
+  const LinearOut* list = outs.begin();
+  const int n_out = static_cast<int>(outs.size());
+  RegionError err;
+#pragma omp parallel num_threads(threads_)
+  err.run([&] {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    void* scratch = base + per * static_cast<std::size_t>(t);
+    for (int k = 0; k < n_out; ++k) {
+      const WeightRef& w = *list[k].w;
+      std::int64_t r0, r1;
+      row_run(w.rows, t, nt, r0, r1);
+      if (r1 <= r0) continue;
+      product_rows(w, r0, r1, x, ldx, n, list[k].y, list[k].ldy, scratch);
+    }
+  });
+  err.rethrow();
+}
+
+// Below the GEMM size, one parallel region over the heads (small matrices:
+// a region per head would cost more in fork/join than the product); from
+// it, each head through linear()'s GEMM path.
+void WeightMultiply::linear_heads(const HeadWeights& w, int heads, const float* x, std::size_t x_step,
+                                  std::size_t ldx, int n, float* y, std::size_t y_step, std::size_t ldy) {
+  if (use_gemm(w.head.type, n)) {
+    for (int h = 0; h < heads; ++h) linear(w[h], x + h * x_step, ldx, n, y + h * y_step, ldy);
+    return;
+  }
+  std::size_t per = scratch_bytes(w.head, n);
+  std::uint8_t* base = thread_scratch(per);
+  RegionError err;
+#pragma omp parallel for num_threads(threads_) schedule(static)
+  for (int h = 0; h < heads; ++h) {
+    const WeightRef wh = w[h];
+    void* scratch = base + per * static_cast<std::size_t>(omp_get_thread_num());
+    err.run([&] { product_rows(wh, 0, wh.rows, x + h * x_step, ldx, n, y + h * y_step, ldy, scratch); });
+  }
+  err.rethrow();
+}
+
+}  // namespace latte

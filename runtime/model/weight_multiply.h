@@ -1,0 +1,113 @@
+// The weight multiply: y = x W^T for a model's weights over n tokens, and
+// the one place that decides how. The path: Latte's row kernels
+// (kernels/matvec, whose packed int8 GEMM takes the chunks and types it
+// packs) or, from gemm_min_tokens on, f32 GEMMs (gemm_f32: on F32 weights
+// directly, on the other types over panels of dequantized rows). The thread
+// split of a product: the kernels' own (linear), runs of 16-row tiles
+// (row_run: linear_shared, and ffn.cpp's one-token sum) or whole heads
+// (linear_heads); product_rows is the one-thread product those regions and
+// moe.cpp's expert scheduler run. Internal to runtime/model.
+//
+// Rules (graph_common.h): every output row's arithmetic is the same for any
+// thread split; nothing is thrown inside a region (RegionError, GemmStatus);
+// failures throw Error, and the session rolls back.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include "kernels/isa.h"
+#include "kernels/matvec/matvec.h"
+#include "quant/ggml_blocks.h"
+#include "runtime/error.h"
+#include "runtime/model/graph_common.h"
+#include "runtime/model/model.h"
+
+namespace latte {
+
+// gemm_f32 with a failure recorded rather than thrown, for calls inside an
+// OpenMP region: throw_if_failed() after it. Also what sgemm() runs.
+class GemmStatus {
+ public:
+  // C = alpha A op(B) + beta C as gemm_f32; false on failure.
+  bool gemm(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t lda,
+            const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) noexcept;
+  bool failed() const noexcept {
+    return status_.load(std::memory_order_relaxed) != static_cast<int>(Status::ok);
+  }
+  // Error(out_of_memory or internal) if a gemm failed.
+  void throw_if_failed() const;
+
+ private:
+  std::atomic<int> status_{static_cast<int>(Status::ok)};
+};
+
+// gemm_f32 outside OpenMP regions, a failure thrown.
+void sgemm(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t lda,
+           const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
+
+// With oneDNN, builds its GEMM kernels once per process on the calling
+// thread, where a failed allocation is an Error(out_of_memory) rather than
+// the end of the process. Nothing without oneDNN.
+void prepare_gemm_f32();
+
+class WeightMultiply {
+ public:
+  // gemm_min_tokens: SessionOptions' override; 0: the measured default.
+  WeightMultiply(Isa isa, int threads, int gemm_min_tokens);
+
+  int threads() const { return threads_; }
+  // Whether a product of type t over n tokens runs as f32 GEMMs.
+  bool use_gemm(GgmlType t, int n) const;
+  // Whether the packed int8 GEMM takes t's products over many tokens.
+  static bool has_packed_gemm(GgmlType t) { return kernels::matvec_has_packed_gemm(t); }
+  // Bytes of kernel scratch one thread's product of w over n tokens needs.
+  static std::size_t scratch_bytes(const WeightRef& w, int n) {
+    return kernels::matvec_scratch_bytes(w.type, w.cols, n);
+  }
+
+  // Thread t of nt's run [r0, r1) of `rows` rows, in multiples of 16 (the
+  // kernels' row tile).
+  static void row_run(std::int64_t rows, int t, int nt, std::int64_t& r0, std::int64_t& r1);
+  // One kernel scratch per thread, `per` bytes each (rounded up to a cache
+  // line, the stride between them); returns the first.
+  std::uint8_t* thread_scratch(std::size_t& per);
+
+  // y rows [r0, r1) of y (n, ldy) = x (n, ldx) W^T, on the calling thread
+  // with the row kernels (inside a region: the caller's split).
+  void product_rows(const WeightRef& w, std::int64_t r0, std::int64_t r1, const float* x, std::size_t ldx, int n,
+                    float* y, std::size_t ldy, void* scratch) const {
+    mv_->matmul(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, r1 - r0, w.cols, x, ldx, n, y + r0, ldy,
+                scratch, 1);
+  }
+
+  // y (n, ldy) = x (n, ldx) W^T for W (rows, cols).
+  void linear(const WeightRef& w, const float* x, std::size_t ldx, int n, float* y, std::size_t ldy);
+
+  struct LinearOut {
+    const WeightRef* w;
+    float* y;  // (n, ldy)
+    std::size_t ldy;
+  };
+  // y_k (n, ldy_k) = x (n, ldx) W_k^T for weights that share their input (q
+  // and kv_a; gate and up).
+  void linear_shared(std::initializer_list<LinearOut> outs, const float* x, std::size_t ldx, int n);
+
+  // Per head h: y_h (n, ldy) = x_h (n, ldx) W_h^T, with x_h = x + h*x_step and
+  // y_h = y + h*y_step.
+  void linear_heads(const HeadWeights& w, int heads, const float* x, std::size_t x_step, std::size_t ldx, int n,
+                    float* y, std::size_t y_step, std::size_t ldy);
+
+ private:
+  const kernels::MatvecKernels* mv_;
+  Isa isa_;
+  int threads_;
+  int gemm_min_tokens_;
+  std::vector<std::uint8_t> mv_scratch_;  // the kernels' scratch: one, or one per thread
+  AlignedBuffer gemm_panel_;              // (256, cols) dequantized rows for the f32 GEMM
+};
+
+}  // namespace latte
