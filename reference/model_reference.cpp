@@ -8,7 +8,7 @@
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
-#include "runtime/latent_cache.h"
+#include "runtime/mla/latent_cache.h"
 
 namespace latte {
 

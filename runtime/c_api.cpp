@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/error.h"
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/chat.h"
 #include "runtime/tokenizer/tokenizer.h"

@@ -34,7 +34,7 @@ MlaCost mla_attention_cost(const MlaConfig& cfg, std::int64_t n_query, std::int6
 MlaForm mla_pick_form(const MlaConfig& cfg, std::int64_t n_query, std::int64_t n_cached,
                       double absorbed_pair_cost = 1.0, double naive_gemm_cost = 1.0);
 
-// Latte's own f32 GEMM (runtime/model/gemm_f32) against oneDNN's sgemm on
+// Latte's own f32 GEMM (runtime/session/gemm_f32) against oneDNN's sgemm on
 // the naive form's shapes, in time per multiply-add (docs/performance.md,
 // "Without oneDNN").
 inline constexpr double kOwnGemmCost = 5.0;

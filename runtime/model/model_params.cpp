@@ -5,7 +5,7 @@
 
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
-#include "runtime/latent_cache.h"
+#include "runtime/mla/latent_cache.h"
 
 namespace latte {
 

@@ -16,7 +16,7 @@
 
 #include "latte/latte.hpp"
 #include "tools/random_model.h"
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/tokenizer.h"
 

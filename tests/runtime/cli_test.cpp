@@ -18,7 +18,7 @@
 #include "kernels/isa.h"
 #include "runtime/model/model.h"
 #include "tools/random_model.h"
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace {

@@ -25,10 +25,10 @@
 #include "reference/model_reference.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
-#include "runtime/latent_cache.h"
+#include "runtime/mla/latent_cache.h"
 #include "runtime/mla/rope.h"
 #include "runtime/model/model.h"
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 #include "tools/random_model.h"
 
 namespace latte {

@@ -3,7 +3,7 @@
 // alpha, beta 0 over NaN, beta 1 accumulating, leading dimensions wider
 // than the rows), on one thread and in a team, for every supported ISA's dot
 // kernel.
-#include "runtime/model/gemm_f32.h"
+#include "runtime/session/gemm_f32.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>

@@ -21,7 +21,7 @@
 #include "reference/model_reference.h"
 #include "runtime/model/model.h"
 #include "tools/random_model.h"
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 #include "tests/runtime/architecture_cases.h"
 
 namespace latte {

@@ -25,7 +25,7 @@
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/model.h"
 #include "tools/random_model.h"
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 #include "tests/runtime/fifo_util.h"
 #include "tests/runtime/testdata.h"
 

@@ -25,9 +25,9 @@
 #include "platform/atomic_file.h"
 #include "platform/read_only_file.h"
 #include "runtime/error.h"
-#include "runtime/latent_cache.h"
+#include "runtime/mla/latent_cache.h"
 #include "tools/random_model.h"
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 #include "tests/runtime/architecture_cases.h"
 #if LATTE_TEST_POSIX
 #include "tests/runtime/fifo_util.h"

@@ -1,6 +1,6 @@
 // The optimized path (Session: kernels, latent cache, chunked prefill in the
 // picked form) against llama.cpp's logits and the scalar model reference.
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 
 namespace latte {
 namespace {

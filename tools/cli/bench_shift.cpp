@@ -21,10 +21,10 @@
 
 #include "quant/latent_formats.h"
 #include "runtime/error.h"
-#include "runtime/latent_cache.h"
+#include "runtime/mla/latent_cache.h"
 #include "runtime/mla/rope.h"
 #include "runtime/model/model.h"
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 #include "tools/cli/commands.h"
 
 namespace latte::cli {

@@ -8,7 +8,7 @@
 #include "platform/paths.h"
 #include "runtime/error.h"
 #include "runtime/model/model.h"
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 
 namespace latte::cli {
 

@@ -7,7 +7,7 @@
 
 #include "kernels/isa.h"
 #include "tools/cli/commands.h"
-#include "runtime/latent_cache.h"
+#include "runtime/mla/latent_cache.h"
 #include "runtime/model/model.h"
 #include "tools/model_catalog.h"
 #include "runtime/tokenizer/chat.h"

@@ -17,7 +17,7 @@
 #include "platform/process.h"
 #include "tools/cli/commands.h"
 #include "runtime/error.h"
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 
 namespace {
 

@@ -36,7 +36,7 @@
 #include "tools/cli/commands.h"
 #include "runtime/error.h"
 #include "runtime/model/model.h"
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 
 namespace latte::cli {
 

@@ -19,7 +19,7 @@
 #include "platform/paths.h"
 #include "runtime/error.h"
 #include "runtime/model/model.h"
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/chat.h"
 #include "runtime/tokenizer/tokenizer.h"

@@ -3,7 +3,7 @@
 // the chunk's queries), then per head an online softmax over the blocks.
 // Rules: graph_common.h; the GEMMs inside the region record their failures
 // (GemmStatus), thrown after it.
-#include "runtime/model/attention.h"
+#include "runtime/session/attention.h"
 
 #include <omp.h>
 

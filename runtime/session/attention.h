@@ -7,7 +7,7 @@
 //  - naive (attention_naive.cpp): K and V decompressed from the latent rows
 //    a block at a time by f32 GEMMs, an online softmax per head; prefill.
 // Both write o (n, n_h * d_v), refused if it holds a NaN or inf. Internal
-// to runtime/model.
+// to runtime/session.
 //
 // Rules (graph_common.h): bit-identical across thread splits (the heads are
 // split, never a head's arithmetic); nothing thrown inside a region;
@@ -20,11 +20,11 @@
 #include "kernels/isa.h"
 #include "kernels/mla_attn/mla_attn.h"
 #include "kernels/softmax_f32/softmax_f32.h"
-#include "runtime/latent_cache.h"
+#include "runtime/mla/latent_cache.h"
 #include "runtime/mla/mla_config.h"
-#include "runtime/model/graph_common.h"
+#include "runtime/session/graph_common.h"
 #include "runtime/model/model.h"
-#include "runtime/model/weight_multiply.h"
+#include "runtime/session/weight_multiply.h"
 
 namespace latte {
 

@@ -13,10 +13,10 @@
 #include "quant/ggml_blocks.h"
 #include "runtime/mla/cost_model.h"
 #include "runtime/mla/rope.h"
-#include "runtime/model/gemm_f32.h"
-#include "runtime/model/graph_common.h"
-#include "runtime/model/session.h"
-#include "runtime/model/session_graph.h"
+#include "runtime/session/gemm_f32.h"
+#include "runtime/session/graph_common.h"
+#include "runtime/session/session.h"
+#include "runtime/session/session_graph.h"
 
 namespace latte {
 

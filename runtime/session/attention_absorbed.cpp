@@ -1,7 +1,7 @@
 // The absorbed form of attention (attention.h): q_lat_h = W_UK_h^T q_nope_h,
 // the mla_attn kernel over the latent cache (decode, or causal prefill),
 // o_h = W_UV_h o_lat_h. Rules: graph_common.h.
-#include "runtime/model/attention.h"
+#include "runtime/session/attention.h"
 
 #include <cstring>
 

@@ -1,7 +1,7 @@
 // The helpers every part of the model graph shares (session*.cpp,
 // weight_multiply, ffn, moe, attention_*): chunk buffers, row loops over the
 // threads, the OpenMP exception guard, the thread-count scope, RMSNorm and
-// the NaN/inf guard on rows. Internal to runtime/model.
+// the NaN/inf guard on rows. Internal to runtime/session.
 //
 // The graph's three rules, which every file of it keeps:
 //  1. Results are bit-identical however the work is split over threads: each

@@ -1,5 +1,5 @@
 // The out-of-line helpers of graph_common.h (its rules apply).
-#include "runtime/model/graph_common.h"
+#include "runtime/session/graph_common.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // The feed-forward products (ffn.h). Rules: graph_common.h.
-#include "runtime/model/ffn.h"
+#include "runtime/session/ffn.h"
 
 #include <omp.h>
 

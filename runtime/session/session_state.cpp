@@ -42,7 +42,7 @@
 #include "platform/atomic_file.h"
 #include "platform/read_only_file.h"
 #include "runtime/error.h"
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 
 namespace latte {
 

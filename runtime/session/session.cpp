@@ -6,7 +6,7 @@
 // restored. reset, truncate, shift and make_room edit the cache and the
 // tokens; save_state and load_state are session_state.cpp's.
 // The rules every part of the graph keeps: graph_common.h.
-#include "runtime/model/session.h"
+#include "runtime/session/session.h"
 
 #include <omp.h>
 
@@ -18,9 +18,9 @@
 
 #include "kernels/isa.h"
 #include "runtime/error.h"
-#include "runtime/model/graph_common.h"
-#include "runtime/model/session_graph.h"
-#include "runtime/model/weight_multiply.h"
+#include "runtime/session/graph_common.h"
+#include "runtime/session/session_graph.h"
+#include "runtime/session/weight_multiply.h"
 
 namespace latte {
 

@@ -2,7 +2,7 @@
 // (down(act(gate x, up x)), through the weight multiply), and the weighted
 // sum of FFNs one token takes (a dense FFN, or an MoE layer's shared and
 // routed experts) in one parallel region. The activation: SwiGLU's
-// silu(gate) * up, or relu(up)^2 (plm). Internal to runtime/model.
+// silu(gate) * up, or relu(up)^2 (plm). Internal to runtime/session.
 //
 // Rules (graph_common.h): bit-identical across thread splits (each output
 // row's arithmetic is the one the separate products give); nothing thrown
@@ -13,9 +13,9 @@
 
 #include "kernels/isa.h"
 #include "kernels/swiglu_f32/swiglu_f32.h"
-#include "runtime/model/graph_common.h"
+#include "runtime/session/graph_common.h"
 #include "runtime/model/model.h"
-#include "runtime/model/weight_multiply.h"
+#include "runtime/session/weight_multiply.h"
 
 namespace latte {
 

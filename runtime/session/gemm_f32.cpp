@@ -1,6 +1,6 @@
 // gemm_f32 (gemm_f32.h): oneDNN's sgemm where the build has it, else
 // gemm_f32_own. The only file of the runtime that includes oneDNN.
-#include "runtime/model/gemm_f32.h"
+#include "runtime/session/gemm_f32.h"
 
 #include <omp.h>
 

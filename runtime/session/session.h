@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "quant/latent_formats.h"
-#include "runtime/latent_cache.h"
+#include "runtime/mla/latent_cache.h"
 #include "runtime/mla/mla_form.h"
 #include "runtime/model/model.h"
 
@@ -95,7 +95,7 @@ class Session {
   // prompt only up to here.
   std::int64_t n_unshifted() const { return std::min(unshifted_limit_, n_past_); }
 
-  // Saved sessions (runtime/model/session_state.cpp): the tokens, the latent
+  // Saved sessions (runtime/session/session_state.cpp): the tokens, the latent
   // cache as stored (int8 tiles stay int8: 584 bytes per token and layer for
   // DeepSeek shapes) and the last logits, so a long context is resumed
   // without being computed again. save_state: Error(io_error) naming the

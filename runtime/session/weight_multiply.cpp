@@ -1,7 +1,7 @@
 // The weight multiply (weight_multiply.h): which path each product takes,
 // how it is split over the threads, and the f32 GEMM calls with their
 // failures. Rules: graph_common.h.
-#include "runtime/model/weight_multiply.h"
+#include "runtime/session/weight_multiply.h"
 
 #include <omp.h>
 
@@ -12,7 +12,7 @@
 
 #include "platform/memory.h"
 #include "platform/process.h"
-#include "runtime/model/gemm_f32.h"
+#include "runtime/session/gemm_f32.h"
 
 namespace latte {
 

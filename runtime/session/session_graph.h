@@ -2,20 +2,20 @@
 // cache: the thread count, the RoPE parameters of its context, the engines
 // of the graph's rooms (weight multiply, FFN, MoE, both attention forms)
 // and the buffers of one chunk, reused from chunk to chunk. Internal to
-// runtime/model (session.cpp builds it, session_forward.cpp runs it).
+// runtime/session (session.cpp builds it, session_forward.cpp runs it).
 // Rules: graph_common.h.
 #pragma once
 
 #include "kernels/isa.h"
-#include "runtime/latent_cache.h"
+#include "runtime/mla/latent_cache.h"
 #include "runtime/mla/rope.h"
-#include "runtime/model/attention.h"
-#include "runtime/model/ffn.h"
-#include "runtime/model/graph_common.h"
+#include "runtime/session/attention.h"
+#include "runtime/session/ffn.h"
+#include "runtime/session/graph_common.h"
 #include "runtime/model/model_params.h"
-#include "runtime/model/moe.h"
-#include "runtime/model/session.h"
-#include "runtime/model/weight_multiply.h"
+#include "runtime/session/moe.h"
+#include "runtime/session/session.h"
+#include "runtime/session/weight_multiply.h"
 
 namespace latte {
 

@@ -1,6 +1,6 @@
 // An MoE layer's feed-forward (moe.h): routing and expert scheduling.
 // Rules: graph_common.h.
-#include "runtime/model/moe.h"
+#include "runtime/session/moe.h"
 
 #include <omp.h>
 

@@ -6,7 +6,7 @@
 // split of a product: the kernels' own (linear), runs of 16-row tiles
 // (row_run: linear_shared, and ffn.cpp's one-token sum) or whole heads
 // (linear_heads); product_rows is the one-thread product those regions and
-// moe.cpp's expert scheduler run. Internal to runtime/model.
+// moe.cpp's expert scheduler run. Internal to runtime/session.
 //
 // Rules (graph_common.h): every output row's arithmetic is the same for any
 // thread split; nothing is thrown inside a region (RegionError, GemmStatus);
@@ -23,7 +23,7 @@
 #include "kernels/matvec/matvec.h"
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
-#include "runtime/model/graph_common.h"
+#include "runtime/session/graph_common.h"
 #include "runtime/model/model.h"
 
 namespace latte {

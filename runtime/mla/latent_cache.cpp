@@ -1,4 +1,4 @@
-#include "runtime/latent_cache.h"
+#include "runtime/mla/latent_cache.h"
 
 #include <omp.h>
 

@@ -4,7 +4,7 @@
 // token as one fused sum (ffn.h), a prefill chunk's experts spread over the
 // threads whole (or in equal parts, for the packed int8 GEMM), or each
 // expert through the weight multiply's own split (GEMM sizes, one thread).
-// Internal to runtime/model.
+// Internal to runtime/session.
 //
 // Rules (graph_common.h): bit-identical across thread splits (each expert's
 // output lands in its own slot and the slots are added in expert order);
@@ -17,11 +17,11 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/model/ffn.h"
-#include "runtime/model/graph_common.h"
+#include "runtime/session/ffn.h"
+#include "runtime/session/graph_common.h"
 #include "runtime/model/model.h"
 #include "runtime/model/model_params.h"
-#include "runtime/model/weight_multiply.h"
+#include "runtime/session/weight_multiply.h"
 
 namespace latte {
 
