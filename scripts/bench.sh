@@ -46,7 +46,7 @@ fi
 shift
 case "$suite" in
   kernels) target=bench_kernels ;;
-  model) target=latte ;;
+  model) target=latte_cli ;;  # the `latte` program
   *) echo "bench.sh: unknown suite '$suite' (known: kernels, model)" >&2; exit 2 ;;
 esac
 

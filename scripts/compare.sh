@@ -126,7 +126,7 @@ is_uint --threads "$threads"; threads=$((10#$threads))
 case "$cache" in int8|f16|f32) ;; *) die "bad --cache-type '$cache': want int8, f16 or f32" ;; esac
 
 if [ -z "$latte" ]; then
-  "$repo/scripts/build_release.sh" latte
+  "$repo/scripts/build_release.sh" latte_cli
   latte=$repo/build/bin/latte
 fi
 
