@@ -5,7 +5,7 @@
 #
 #   scripts/compare.sh -m FILE --llama-bench PATH [--ik-bench PATH]
 #                      [--depths 0,4096,16384] [-p 512] [-n 32] [--rounds 2]
-#                      [-t THREADS] [--json OUT] [--raw-dir DIR] ...
+#                      [--reps 2] [-t THREADS] [--json OUT] [--raw-dir DIR] ...
 #
 # The peers' llama-bench programs are built by the user from their own
 # sources, outside this repository (docs/performance.md, "Against llama.cpp
@@ -14,7 +14,11 @@
 # Each round runs every engine once, in the order of the round before
 # reversed, so a drift of the machine's speed during the run does not always
 # favour the same engine; each engine's figure is the best of its rounds.
-# Every run is one repetition (-r 1) at each test: the rounds repeat.
+# Within a round every engine repeats each test --reps times (-r), default
+# 2: llama-bench warms up with a whole unmeasured prompt before it times
+# one, `latte bench` with two tokens, so on a mapped MoE file Latte's first
+# 512-token prefill is also the first to touch most experts' pages; its
+# second repetition is the one comparable with llama-bench's first.
 #
 # What each engine measures at depth D (tokens already in the cache):
 #   Latte          `latte bench --depths D`: prefill of -p tokens at D, and
@@ -53,6 +57,8 @@ engine, the best peer, and Latte over it.
   -p N                  prompt tokens of the prefill test (default 512; 0: none)
   -n N                  decode steps of the decode test (default 32; 0: none)
   --rounds N            rounds, each running every engine once (default 2)
+  --reps N              repetitions of each test within a round (-r; default
+                        2; ik_llama.cpp's -gp prompt is processed again each)
   -t, --threads N       threads for every engine (default: nproc)
   --cache-type T        Latte's latent cache: int8, f16 or f32 (default int8)
   --no-ik-rtr           leave out the ik_llama.cpp -rtr 1 run
@@ -74,7 +80,7 @@ die() { echo "compare.sh: $*" >&2; exit 2; }
 need_arg() { [ "$#" -ge 2 ] && [ -n "$2" ] || die "$1 needs a value (see --help)"; }
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-model="" llama="" ik="" latte="" depths="0,4096,16384" n_prompt=512 n_gen=32 rounds=2
+model="" llama="" ik="" latte="" depths="0,4096,16384" n_prompt=512 n_gen=32 rounds=2 reps=2
 threads="" cache=int8 ik_rtr=1 latte_args="" llama_args="" ik_args="" json_out="" raw_dir=""
 [ "$#" -gt 0 ] || { usage >&2; exit 2; }
 while [ "$#" -gt 0 ]; do
@@ -88,6 +94,7 @@ while [ "$#" -gt 0 ]; do
     -p|--n-prompt) need_arg "$@"; n_prompt=$2; shift 2 ;;
     -n|--n-gen) need_arg "$@"; n_gen=$2; shift 2 ;;
     --rounds) need_arg "$@"; rounds=$2; shift 2 ;;
+    --reps) need_arg "$@"; reps=$2; shift 2 ;;
     -t|--threads) need_arg "$@"; threads=$2; shift 2 ;;
     --cache-type) need_arg "$@"; cache=$2; shift 2 ;;
     --no-ik-rtr) ik_rtr=0; shift ;;
@@ -121,10 +128,11 @@ depths=$(tr , '\n' <<<"$depths" | while read -r d; do
   [ "${#d}" -le 9 ] || die "bad --depths: $d is too deep"
   echo $((10#$d)); done | sort -n -u | paste -sd, -)
 is_uint() { [[ "$2" =~ ^[0-9]+$ ]] && [ "${#2}" -le 7 ] || die "bad $1 '$2': want a non-negative integer"; }
-is_uint -p "$n_prompt"; is_uint -n "$n_gen"; is_uint --rounds "$rounds"
-n_prompt=$((10#$n_prompt)) n_gen=$((10#$n_gen)) rounds=$((10#$rounds))
+is_uint -p "$n_prompt"; is_uint -n "$n_gen"; is_uint --rounds "$rounds"; is_uint --reps "$reps"
+n_prompt=$((10#$n_prompt)) n_gen=$((10#$n_gen)) rounds=$((10#$rounds)) reps=$((10#$reps))
 [ "$n_prompt" -gt 0 ] || [ "$n_gen" -gt 0 ] || die "-p and -n are both 0: nothing to measure"
 [ "$rounds" -ge 1 ] || die "bad --rounds 0: want at least 1"
+[ "$reps" -ge 1 ] && [ "$reps" -le 100 ] || die "bad --reps $reps: want 1 to 100"
 if [ -z "$threads" ]; then threads=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN); fi
 is_uint --threads "$threads"; threads=$((10#$threads))
 [ "$threads" -ge 1 ] || die "bad --threads 0: want at least 1"
@@ -156,7 +164,7 @@ add_engine() {  # name kind prog args...
 }
 read -r -a extra_latte <<<"$latte_args"
 add_engine latte latte "$latte" bench -m "$model" --depths "$depths" --cache-type "$cache" \
-  --threads "$threads" -p "$n_prompt" -n "$n_gen" -r 1 --json "${extra_latte[@]}"
+  --threads "$threads" -p "$n_prompt" -n "$n_gen" -r "$reps" --json "${extra_latte[@]}"
 
 llama_depth=0
 if [ -n "$llama" ]; then
@@ -166,11 +174,11 @@ if [ -n "$llama" ]; then
   read -r -a extra <<<"$llama_args"
   if [ "$llama_depth" = 1 ]; then
     add_engine llama.cpp llama "$llama" -m "$model" -p "$n_prompt" -n "$n_gen" -d "$depths" \
-      -t "$threads" -r 1 -fa 1 -o json "${extra[@]}"
+      -t "$threads" -r "$reps" -fa 1 -o json "${extra[@]}"
   elif [ "$has_depth0" = 1 ]; then
     notes+=("llama.cpp: this llama-bench has no -d/--n-depth, so it is measured at depth 0 only")
     add_engine llama.cpp llama "$llama" -m "$model" -p "$n_prompt" -n "$n_gen" \
-      -t "$threads" -r 1 -fa 1 -o json "${extra[@]}"
+      -t "$threads" -r "$reps" -fa 1 -o json "${extra[@]}"
   else
     notes+=("llama.cpp: this llama-bench has no -d/--n-depth and depth 0 was not asked for: not run")
   fi
@@ -182,7 +190,7 @@ if [ -n "$ik" ]; then
     die "--ik-bench '$ik' does not look like ik_llama.cpp's llama-bench: its --help has no -gp or -mla"
   read -r -a extra <<<"$ik_args"
   # Depth 0 through -p/-n; each deeper depth through -gp DEPTH,N (decode).
-  ik_common=(-m "$model" -t "$threads" -r 1 -mla 3 -fa 1 -fmoe 1 -o json)
+  ik_common=(-m "$model" -t "$threads" -r "$reps" -mla 3 -fa 1 -fmoe 1 -o json)
   if [ "$has_depth0" = 1 ]; then ik_common+=(-p "$n_prompt" -n "$n_gen"); else ik_common+=(-p 0 -n 0); fi
   if [ "$n_gen" -gt 0 ]; then for d in "${deep[@]}"; do ik_common+=(-gp "$d,$n_gen"); done; fi
   if [ "$n_prompt" -gt 0 ] && [ "${#deep[@]}" -gt 0 ]; then
@@ -247,7 +255,7 @@ if [ -n "$ik" ]; then
   peer_desc+="; "
 fi
 COMPARE_MODEL=$model COMPARE_DEPTHS=$depths COMPARE_P=$n_prompt COMPARE_N=$n_gen COMPARE_ROUNDS=$rounds \
-COMPARE_THREADS=$threads COMPARE_CACHE=$cache COMPARE_MACHINE=$machine COMPARE_DATE=$date_utc \
+COMPARE_REPS=$reps COMPARE_THREADS=$threads COMPARE_CACHE=$cache COMPARE_MACHINE=$machine COMPARE_DATE=$date_utc \
 COMPARE_LATTE="$latte${latte_args:+ $latte_args}" COMPARE_PEERS=$peer_desc \
   python3 - "$work" "$json_out" <<'PY'
 import json, os, sys
@@ -364,7 +372,7 @@ for test in tests:
 print(f"model {env['COMPARE_MODEL']}")
 print(f"machine {env['COMPARE_MACHINE']}; {env['COMPARE_DATE']}")
 print(f"{env['COMPARE_THREADS']} threads; prefill -p {n_prompt}, decode -n {n_gen}; best of {rounds} "
-      f"round(s), engines alternating; Latte {env['COMPARE_CACHE']} cache")
+      f"round(s) x {env['COMPARE_REPS']} repetition(s), engines alternating; Latte {env['COMPARE_CACHE']} cache")
 omp = {k: env.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
 print("OpenMP: " + ", ".join(f"{k}={v if v is not None else '(unset)'}" for k, v in omp.items()))
 for name in peers:
@@ -381,7 +389,7 @@ for n in notes: print("note: " + n)
 if json_out:
     doc = {"points": points, "not_comparable": notes, "model": env["COMPARE_MODEL"],
            "machine": env["COMPARE_MACHINE"], "date": env["COMPARE_DATE"], "threads": int(env["COMPARE_THREADS"]),
-           "n_prompt": n_prompt, "n_gen": n_gen, "rounds": rounds, "latte_cache_type": env["COMPARE_CACHE"],
+           "n_prompt": n_prompt, "n_gen": n_gen, "rounds": rounds, "reps": int(env["COMPARE_REPS"]), "latte_cache_type": env["COMPARE_CACHE"],
            "OMP_WAIT_POLICY": omp["OMP_WAIT_POLICY"], "GOMP_SPINCOUNT": omp["GOMP_SPINCOUNT"],
            "engines": [{"name": name, "kind": kind, "build_commit": commits.get(name)} for _, name, kind in engines],
            "latte": env["COMPARE_LATTE"], "peers": env["COMPARE_PEERS"]}

@@ -42,7 +42,8 @@ done
 echo ']}'
 EOF
 
-# llama.cpp: prefill 30 then 35 at every depth; decode 10 at depth 0, 4 deeper.
+# llama.cpp: prefill 30 then 35 at every depth (the best of its samples,
+# each 5 below it); decode 10 at depth 0, 4 deeper.
 cat > "$t/llama-bench" <<'EOF'
 #!/usr/bin/env bash
 set -euo pipefail
@@ -57,7 +58,7 @@ echo '['
 sep=""
 for x in "${ds[@]}"; do
   pp=$([ "$c" = 1 ] && echo 30 || echo 35); tg=$([ "$x" = 0 ] && echo 10 || echo 4)
-  echo "$sep{\"build_commit\": \"abc1234\", \"n_prompt\": $p, \"n_gen\": 0, \"n_depth\": $x, \"avg_ts\": 1, \"samples_ts\": [ $pp ]}"; sep=","
+  echo "$sep{\"build_commit\": \"abc1234\", \"n_prompt\": $p, \"n_gen\": 0, \"n_depth\": $x, \"avg_ts\": 1, \"samples_ts\": [ $((pp - 5)), $pp ]}"; sep=","
   echo ",{\"build_commit\": \"abc1234\", \"n_prompt\": 0, \"n_gen\": $n, \"n_depth\": $x, \"avg_ts\": $tg}"
 done
 echo ']'
@@ -116,7 +117,7 @@ check(("prefill", 4096), 45, "llama.cpp", 35, 45 / 35,
 check(("decode", 0), 8, "llama.cpp", 10, 0.8, {"llama.cpp": 10, "ik_llama.cpp": 9, "ik_llama.cpp -rtr": 7})
 check(("decode", 4096), 5, "ik_llama.cpp", 5.5, 5 / 5.5, {"llama.cpp": 4, "ik_llama.cpp": 5.5, "ik_llama.cpp -rtr": 5})
 assert any("ik_llama.cpp" in n and "prefill" in n for n in doc["not_comparable"]), doc["not_comparable"]
-assert doc["rounds"] == 2 and doc["threads"] == 2 and doc["n_prompt"] == 64 and doc["n_gen"] == 8
+assert doc["rounds"] == 2 and doc["reps"] == 2 and doc["threads"] == 2 and doc["n_prompt"] == 64 and doc["n_gen"] == 8
 assert doc["GOMP_SPINCOUNT"] == "1000" and doc["OMP_WAIT_POLICY"] is None, doc
 commits = {e["name"]: e["build_commit"] for e in doc["engines"]}
 assert commits == {"latte": None, "llama.cpp": "abc1234", "ik_llama.cpp": "ik5678", "ik_llama.cpp -rtr": "ik5678"}, commits
@@ -130,11 +131,11 @@ order=$(cut -d' ' -f1 "$t/calls" | paste -sd' ')
   grep -n -- '-rtr 1' "$t/calls" | cut -d: -f1 | paste -sd' ' | grep -qx '4 5' &&
   ok "the engines alternate: round 2 runs round 1's order reversed" || bad "the order of the runs: $order"
 # What each engine was asked: sorted depths, the threads, one repetition.
-grep -q -- '^latte bench -m .*model.gguf --depths 0,4096 --cache-type int8 --threads 2 -p 64 -n 8 -r 1 --json$' "$t/calls" &&
+grep -q -- '^latte bench -m .*model.gguf --depths 0,4096 --cache-type int8 --threads 2 -p 64 -n 8 -r 2 --json$' "$t/calls" &&
   ok "latte's arguments" || bad "latte's arguments: $(grep ^latte "$t/calls" | head -1)"
-grep -q -- '^llama.cpp -m .* -p 64 -n 8 -d 0,4096 -t 2 -r 1 -fa 1 -o json$' "$t/calls" &&
+grep -q -- '^llama.cpp -m .* -p 64 -n 8 -d 0,4096 -t 2 -r 2 -fa 1 -o json$' "$t/calls" &&
   ok "llama.cpp's arguments" || bad "llama.cpp's arguments: $(grep ^llama "$t/calls" | head -1)"
-grep -q -- '^ik_llama.cpp -m .* -t 2 -r 1 -mla 3 -fa 1 -fmoe 1 -o json -p 64 -n 8 -gp 4096,8$' "$t/calls" &&
+grep -q -- '^ik_llama.cpp -m .* -t 2 -r 2 -mla 3 -fa 1 -fmoe 1 -o json -p 64 -n 8 -gp 4096,8$' "$t/calls" &&
   grep -q -- '^ik_llama.cpp -rtr -m .* -gp 4096,8 -rtr 1$' "$t/calls" &&
   ok "ik_llama.cpp's arguments (-gp for decode at a depth; -rtr 1 on the second)" ||
   bad "ik_llama.cpp's arguments: $(grep ^ik "$t/calls" | head -2)"
@@ -142,14 +143,14 @@ grep -q -- '^ik_llama.cpp -m .* -t 2 -r 1 -mla 3 -fa 1 -fmoe 1 -o json -p 64 -n 
 # Decode only, depths above 0 only, one peer, --no-ik-rtr: ik runs -gp alone.
 rm -f "$t"/*.count "$t/calls"
 if "$compare" -m "$t/model.gguf" --latte "$t/latte" --ik-bench "$t/ik-bench" --no-ik-rtr --depths 4096 \
-     -p 0 -n 8 --rounds 1 -t 1 --json "$t/out2.json" >/dev/null 2>"$t/err"; then
+     -p 0 -n 8 --rounds 1 --reps 1 -t 1 --json "$t/out2.json" >/dev/null 2>"$t/err"; then
   python3 - "$t/out2.json" <<'PY' && ok "decode only at a depth, ik alone" || bad "decode only at a depth, ik alone"
 import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["points"] == [{"test": "decode", "depth": 4096, "latte_tok_s": 5, "best_peer": "ik_llama.cpp",
                           "best_peer_tok_s": 5.5, "ratio": round(5 / 5.5, 3), "peers": {"ik_llama.cpp": 5.5}}], doc["points"]
 PY
-  grep -q -- '-p 0 -n 0 -gp 4096,8$' "$t/calls" && [ "$(wc -l < "$t/calls")" = 2 ] &&
+  grep -q -- '-r 1 -mla 3 -fa 1 -fmoe 1 -o json -p 0 -n 0 -gp 4096,8$' "$t/calls" && [ "$(wc -l < "$t/calls")" = 2 ] &&
     ok "ik gets -p 0 -n 0 when depth 0 is not asked for, and no -rtr run" || bad "ik's arguments: $(cat "$t/calls")"
 else
   bad "decode only at a depth failed: $(cat "$t/err")"
@@ -177,6 +178,7 @@ expect_error "empty --depths" "--depths needs a value" -m "$t/model.gguf" "${bas
 expect_error "negative -p" "bad -p '-1'" -m "$t/model.gguf" "${base[@]}" -p -1
 expect_error "-p 0 -n 0" "-p and -n are both 0" -m "$t/model.gguf" "${base[@]}" -p 0 -n 0
 expect_error "--rounds 0" "bad --rounds 0" -m "$t/model.gguf" "${base[@]}" --rounds 0
+expect_error "--reps 0" "bad --reps 0" -m "$t/model.gguf" "${base[@]}" --reps 0
 expect_error "bad --cache-type" "bad --cache-type 'q4'" -m "$t/model.gguf" "${base[@]}" --cache-type q4
 expect_error "an unknown option" "unknown argument '--fast'" -m "$t/model.gguf" "${base[@]}" --fast
 expect_error "a value left out at the end" "--json needs a value" -m "$t/model.gguf" "${base[@]}" --json
