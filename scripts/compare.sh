@@ -14,11 +14,12 @@
 # Each round runs every engine once, in the order of the round before
 # reversed, so a drift of the machine's speed during the run does not always
 # favour the same engine; each engine's figure is the best of its rounds.
-# Within a round every engine repeats each test --reps times (-r), default
-# 2: llama-bench warms up with a whole unmeasured prompt before it times
-# one, `latte bench` with two tokens, so on a mapped MoE file Latte's first
-# 512-token prefill is also the first to touch most experts' pages; its
-# second repetition is the one comparable with llama-bench's first.
+# Within a round every engine repeats each test --reps times (-r, default
+# 2) and the best counts. llama-bench warms up with a whole unmeasured
+# prompt before it times one, `latte bench` with two tokens; on the
+# real-size V2-Lite MoE, mapped, Latte's first 512-token prefill measured
+# the same as its second (docs/performance-log.md, 27 November 2026), so
+# the repetitions are there for the noise of a shared machine.
 #
 # What each engine measures at depth D (tokens already in the cache):
 #   Latte          `latte bench --depths D`: prefill of -p tokens at D, and
