@@ -80,6 +80,7 @@ EOF
 die() { echo "compare.sh: $*" >&2; exit 2; }
 need_arg() { [ "$#" -ge 2 ] && [ -n "$2" ] || die "$1 needs a value (see --help)"; }
 
+[ "${BASH_VERSINFO[0]}" -ge 4 ] || die "needs bash 4 or newer (this is $BASH_VERSION; on macOS: brew install bash)"
 repo=$(cd "$(dirname "$0")/.." && pwd)
 model="" llama="" ik="" latte="" depths="0,4096,16384" n_prompt=512 n_gen=32 rounds=2 reps=2
 threads="" cache=int8 ik_rtr=1 latte_args="" llama_args="" ik_args="" json_out="" raw_dir=""
@@ -204,7 +205,10 @@ if [ -n "$ik" ]; then
     notes+=("ik_llama.cpp: nothing it can measure was asked for (prefill at depths above 0 only): not run")
   fi
 fi
-[ "${#names[@]}" -ge 2 ] || die "no peer is left to run (see the notes above)"
+if [ "${#names[@]}" -lt 2 ]; then
+  printf 'compare.sh: %s\n' "${notes[@]}" >&2
+  die "no peer is left to run"
+fi
 
 # The machine, for the table's header.
 cpu=$( (grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //') || true)

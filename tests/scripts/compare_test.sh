@@ -182,6 +182,7 @@ expect_error "--reps 0" "bad --reps 0" -m "$t/model.gguf" "${base[@]}" --reps 0
 expect_error "bad --cache-type" "bad --cache-type 'q4'" -m "$t/model.gguf" "${base[@]}" --cache-type q4
 expect_error "an unknown option" "unknown argument '--fast'" -m "$t/model.gguf" "${base[@]}" --fast
 expect_error "a value left out at the end" "--json needs a value" -m "$t/model.gguf" "${base[@]}" --json
+expect_error "an old llama-bench, no depth 0 asked for: nothing left" "no -d/--n-depth and depth 0 was not asked for" -m "$t/model.gguf" --latte "$t/latte" --llama-bench "$t/broken-bench" --depths 4096
 expect_error "a peer that fails" "llama.cpp failed (exit 3)" -m "$t/model.gguf" --latte "$t/latte" --llama-bench "$t/broken-bench" --rounds 1
 grep -q boom "$t/err" && ok "a failing peer's own message is shown" || bad "a failing peer's message: $(cat "$t/err")"
 "$compare" --help > "$t/out" && grep -q -- "--ik-bench PATH" "$t/out" && ok "--help" || bad "--help"
