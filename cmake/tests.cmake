@@ -111,3 +111,10 @@ if(LATTE_LIBRARY_TYPE STREQUAL "SHARED_LIBRARY")
             -P ${PROJECT_SOURCE_DIR}/cmake/check_exports.cmake)
   set_tests_properties(shared_library_exports_only_the_c_api PROPERTIES LABELS runtime)
 endif()
+
+# scripts/compare.sh (Latte beside llama.cpp and ik_llama.cpp) against fake
+# engines: its table and JSON, and its errors on bad input. Bash and python3.
+if(NOT WIN32)
+  add_test(NAME compare_sh COMMAND bash ${PROJECT_SOURCE_DIR}/tests/scripts/compare_test.sh)
+  set_tests_properties(compare_sh PROPERTIES LABELS runtime)
+endif()

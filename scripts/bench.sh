@@ -21,14 +21,21 @@
 #                              decode_pct_of_adjacent_depth0), then alternates
 #                              single steps at each depth with steps from
 #                              depth 0 (decode_step_ms, decode_depth0_step_ms,
-#                              decode_pct_of_interleaved_depth0: medians)
+#                              decode_pct_of_interleaved_depth0: medians).
+#                              Then the real-size DeepSeek-V2-Lite MoE (27
+#                              layers, vocab 102400, random Q4_K weights,
+#                              8.8 GiB, kept outside the repository and made
+#                              once): prefill and decode at depths 0 and 4K,
+#                              int8 cache, mapped.
 # Extra arguments: kernels, to bench_kernels (e.g. --benchmark_filter=int8);
 # model, to every `latte bench` run, so only options the script does not set
 # itself (e.g. --prefill-chunk 256); depths and threads come from the env.
 # Env: LATTE_BENCH_MIN_TIME (kernels: seconds per entry, default 0.05),
 # LATTE_BENCH_DEPTHS and LATTE_BENCH_THREADS (model: default 0,4096,16384,32768
-# and 2), LATTE_JOBS, OMP_WAIT_POLICY (OpenMP's own default, active, unless
-# set: see below).
+# and 2), LATTE_BENCH_MOE_MODEL (model: where the real-size MoE file is kept,
+# made there if missing; default ~/.cache/latte/v2-lite-moe-27l-Q4_K.gguf;
+# "none": leave it out), LATTE_BENCH_MOE_DEPTHS (default 0,4096), LATTE_JOBS,
+# OMP_WAIT_POLICY (OpenMP's own default, active, unless set: see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=${1:-}
@@ -39,7 +46,7 @@ fi
 shift
 case "$suite" in
   kernels) target=bench_kernels ;;
-  model) target=latte ;;
+  model) target=latte_cli ;;  # the `latte` program
   *) echo "bench.sh: unknown suite '$suite' (known: kernels, model)" >&2; exit 2 ;;
 esac
 
@@ -85,6 +92,29 @@ if [ "$suite" = model ]; then
                  --cache-type int8 --threads "$threads" -p 512 -n 128 -r 5 $load --json "$@")")
     done
   done
+  # The real-size V2-Lite MoE (15.7B parameters, 64 routed experts of which
+  # 6 run per token, 2 shared): what a user runs, and a file llama.cpp and
+  # ik_llama.cpp load too (scripts/compare.sh). 8.8 GiB, so made once and
+  # kept outside the repository; mapped (--no-mmap would hold a second copy
+  # beside the page cache).
+  moe=${LATTE_BENCH_MOE_MODEL:-${XDG_CACHE_HOME:-$HOME/.cache}/latte/v2-lite-moe-27l-Q4_K.gguf}
+  if [ "$moe" != none ]; then
+    if [ ! -f "$moe" ]; then
+      mkdir -p "$(dirname "$moe")"
+      free_kb=$(df -Pk "$(dirname "$moe")" | awk 'NR == 2 {print $4}')
+      if [ "$free_kb" -lt $((10 * 1024 * 1024)) ]; then
+        echo "bench.sh: the real-size MoE model needs 9 GiB and $(dirname "$moe") has $((free_kb / 1024)) MiB free;" \
+             "set LATTE_BENCH_MOE_MODEL to a path with room, or to none to leave it out" >&2
+        exit 1
+      fi
+      echo "bench.sh: making $moe once (8.8 GiB)" >&2
+      build/bin/latte make-model --preset v2-lite-moe --layers 27 --vocab 102400 --type Q4_K -o "$moe"
+    fi
+    moe_depths=${LATTE_BENCH_MOE_DEPTHS:-0,4096}
+    echo "bench.sh: real-size V2-Lite MoE Q4_K, int8 cache, depths $moe_depths, $threads threads" >&2
+    runs+=("$(build/bin/latte bench -m "$moe" --depths "$moe_depths" \
+               --cache-type int8 --threads "$threads" -p 512 -n 32 -r 2 --json "$@")")
+  fi
   { echo '{"suite": "model", "runs": ['; (IFS=,; echo "${runs[*]}"); echo ']}'; } > "$out"
   # Each run's JSON on stdout too.
   for r in "${runs[@]}"; do echo "$r"; done
