@@ -50,25 +50,38 @@ std::vector<std::uint8_t> make_weights(GgmlType t, std::size_t rows, std::size_t
   return w;
 }
 
+// One matrix (in the LLC when it fits: the kernel's compute ceiling), or,
+// with from_dram, copies of it past 512 MB read in turn (the weights from
+// memory, as in a model's decode). Counters: GB/s of weight bytes, and
+// Gw/thr, G weights per second per thread, against ReadStream's limit.
 // args: isa, type, rows, cols, threads
-void BM_Matvec(benchmark::State& state) {
+void matvec_bench(benchmark::State& state, bool from_dram) {
   const auto isa = static_cast<Isa>(state.range(0));
   const auto type = static_cast<GgmlType>(state.range(1));
   const std::size_t rows = state.range(2), cols = state.range(3);
   const int threads = static_cast<int>(state.range(4));
   const auto& k = latte::kernels::matvec_kernels(isa);
-  auto w = make_weights(type, rows, cols);
+  const auto w = make_weights(type, rows, cols);
+  const std::size_t copies = from_dram ? (std::size_t{512} << 20) / w.size() + 1 : 1;
+  std::vector<std::uint8_t> all(copies * w.size());
+  for (std::size_t c = 0; c < copies; ++c) std::copy(w.begin(), w.end(), all.begin() + c * w.size());
   auto x = random_floats(cols, 2);
   std::vector<float> y(rows);
   std::vector<std::uint8_t> scratch(latte::kernels::matvec_scratch_bytes(type, cols, 1) + 1);
+  std::size_t c = 0;
   for (auto _ : state) {
-    k.matvec(type, w.data(), rows, cols, x.data(), y.data(), scratch.data(), threads);
+    k.matvec(type, all.data() + c * w.size(), rows, cols, x.data(), y.data(), scratch.data(), threads);
+    c = c + 1 == copies ? 0 : c + 1;
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * w.size()));
+  state.counters["Gw/thr"] = benchmark::Counter(static_cast<double>(rows * cols) * state.iterations() / 1e9 / threads,
+                                                benchmark::Counter::kIsRate);
   state.SetLabel(std::string(latte::isa_name(isa)) + " " + latte::ggml_type_name(type));
 }
+void BM_Matvec(benchmark::State& state) { matvec_bench(state, false); }
+void BM_MatvecDram(benchmark::State& state) { matvec_bench(state, true); }
 
 // The roofline for Matvec: a plain sum over as many bytes, each thread one
 // contiguous half, the way the static row split streams a matrix.
@@ -186,12 +199,25 @@ void register_all() {
               ->UseRealTime();
     }
   }
+  // Decode's weights from memory: the types real GGUF files carry, at the
+  // shape of a V2-Lite expert's down projection and of its attention.
+  for (Isa isa : latte::supported_isas()) {
+    if (isa == Isa::ref) continue;
+    for (GgmlType t : kTypes)
+      for (long threads : {1L, 2L})
+        benchmark::RegisterBenchmark("MatvecDram", BM_MatvecDram)
+            ->Args({static_cast<long>(isa), static_cast<long>(t), 2048, 2048, threads})
+            ->ArgNames({"isa", "type", "rows", "cols", "thr"})
+            ->MinTime(0.3)
+            ->UseRealTime();
+  }
   for (long threads : {1L, 2L})
-    benchmark::RegisterBenchmark("ReadStream", BM_ReadStream)
-        ->Args({10944L * 2048 * 2, threads})
-        ->ArgNames({"bytes", "thr"})
-        ->MinTime(0.2)
-        ->UseRealTime();
+    for (long bytes : {10944L * 2048 * 2, 1L << 30})  // the Matvec matrix's size; past the LLC
+      benchmark::RegisterBenchmark("ReadStream", BM_ReadStream)
+          ->Args({bytes, threads})
+          ->ArgNames({"bytes", "thr"})
+          ->MinTime(0.2)
+          ->UseRealTime();
   const Isa best = latte::active_isa();
   for (GgmlType t : kTypes)
     for (long nt : {4L, 8L, 16L, 32L, 64L, 128L, 256L, 512L})
