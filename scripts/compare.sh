@@ -288,15 +288,18 @@ def load(path, name):
     try:
         return json.loads(text)
     except ValueError:
-        # A stray line before or after the document: take from the first
-        # line that opens one to the end.
-        lines = text.splitlines()
-        for k, l in enumerate(lines):
-            if l.strip() in ("[", "{") or l.startswith(("[", "{")):
-                try:
-                    return json.loads("\n".join(lines[k:]))
-                except ValueError:
-                    break
+        pass
+    # Stray lines on stdout: before the document (a log line), or inside it
+    # (ik_llama.cpp's llama-bench prints "WARNING: ... ggml_calloc!" after
+    # its opening "["). llama-bench writes every key, bracket and brace of
+    # its JSON at the start of a line, so the lines that start with a letter
+    # go.
+    lines = [l for l in text.splitlines() if not l.strip() or not l.lstrip()[0].isalpha()]
+    while lines and lines[0].strip() not in ("[", "{") and not lines[0].startswith(("[", "{")):
+        lines.pop(0)
+    try:
+        return json.loads("\n".join(lines))
+    except ValueError:
         fail(f"{name}: its output {path} is not JSON")
 
 

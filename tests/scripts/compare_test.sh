@@ -65,7 +65,8 @@ echo ']'
 EOF
 
 # ik_llama.cpp: without -rtr prefill 40, decode 9 at depth 0 and 5.5 then 3
-# at depth (-gp); with -rtr 1 prefill 70, decode 7 and 5.
+# at depth (-gp); with -rtr 1 prefill 70, decode 7 and 5. Its stdout has a
+# warning line inside the JSON, as the real one's has.
 cat > "$t/ik-bench" <<'EOF'
 #!/usr/bin/env bash
 set -euo pipefail
@@ -77,6 +78,7 @@ p=0 n=0 gps=()
 while [ $# -gt 0 ]; do case "$1" in -p) p=$2;; -n) n=$2;; -gp) gps+=("$2");; esac; shift; done
 if [ $rtr = 1 ]; then pp=70 tg=7 gp=5; else pp=40 tg=9 gp=$([ "$c" = 1 ] && echo 5.5 || echo 3); fi
 echo '['
+echo "WARNING: Behavior may be unexpected when allocating 0 bytes for ggml_calloc!"  # as ik's does, inside its JSON
 echo "{\"build_commit\": \"ik5678\", \"n_prompt\": $p, \"n_gen\": 0, \"avg_ts\": $pp, \"test\": \"pp$p\"},"
 echo "{\"build_commit\": \"ik5678\", \"n_prompt\": 0, \"n_gen\": $n, \"avg_ts\": $tg, \"test\": \"tg$n\"}"
 for g in "${gps[@]}"; do
