@@ -7,6 +7,7 @@
 #include <unistd.h>
 #endif
 
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -14,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <latch>
 #include <limits>
 #include <random>
 #include <thread>
@@ -569,9 +569,16 @@ TEST(SessionStateFile, ConcurrentSavesToOnePathLeaveOneWholeFile) {
   const std::string path = dir + "/one.lsess";
   for (int round = 0; round < 40; ++round) {
     std::string err_a, err_b;
-    std::latch start(2);  // both saves begin together
+    // Both saves begin together. Not std::latch: libstdc++ 12's atomic wait
+    // without a futex (mingw-w64, under wine) can miss the wake-up and hang
+    // (GCC PR 106183, fixed in 13); a yielding spin cannot.
+    std::atomic<int> arrived{0};
+    auto start = [&] {
+      arrived.fetch_add(1);
+      while (arrived.load() < 2) std::this_thread::yield();
+    };
     std::thread ta([&] {
-      start.arrive_and_wait();
+      start();
       try {
         a.save_state(path);
       } catch (const Error& e) {
@@ -579,7 +586,7 @@ TEST(SessionStateFile, ConcurrentSavesToOnePathLeaveOneWholeFile) {
       }
     });
     std::thread tb([&] {
-      start.arrive_and_wait();
+      start();
       try {
         b.save_state(path);
       } catch (const Error& e) {
