@@ -50,6 +50,26 @@ std::vector<std::uint8_t> make_weights(GgmlType t, std::size_t rows, std::size_t
   return w;
 }
 
+// A matrix's bytes, or copies of them past `past_bytes` (0: the one
+// matrix), handed out one per iteration in turn, so that each product reads
+// its weights from memory rather than from the LLC.
+class WeightCopies {
+ public:
+  WeightCopies(const std::vector<std::uint8_t>& w, std::size_t past_bytes)
+      : size_(w.size()), copies_(past_bytes ? past_bytes / w.size() + 1 : 1), all_(copies_ * size_) {
+    for (std::size_t c = 0; c < copies_; ++c) std::copy(w.begin(), w.end(), all_.begin() + c * size_);
+  }
+  const std::uint8_t* next() {
+    const std::uint8_t* p = all_.data() + next_ * size_;
+    next_ = next_ + 1 == copies_ ? 0 : next_ + 1;
+    return p;
+  }
+
+ private:
+  std::size_t size_, copies_, next_ = 0;
+  std::vector<std::uint8_t> all_;
+};
+
 // One matrix (in the LLC when it fits: the kernel's compute ceiling), or,
 // with from_dram, copies of it past 512 MB read in turn (the weights from
 // memory, as in a model's decode). Counters: GB/s of weight bytes, and
@@ -62,16 +82,12 @@ void matvec_bench(benchmark::State& state, bool from_dram) {
   const int threads = static_cast<int>(state.range(4));
   const auto& k = latte::kernels::matvec_kernels(isa);
   const auto w = make_weights(type, rows, cols);
-  const std::size_t copies = from_dram ? (std::size_t{512} << 20) / w.size() + 1 : 1;
-  std::vector<std::uint8_t> all(copies * w.size());
-  for (std::size_t c = 0; c < copies; ++c) std::copy(w.begin(), w.end(), all.begin() + c * w.size());
+  WeightCopies wc(w, from_dram ? std::size_t{512} << 20 : 0);
   auto x = random_floats(cols, 2);
   std::vector<float> y(rows);
   std::vector<std::uint8_t> scratch(latte::kernels::matvec_scratch_bytes(type, cols, 1) + 1);
-  std::size_t c = 0;
   for (auto _ : state) {
-    k.matvec(type, all.data() + c * w.size(), rows, cols, x.data(), y.data(), scratch.data(), threads);
-    c = c + 1 == copies ? 0 : c + 1;
+    k.matvec(type, wc.next(), rows, cols, x.data(), y.data(), scratch.data(), threads);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
@@ -109,16 +125,12 @@ void matmul_bench(benchmark::State& state, bool from_dram) {
   const int threads = static_cast<int>(state.range(5));
   const auto& k = latte::kernels::matvec_kernels(isa);
   const auto w = make_weights(type, rows, cols);
-  const std::size_t copies = from_dram ? (std::size_t{256} << 20) / w.size() + 1 : 1;
-  std::vector<std::uint8_t> all(copies * w.size());
-  for (std::size_t c = 0; c < copies; ++c) std::copy(w.begin(), w.end(), all.begin() + c * w.size());
+  WeightCopies wc(w, from_dram ? std::size_t{256} << 20 : 0);
   auto x = random_floats(nt * cols, 2);
   std::vector<float> y(nt * rows);
   std::vector<std::uint8_t> scratch(latte::kernels::matvec_scratch_bytes(type, cols, nt) + 1);
-  std::size_t c = 0;
   for (auto _ : state) {
-    k.matmul(type, all.data() + c * w.size(), rows, cols, x.data(), cols, nt, y.data(), rows, scratch.data(), threads);
-    c = c + 1 == copies ? 0 : c + 1;
+    k.matmul(type, wc.next(), rows, cols, x.data(), cols, nt, y.data(), rows, scratch.data(), threads);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
