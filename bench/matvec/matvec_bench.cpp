@@ -74,30 +74,36 @@ class WeightCopies {
 // with from_dram, copies of it past 512 MB read in turn (the weights from
 // memory, as in a model's decode). Counters: GB/s of weight bytes, and
 // Gw/thr, G weights per second per thread, against ReadStream's limit.
+// x16: the weights row-interleaved (matvec.h), through matmul_x16.
 // args: isa, type, rows, cols, threads
-void matvec_bench(benchmark::State& state, bool from_dram) {
+void matvec_bench(benchmark::State& state, bool from_dram, bool x16) {
   const auto isa = static_cast<Isa>(state.range(0));
   const auto type = static_cast<GgmlType>(state.range(1));
   const std::size_t rows = state.range(2), cols = state.range(3);
   const int threads = static_cast<int>(state.range(4));
   const auto& k = latte::kernels::matvec_kernels(isa);
-  const auto w = make_weights(type, rows, cols);
+  auto w = make_weights(type, rows, cols);
+  if (x16) latte::kernels::matvec_x16_interleave(type, w.data(), rows, cols);
   WeightCopies wc(w, from_dram ? std::size_t{512} << 20 : 0);
   auto x = random_floats(cols, 2);
   std::vector<float> y(rows);
-  std::vector<std::uint8_t> scratch(latte::kernels::matvec_scratch_bytes(type, cols, 1) + 1);
+  std::vector<std::uint8_t> scratch((x16 ? latte::kernels::matvec_scratch_bytes_x16(type, cols, 1)
+                                         : latte::kernels::matvec_scratch_bytes(type, cols, 1)) + 1);
   for (auto _ : state) {
-    k.matvec(type, wc.next(), rows, cols, x.data(), y.data(), scratch.data(), threads);
+    if (x16) k.matmul_x16(type, wc.next(), rows, cols, x.data(), cols, 1, y.data(), rows, scratch.data(), threads);
+    else k.matvec(type, wc.next(), rows, cols, x.data(), y.data(), scratch.data(), threads);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * w.size()));
   state.counters["Gw/thr"] = benchmark::Counter(static_cast<double>(rows * cols) * state.iterations() / 1e9 / threads,
                                                 benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(latte::isa_name(isa)) + " " + latte::ggml_type_name(type));
+  state.SetLabel(std::string(latte::isa_name(isa)) + " " + latte::ggml_type_name(type) + (x16 ? " x16" : ""));
 }
-void BM_Matvec(benchmark::State& state) { matvec_bench(state, false); }
-void BM_MatvecDram(benchmark::State& state) { matvec_bench(state, true); }
+void BM_Matvec(benchmark::State& state) { matvec_bench(state, false, false); }
+void BM_MatvecDram(benchmark::State& state) { matvec_bench(state, true, false); }
+void BM_MatvecX16(benchmark::State& state) { matvec_bench(state, false, true); }
+void BM_MatvecDramX16(benchmark::State& state) { matvec_bench(state, true, true); }
 
 // The roofline for Matvec: a plain sum over as many bytes, each thread one
 // contiguous half, the way the static row split streams a matrix.
@@ -222,6 +228,25 @@ void register_all() {
             ->ArgNames({"isa", "type", "rows", "cols", "thr"})
             ->MinTime(0.3)
             ->UseRealTime();
+  }
+  // The same over row-interleaved weights, where the ISA has kernels for them.
+  for (Isa isa : latte::supported_isas()) {
+    const auto& k = latte::kernels::matvec_kernels(isa);
+    for (GgmlType t : kTypes) {
+      if (isa == Isa::ref || !k.x16_fast(t)) continue;
+      for (long threads : {1L, 2L}) {
+        benchmark::RegisterBenchmark("MatvecX16", BM_MatvecX16)
+            ->Args({static_cast<long>(isa), static_cast<long>(t), 2048, 2048, threads})
+            ->ArgNames({"isa", "type", "rows", "cols", "thr"})
+            ->MinTime(0.2)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark("MatvecDramX16", BM_MatvecDramX16)
+            ->Args({static_cast<long>(isa), static_cast<long>(t), 2048, 2048, threads})
+            ->ArgNames({"isa", "type", "rows", "cols", "thr"})
+            ->MinTime(0.3)
+            ->UseRealTime();
+      }
+    }
   }
   for (long threads : {1L, 2L})
     for (long bytes : {10944L * 2048 * 2, 1L << 30})  // the Matvec matrix's size; past the LLC

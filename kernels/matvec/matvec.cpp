@@ -107,7 +107,9 @@ void dequantize_bf16_ref(GgmlType type, const void* src, std::uint16_t* dst, std
 }
 
 namespace {
-const MatvecKernels kRef{&matvec_ref, &matmul_ref, &dequantize_ref, &dequantize_bf16_ref};
+bool x16_fast_ref(GgmlType) { return false; }
+const MatvecKernels kRef{&matvec_ref,         &matmul_ref,     &dequantize_ref, &dequantize_bf16_ref,
+                         &matmul_x16_ref, &x16_fast_ref};
 }
 
 LATTE_DEFINE_KERNEL_DISPATCH(matvec, MatvecKernels, kRef)

@@ -83,6 +83,17 @@ struct MatvecKernels {
   void (*dequantize)(GgmlType type, const void* src, float* dst, std::size_t n);
   // The same rounded to bf16 bits (round to nearest even).
   void (*dequantize_bf16)(GgmlType type, const void* src, std::uint16_t* dst, std::size_t n);
+  // matmul over a row-interleaved matrix (x16, below): the same arguments,
+  // w laid out by matvec_x16_interleave, rows a multiple of 16, scratch
+  // matvec_scratch_bytes_x16 bytes. Same results as matmul on the original
+  // layout up to f32 summation order.
+  void (*matmul_x16)(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
+                     std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch,
+                     int threads);
+  // Whether this ISA's matmul_x16 has kernels of its own for `type` (then
+  // x16 decodes faster than the original layout). Elsewhere it takes each
+  // tile back to the original layout first: correct, and slower.
+  bool (*x16_fast)(GgmlType type);
 };
 
 // Naive on purpose: dequantize_row_ref of each row, double accumulation,
@@ -107,6 +118,49 @@ bool matvec_has_packed_gemm(GgmlType type);
 // Throws std::invalid_argument naming the type unless matvec_supports(type)
 // and cols is a multiple of its block size (every entry point calls it).
 void matvec_check_args(GgmlType type, std::size_t cols);
+
+// ------------------------------------------- row-interleaved weights (x16)
+// Decode reads every weight once per token, and the row kernels above spend
+// more instructions per Q4_K or Q5_0 weight than the memory needs time to
+// deliver it: per block, a row's scales are unpacked in scalar code and each
+// load feeds one row. Interleaved by 16 rows, one 64-byte load holds 4
+// bytes of each of 16 rows, a vpdpbusd against one broadcast activation word
+// yields one int32 per row, and scales and mins are unpacked 16 rows at a
+// time. The layout, made once (at load, in memory the caller owns):
+// tile i holds rows [16i, 16i + 16) in exactly 16 * row_bytes bytes, so row
+// offsets in multiples of 16 stay the original's (a 16-row-aligned slice of
+// an x16 matrix is an x16 matrix); block b of the tile's rows (b < cols /
+// block elements) at tile + b * 16 * block_bytes:
+//   Q4_K, 2304 bytes per 256 columns:
+//     u16 d[16], dmin[16]            row r's d and dmin (fp16)
+//     u8  scales[12][16]             scales[j][r] = row r's scales[j]
+//     u8  qs[32][16][4]              qs[k][r][j] = row r's qs[4k + j]: low
+//         nibble column 64 (k / 8) + 4 (k % 8) + j, high nibble that + 32
+//   Q5_0, 352 bytes per 32 columns:
+//     u16 d[16]
+//     u64 qh[8]                      bit 4r + j of qh[2k + h] = row r's
+//         fifth bit of column 16h + 4k + j
+//     u8  qs[4][16][4]               qs[k][r][j] = row r's qs[4k + j]: low
+//         nibble column 4k + j, high nibble 16 + 4k + j
+// Little-endian fields, as GGUF's.
+
+// True for the types with an x16 layout (Q4_K, Q5_0).
+bool matvec_x16_type(GgmlType type);
+// Throws std::invalid_argument naming what is wrong unless type has an x16
+// layout, rows is a multiple of 16 and cols of the type's block size.
+void matvec_x16_check_args(GgmlType type, std::size_t rows, std::size_t cols);
+// Re-lays out the matrix w (rows x ggml_row_bytes(type, cols)) as x16, in
+// place, tile by tile (16 rows of temporary memory).
+void matvec_x16_interleave(GgmlType type, void* w, std::size_t rows, std::size_t cols);
+// Blocks [b0, b0 + nb) of the 16 rows of the x16 tile at `tile` (of a
+// matrix of `cols` columns) in the original layout: row r at dst + r * dst_rb.
+void matvec_x16_deinterleave(GgmlType type, const void* tile, std::size_t cols, std::size_t b0, std::size_t nb,
+                             void* dst, std::size_t dst_rb);
+// matmul_x16's scratch: matvec_scratch_bytes' and one tile's 16 rows.
+std::size_t matvec_scratch_bytes_x16(GgmlType type, std::size_t cols, std::size_t n_tokens);
+// Naive: the whole matrix back to the original layout, then matmul_ref.
+void matmul_x16_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
+                    std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch, int threads);
 
 // The table for `isa` (kernels/dispatch.h): isa must be supported
 // (isa_supported), else throws; the per-ISA tables are defined in

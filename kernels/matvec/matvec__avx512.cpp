@@ -5,7 +5,8 @@ namespace latte::kernels {
 
 const MatvecKernels* matvec_kernels_avx512() {
   static const MatvecKernels k{&matvec_body<xsimd::avx512bw>, &matmul_body<xsimd::avx512bw>,
-                                 &dequantize_body<xsimd::avx512bw>, &dequantize_bf16_body<xsimd::avx512bw>};
+                                 &dequantize_body<xsimd::avx512bw>, &dequantize_bf16_body<xsimd::avx512bw>,
+                                 &matmul_x16_body<xsimd::avx512bw>, &x16_fast<xsimd::avx512bw>};
   return &k;
 }
 

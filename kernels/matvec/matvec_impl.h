@@ -8,6 +8,7 @@
 //   matvec_quantize_act_impl.h  activation quantization
 //   matvec_dequantize_impl.h    dequantization (prefill GEMM panels)
 //   matvec_packed_gemm_impl.h   the packed int8 GEMM
+//   matvec_x16_zmm_impl.h       tile kernels over row-interleaved weights
 // The Arch template parameter is xsimd's; the bodies use xsimd where a
 // float operation has a portable form, and per-ISA intrinsics for the
 // integer decoding and dot products, which have none.
@@ -32,6 +33,7 @@
 #include "kernels/matvec/matvec_packed_gemm_impl.h"
 #include "kernels/matvec/matvec_quantize_act_impl.h"
 #include "kernels/matvec/matvec_rows_zmm_impl.h"
+#include "kernels/matvec/matvec_x16_zmm_impl.h"
 
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
@@ -277,6 +279,78 @@ template <class Arch>
 void matvec_body(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x, float* y,
                  void* scratch, int threads) {
   matmul_body<Arch>(type, w, rows, cols, x, cols, 1, y, rows, scratch, threads);
+}
+
+// True where matmul_x16_body has tile kernels for `type` (AVX-512 VNNI).
+template <class Arch>
+bool x16_fast(GgmlType type) {
+  return uses_zmm_rows<Arch>() && matvec_x16_type(type);
+}
+
+// matmul over a row-interleaved matrix (matvec.h's x16): from
+// packed_min_tokens on the packed GEMM, which takes each chunk back to the
+// original layout as it packs; below, the tile kernels where x16_fast (each
+// thread a contiguous run of tiles, as rows_1), else each tile back to the
+// original layout in the scratch and matmul_body over its 16 rows.
+template <class Arch>
+void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
+                     std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch, int threads) {
+  matvec_x16_check_args(type, rows, cols);
+  if (rows == 0 || n_tokens == 0 || cols == 0) return;
+  const std::size_t rb = ggml_row_bytes(type, cols);
+  const auto* wb = static_cast<const std::uint8_t*>(w);
+  auto* xb = static_cast<std::uint8_t*>(scratch);
+  const int nth = threads > 1 ? threads : 1;
+  if (n_tokens >= packed_min_tokens<Arch>(type)) {
+    // As matmul_body: [n_tokens][cols/32] ActQ8, then their integer sums per 16
+    const std::size_t act = cols / 32 * sizeof(ActQ8);
+    auto* xq = reinterpret_cast<ActQ8*>(xb);
+    auto* xs = reinterpret_cast<std::int32_t*>(xb + n_tokens * act);
+#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
+    for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(n_tokens); ++t) {
+      const auto tt = static_cast<std::size_t>(t);
+      matvec_quantize_act<Arch>(x + tt * ldx, cols, xq + tt * (cols / 32), xs + tt * (cols / 16));
+    }
+    if (type == GgmlType::Q4_K) q8_gemm<Arch, GgmlType::Q4_K, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
+    else q8_gemm<Arch, GgmlType::Q5_0, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
+    return;
+  }
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+  if constexpr (uses_zmm_rows<Arch>()) {
+    // [n_tokens] ActQ8K (cols/256 each) for Q4_K, ActQ8 (cols/32 each) for Q5_0
+    const bool k = type == GgmlType::Q4_K;
+    const std::size_t act = k ? cols / 256 * sizeof(ActQ8K) : cols / 32 * sizeof(ActQ8);
+    for (std::size_t t = 0; t < n_tokens; ++t) {
+      if (k) matvec_quantize_act_k<Arch>(x + t * ldx, cols, reinterpret_cast<ActQ8K*>(xb + t * act));
+      else matvec_quantize_act<Arch>(x + t * ldx, cols, reinterpret_cast<ActQ8*>(xb + t * act));
+    }
+    const std::size_t tiles = rows / 16;
+#pragma omp parallel num_threads(nth) if (nth > 1)
+    {
+      const auto th = static_cast<std::size_t>(omp_get_thread_num()), nt = static_cast<std::size_t>(omp_get_num_threads());
+      for (std::size_t i = tiles * th / nt; i < tiles * (th + 1) / nt; ++i) {
+        for (std::size_t t0 = 0; t0 < n_tokens; t0 += 4) {
+          const int n = static_cast<int>(mv_min(4, n_tokens - t0));
+          const void* xv[4];
+          float* yo[4];
+          for (int j = 0; j < n; ++j) {
+            xv[j] = xb + (t0 + static_cast<std::size_t>(j)) * act;
+            yo[j] = y + (t0 + static_cast<std::size_t>(j)) * ldy + 16 * i;
+          }
+          if (k) tile_x16<GgmlType::Q4_K>(n, wb + i * 16 * rb, cols, xv, yo);
+          else tile_x16<GgmlType::Q5_0>(n, wb + i * 16 * rb, cols, xv, yo);
+        }
+      }
+    }
+    return;
+  }
+#endif
+  std::uint8_t* plain = xb + (matvec_scratch_bytes(type, cols, n_tokens) + 63) / 64 * 64;  // (16, rb)
+  const std::size_t nb = cols / ggml_block_elems(type);
+  for (std::size_t i = 0; i < rows / 16; ++i) {
+    matvec_x16_deinterleave(type, wb + i * 16 * rb, cols, 0, nb, plain, rb);
+    matmul_body<Arch>(type, plain, 16, cols, x, ldx, n_tokens, y + 16 * i, ldy, scratch, threads);
+  }
 }
 
 }  // inline namespace LATTE_KERNEL_ISA_NS

@@ -392,16 +392,23 @@ void q8_tile_upto(int n, const std::uint8_t* pk, std::size_t ng, const ActQ8* co
 // in L1/L2) and runs every token over it before the next chunk.
 constexpr std::size_t kQ8PackGroups = 32;
 
-template <class Arch, GgmlType T>
+// kX16: w is row-interleaved (matvec.h's x16; rows a multiple of 16): each
+// chunk's rows go back to the original layout on the stack first.
+template <class Arch, GgmlType T, bool kX16 = false>
 void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_t cols, const ActQ8* xq,
              const std::int32_t* xs, std::size_t n_tokens, float* y, std::size_t ldy, int threads) {
   using D = Q8Dot<Arch>;
   constexpr int TR = D::V * D::MR, NT = D::NT;
+  static_assert(!kX16 || TR % 16 == 0);
   const std::size_t groups = cols / 32;
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + TR - 1) / TR);
+  // x16: groups per block of the type, the chunk's bytes per row
+  constexpr std::size_t kBlockGroups = T == GgmlType::Q4_K ? 8 : 1;
+  constexpr std::size_t kPlainBytes = kX16 ? kQ8PackGroups * 22 * TR : 1;  // (TR, chunk) rows; 22: Q5_0's bytes per group, Q4_K's 18
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::ptrdiff_t tile = 0; tile < tiles; ++tile) {
     alignas(64) std::uint8_t pk[kQ8PackGroups * pack_group_bytes(T) * TR];  // one column chunk of the tile, packed
+    alignas(64) std::uint8_t plain[kPlainBytes];
     const std::size_t r0 = static_cast<std::size_t>(tile) * TR;
     const int nr = static_cast<int>(mv_min(TR, rows - r0));
     // After packing a chunk, the next one's rows (TR short runs of a row
@@ -411,9 +418,19 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
     // of code comments").
     for (std::size_t g0 = 0; g0 < groups; g0 += kQ8PackGroups) {
       const std::size_t ng = mv_min(kQ8PackGroups, groups - g0);
-      q8_pack_tile<Arch, T>(w + r0 * rb, rb, static_cast<std::size_t>(nr), g0, ng, pk);
+      if constexpr (kX16) {
+        const std::size_t crb = rb / groups * ng;  // the chunk's bytes per row
+        for (int i = 0; i < nr; i += 16)
+          matvec_x16_deinterleave(T, w + (r0 + static_cast<std::size_t>(i)) * rb, cols, g0 / kBlockGroups,
+                                  ng / kBlockGroups, plain + static_cast<std::size_t>(i) * crb, crb);
+        q8_pack_tile<Arch, T>(plain, crb, static_cast<std::size_t>(nr), 0, ng, pk);
+      } else {
+        q8_pack_tile<Arch, T>(w + r0 * rb, rb, static_cast<std::size_t>(nr), g0, ng, pk);
+      }
       {  // the next chunk's rows (this tile's, or the next tile's first)
-        const std::size_t gb = rb / groups;  // bytes per group
+        // x16: a run of 16 rows' groups lies together, 16 times a row's
+        constexpr std::size_t kStep = kX16 ? 16 : 1;
+        const std::size_t gb = rb / groups * kStep;  // bytes per group (of kStep rows)
         std::size_t pr0 = r0, pg = g0 + ng, pn = static_cast<std::size_t>(nr);
         if (pg >= groups) {
           pr0 = r0 + TR;
@@ -421,7 +438,7 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
           pn = pr0 < rows ? mv_min(TR, rows - pr0) : 0;
         }
         const std::size_t b0 = pg * gb, b1 = mv_min(groups, pg + kQ8PackGroups) * gb;
-        for (std::size_t r = 0; r < pn; ++r) {
+        for (std::size_t r = 0; r < pn; r += kStep) {
           const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(w + (pr0 + r) * rb);
           for (std::uintptr_t l = (a + b0) & ~std::uintptr_t{63}; l < a + b1; l += 64)
             __builtin_prefetch(reinterpret_cast<const void*>(l), 0, 2);

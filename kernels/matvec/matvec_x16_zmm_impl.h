@@ -1,0 +1,139 @@
+// matvec's AVX-512 VNNI kernels over row-interleaved tiles (x16, matvec.h):
+// one tile of 16 rows against up to 4 tokens, one int32 lane per row, so a
+// 64-byte load of weights feeds one vpdpbusd per token and nibble half and
+// the tile's 16 outputs leave in one store. Empty without those flags.
+#pragma once
+
+#include "kernels/matvec/matvec_rows_impl.h"
+
+namespace latte::kernels {
+inline namespace LATTE_KERNEL_ISA_NS {
+namespace {
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+// Offsets within an x16 block (matvec.h's layout)
+constexpr std::size_t kX16Q4kBytes = 2304, kX16Q4kDmin = 32, kX16Q4kScales = 64, kX16Q4kQs = 256;
+constexpr std::size_t kX16Q5Bytes = 352, kX16Q5Qh = 32, kX16Q5Qs = 96;
+
+inline __m512i bcast_word(const std::int8_t* p) {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// y[t][0, 16) = the tile's 16 rows of Q4_K (nb blocks of 256) against
+// token t (ActQ8K), t < NT. Per block and row: sum over sub-blocks j of
+// d sc_j dot_j - dmin mn_j sums_j, the integer part exact in int32 (8 x 63 x
+// 32 x 15 x 127 < 2^31). The 6-bit scales and mins of 16 rows come apart
+// with byte operations on their transposed bytes (matvec.h's scales[12][16]).
+template <int NT>
+void tile_q4_k_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* const* xk, float* const* y) {
+  const __m512i m4 = _mm512_set1_epi8(15);
+  const __m128i m6 = _mm_set1_epi8(63), m4x = _mm_set1_epi8(15), m30 = _mm_set1_epi8(0x30);
+  __m512 acc[NT], accm[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = accm[t] = _mm512_setzero_ps();
+  for (std::size_t b = 0; b < nb; ++b) {
+    const std::uint8_t* p = tile + b * kX16Q4kBytes;
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kX16Q4kDmin)));
+    __m128i s[12];
+    for (int j = 0; j < 12; ++j) s[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kX16Q4kScales + 16 * j));
+    __m128i sc8[8], mn8[8];  // (16 rows) sub-block j's scale and min
+    for (int j = 0; j < 4; ++j) {
+      sc8[j] = _mm_and_si128(s[j], m6);
+      mn8[j] = _mm_and_si128(s[j + 4], m6);
+      // high 2 bits: bits 6-7 of scales[j] / scales[j + 4], moved to bits 4-5
+      sc8[j + 4] = _mm_or_si128(_mm_and_si128(s[j + 8], m4x), _mm_and_si128(_mm_srli_epi16(s[j], 2), m30));
+      mn8[j + 4] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(s[j + 8], 4), m4x),
+                                _mm_and_si128(_mm_srli_epi16(s[j + 4], 2), m30));
+    }
+    __m512i mi[NT], ai[NT];  // per token: sum_j mn_j sums_j; sum_j sc_j dot_j
+    for (int t = 0; t < NT; ++t) {
+      mi[t] = _mm512_setzero_si512();
+      ai[t] = _mm512_setzero_si512();
+    }
+    for (int j = 0; j < 8; ++j) {
+      const __m512i mn = _mm512_cvtepu8_epi32(mn8[j]);
+      for (int t = 0; t < NT; ++t) mi[t] = _mm512_add_epi32(mi[t], _mm512_mullo_epi32(mn, _mm512_set1_epi32(xk[t][b].sums[j])));
+    }
+    for (int c = 0; c < 4; ++c) {  // sub-blocks 2c (low nibbles) and 2c + 1 (high)
+      __m512i lo[NT], hi[NT];
+      for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
+      for (int k = 0; k < 8; ++k) {
+        const __m512i v = _mm512_loadu_si512(p + kX16Q4kQs + 64 * (8 * c + k));
+        const __m512i l = _mm512_and_si512(v, m4), h = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        for (int t = 0; t < NT; ++t) {
+          lo[t] = dot4(lo[t], l, bcast_word(xk[t][b].qs + 64 * c + 4 * k));
+          hi[t] = dot4(hi[t], h, bcast_word(xk[t][b].qs + 64 * c + 32 + 4 * k));
+        }
+      }
+      const __m512i s0 = _mm512_cvtepu8_epi32(sc8[2 * c]), s1 = _mm512_cvtepu8_epi32(sc8[2 * c + 1]);
+      for (int t = 0; t < NT; ++t)
+        ai[t] = _mm512_add_epi32(ai[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], s0), _mm512_mullo_epi32(hi[t], s1)));
+    }
+    for (int t = 0; t < NT; ++t) {
+      const __m512 xd = _mm512_set1_ps(xk[t][b].d);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ai[t]), _mm512_mul_ps(d, xd), acc[t]);
+      accm[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mi[t]), _mm512_mul_ps(dm, xd), accm[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y[t], _mm512_sub_ps(acc[t], accm[t]));
+}
+
+// y[t][0, 16) = the tile's 16 rows of Q5_0 (nb groups of 32) against token t
+// (ActQ8), t < NT: the unsigned 5-bit integers (fifth bits added through
+// byte masks straight from qh) dotted with the activations, the -16 back
+// through their sums: d (dx dot - 16 sx).
+template <int NT>
+void tile_q5_0_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8* const* xq, float* const* y) {
+  const __m512i m4 = _mm512_set1_epi8(15), k16 = _mm512_set1_epi8(16);
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (std::size_t g = 0; g < nb; ++g) {
+    const std::uint8_t* p = tile + g * kX16Q5Bytes;
+    std::uint64_t qh[8];
+    std::memcpy(qh, p + kX16Q5Qh, sizeof qh);
+    __m512i dl[NT], dh[NT];  // two dependency chains per token: low and high nibbles
+    for (int t = 0; t < NT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
+    for (int k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_loadu_si512(p + kX16Q5Qs + 64 * k);
+      __m512i l = _mm512_and_si512(v, m4), h = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+      l = _mm512_mask_add_epi8(l, _cvtu64_mask64(qh[2 * k]), l, k16);
+      h = _mm512_mask_add_epi8(h, _cvtu64_mask64(qh[2 * k + 1]), h, k16);
+      for (int t = 0; t < NT; ++t) {
+        dl[t] = dot4(dl[t], l, bcast_word(xq[t][g].qs + 4 * k));
+        dh[t] = dot4(dh[t], h, bcast_word(xq[t][g].qs + 16 + 4 * k));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    for (int t = 0; t < NT; ++t) {
+      const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(dl[t], dh[t]));
+      const __m512 v = _mm512_fmsub_ps(dot, _mm512_set1_ps(xq[t][g].d), _mm512_set1_ps(16.f * xq[t][g].s));
+      acc[t] = _mm512_fmadd_ps(d, v, acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y[t], acc[t]);
+}
+
+// The tile kernel of type T for n (1..4) tokens.
+template <GgmlType T>
+void tile_x16(int n, const std::uint8_t* tile, std::size_t cols, const void* const* xv, float* const* y) {
+  auto run = [&](auto nt_) {
+    constexpr int NT = decltype(nt_)::value;
+    if constexpr (T == GgmlType::Q4_K)
+      tile_q4_k_x16<NT>(tile, cols / 256, reinterpret_cast<const ActQ8K* const*>(xv), y);
+    else
+      tile_q5_0_x16<NT>(tile, cols / 32, reinterpret_cast<const ActQ8* const*>(xv), y);
+  };
+  switch (n) {
+    case 1: return run(std::integral_constant<int, 1>{});
+    case 2: return run(std::integral_constant<int, 2>{});
+    case 3: return run(std::integral_constant<int, 3>{});
+    default: return run(std::integral_constant<int, 4>{});
+  }
+}
+#endif
+
+}  // namespace
+}  // inline namespace LATTE_KERNEL_ISA_NS
+}  // namespace latte::kernels
