@@ -31,8 +31,10 @@ void unmap_huge_region(std::uint8_t* p, std::size_t bytes);
 // touch, so there it only asks the allocation hook; Windows commits here.
 bool commit_region(std::uint8_t* p, std::size_t bytes);
 
-// Makes a whole region (as map_huge_region returned it) read-only.
+// Makes a whole region (as map_huge_region returned it) read-only, or
+// writable again.
 void protect_region_read_only(std::uint8_t* p, std::size_t bytes);
+void protect_region_writable(std::uint8_t* p, std::size_t bytes);
 
 // Heap memory aligned to `align` (a power of two), null where it cannot be
 // had; free it with aligned_free (Windows' C library has no aligned_alloc).

@@ -47,6 +47,10 @@ void protect_region_read_only(std::uint8_t* p, std::size_t bytes) {
   if (p) ::mprotect(p, round_to_huge_pages(bytes), PROT_READ);
 }
 
+void protect_region_writable(std::uint8_t* p, std::size_t bytes) {
+  if (p) ::mprotect(p, round_to_huge_pages(bytes), PROT_READ | PROT_WRITE);
+}
+
 void* aligned_alloc_bytes(std::size_t align, std::size_t bytes) {
   return std::aligned_alloc(align, (bytes + align - 1) / align * align);  // a multiple of align, as C asks
 }

@@ -50,6 +50,11 @@ void protect_region_read_only(std::uint8_t* p, std::size_t bytes) {
   if (p) ::VirtualProtect(p, round_to_huge_pages(bytes), PAGE_READONLY, &old);
 }
 
+void protect_region_writable(std::uint8_t* p, std::size_t bytes) {
+  DWORD old = 0;
+  if (p) ::VirtualProtect(p, round_to_huge_pages(bytes), PAGE_READWRITE, &old);
+}
+
 void* aligned_alloc_bytes(std::size_t align, std::size_t bytes) { return ::_aligned_malloc(bytes, align); }
 
 void aligned_free(void* p) { ::_aligned_free(p); }

@@ -376,6 +376,18 @@ std::uint8_t* read_into_huge_pages(ReadOnlyFile& file, const std::string& path, 
 
 }  // namespace
 
+void GgufFile::edit_private_data(const std::function<void(std::uint8_t*)>& fn) {
+  if (!region_) return;
+  protect_region_writable(region_, region_bytes_);
+  try {
+    fn(region_);
+  } catch (...) {
+    protect_region_read_only(region_, region_bytes_);
+    throw;
+  }
+  protect_region_read_only(region_, region_bytes_);
+}
+
 GgufFile GgufFile::open(const std::string& path, GgufLoad how) {
   GgufFile f;
   f.path_ = path;

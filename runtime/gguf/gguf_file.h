@@ -12,6 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -146,6 +147,12 @@ class GgufFile {
   std::uint64_t data_offset() const { return data_offset_; }  // data start in the file
   std::size_t file_size() const { return size_; }
   const std::uint8_t* file_data() const { return base_; }
+  // GgufLoad::read: the private copy of the file's bytes (null otherwise: a
+  // mapping, or a buffer that is not ours). Read-only, but inside
+  // edit_private_data(fn), which runs fn with it writable: the owner may
+  // re-lay out tensors in place there (Model's row-interleaved weights).
+  const std::uint8_t* private_data() const { return region_; }
+  void edit_private_data(const std::function<void(std::uint8_t*)>& fn);
   const std::string& path() const { return path_; }  // "<memory>" for buffers
 
   // ---- metadata

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/isa.h"
+#include "kernels/matvec/matvec.h"
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
 #include "runtime/model/vocab.h"
@@ -32,6 +34,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
 std::shared_ptr<const Model> Model::from_file(GgufFile file, const LoadOptions& options) {
   std::shared_ptr<Model> m(new Model(std::move(file)));
   m->bind(options);
+  if (options.interleave && m->file_.private_data()) m->interleave();
   if (gguf_has_vocab(m->file_)) {
     m->tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::create(vocab_from_gguf(m->file_)));
     if (m->tokenizer_->n_vocab() > m->params_.n_vocab)
@@ -48,7 +51,9 @@ std::size_t Model::packed_weight_bytes() const {
   return n;
 }
 
-std::uint64_t Model::fingerprint() const {
+std::uint64_t Model::fingerprint() const { return fingerprint_taken_ ? fingerprint_ : compute_fingerprint(); }
+
+std::uint64_t Model::compute_fingerprint() const {
   std::uint64_t h = 0xcbf29ce484222325ULL;
   const auto mix = [&h](const std::uint8_t* p, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
@@ -89,6 +94,63 @@ std::size_t Model::decode_weight_bytes() const {
     }
   }
   return n;
+}
+
+// The matrices decode streams through the weight multiply, re-laid out in
+// the private copy where the active ISA has x16 kernels for their type: every
+// layer's attention and FFN matrices, the experts (each expert's rows a
+// multiple of 16, so each is a tile-aligned slice) and the output matrix
+// unless it is the embedding table (read by rows). The fingerprint is of the
+// file's bytes, so it is taken first: a saved session names the same model
+// whether it was mapped or read.
+void Model::interleave() {
+  const auto& k = kernels::matvec_kernels(active_isa());
+  const std::uint8_t* lo = file_.private_data();
+  const std::uint8_t* hi = lo + file_.file_size();
+  struct Item {
+    WeightRef* w;        // the matrix, or an expert stack's first expert (head)
+    std::int64_t rows;   // rows of the whole tensor
+  };
+  std::vector<Item> items;
+  auto add = [&](WeightRef& w, std::int64_t rows) {
+    if (w.empty() || w.data == token_embd_.data || !k.x16_fast(w.type) || w.rows % 16 != 0) return;
+    if (w.data < lo || w.data + static_cast<std::size_t>(rows) * w.row_bytes > hi) return;  // a copy of ours
+    items.push_back({&w, rows});
+  };
+  auto add_ffn = [&](FfnWeights& f) {
+    add(f.gate, f.gate.rows);
+    add(f.up, f.up.rows);
+    add(f.down, f.down.rows);
+  };
+  auto add_experts = [&](HeadWeights& h) {
+    if (h.stride == static_cast<std::size_t>(h.head.rows) * h.head.row_bytes)
+      add(h.head, h.head.rows * params_.n_experts);
+  };
+  add(output_, output_.rows);
+  for (LayerWeights& l : layers_) {
+    for (WeightRef* w : {&l.wq, &l.wq_a, &l.wq_b, &l.wkv_a, &l.wo}) add(*w, w->rows);
+    add_ffn(l.dense);
+    add_ffn(l.shared);
+    add_experts(l.exp_gate);
+    add_experts(l.exp_up);
+    add_experts(l.exp_down);
+  }
+  if (items.empty()) return;
+  fingerprint_ = compute_fingerprint();
+  fingerprint_taken_ = true;
+  file_.edit_private_data([&](std::uint8_t* data) {
+    for (const Item& it : items) {
+      WeightRef& w = *it.w;
+      try {
+        kernels::matvec_x16_interleave(w.type, data + (w.data - lo), static_cast<std::size_t>(it.rows),
+                                       static_cast<std::size_t>(w.cols));
+      } catch (const std::bad_alloc&) {
+        throw Error(Status::out_of_memory, "re-laying out the weights: out of memory");
+      }
+      w.x16 = true;
+      interleaved_bytes_ += static_cast<std::size_t>(it.rows) * w.row_bytes;
+    }
+  });
 }
 
 void Model::bind(const LoadOptions& options) {

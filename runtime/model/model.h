@@ -1,6 +1,7 @@
 // A loaded MLA model: the GGUF file mapped read-only, its weights used in
 // place where a kernel reads their format, and packed once at load where a
-// kernel wants another layout. Read-only after load: any number of sessions
+// kernel wants another layout (read into private memory, the matrices decode
+// streams are re-laid out there, row-interleaved, for this CPU's kernels). Read-only after load: any number of sessions
 // on any threads share one Model.
 #pragma once
 
@@ -24,11 +25,14 @@ struct WeightRef {
   const std::uint8_t* data = nullptr;
   std::int64_t rows = 0, cols = 0;
   std::size_t row_bytes = 0;
+  // Row-interleaved by 16 (kernels/matvec/matvec.h, x16): same size and row
+  // offsets, read only through matmul_x16; slices start at multiples of 16.
+  bool x16 = false;
 
   bool empty() const { return data == nullptr; }
   // Rows [r0, r0 + n) as a matrix of its own.
   WeightRef row_slice(std::int64_t r0, std::int64_t n) const {
-    return {type, data + static_cast<std::size_t>(r0) * row_bytes, n, cols, row_bytes};
+    return {type, data + static_cast<std::size_t>(r0) * row_bytes, n, cols, row_bytes, x16};
   }
 };
 
@@ -76,6 +80,9 @@ struct LoadOptions {
   std::function<void(std::size_t, std::size_t)> on_progress;
   // Map the file (default) or read it into huge pages (GgufLoad::read).
   GgufLoad file = GgufLoad::map;
+  // With GgufLoad::read: re-lay out the matrices decode streams, in place,
+  // row-interleaved where the active ISA's kernels read that faster (x16).
+  bool interleave = true;
 };
 
 class Model {
@@ -114,10 +121,14 @@ class Model {
   // shapes, experts-only ones included, gives another value). Touches a
   // few pages per slice: ~2.5 MB hashed for DeepSeek-V2-Lite.
   std::uint64_t fingerprint() const;
+  // Weight bytes re-laid out row-interleaved at load (WeightRef::x16).
+  std::size_t interleaved_weight_bytes() const { return interleaved_bytes_; }
 
  private:
   explicit Model(GgufFile file);
   void bind(const LoadOptions& options);
+  void interleave();
+  std::uint64_t compute_fingerprint() const;
 
   GgufFile file_;
   ModelParams params_;
@@ -127,6 +138,9 @@ class Model {
   std::vector<std::vector<std::uint8_t>> packed_;  // owned re-laid-out weights
   std::vector<float> rope_long_, rope_short_;
   std::size_t mapped_bytes_ = 0;
+  std::size_t interleaved_bytes_ = 0;
+  std::uint64_t fingerprint_ = 0;  // of the file as read, taken before interleave()
+  bool fingerprint_taken_ = false;
   std::unique_ptr<Tokenizer> tokenizer_;
 };
 

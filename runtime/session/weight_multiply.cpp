@@ -109,6 +109,9 @@ void WeightMultiply::linear(const WeightRef& w, const float* x, std::size_t ldx,
       return;
     }
     float* panel = gemm_panel_.get(static_cast<std::size_t>(kGemmPanelRows) * w.cols);  // (rows, cols)
+    // x16: each thread takes whole tiles back to the original layout first
+    const std::int64_t unit = w.x16 ? 16 : 1;
+    if (w.x16 && x16_rows_.size() < threads_ * 16 * w.row_bytes) x16_rows_.resize(threads_ * 16 * w.row_bytes);
     for (std::int64_t r0 = 0; r0 < w.rows; r0 += kGemmPanelRows) {
       const std::int64_t nr = std::min(kGemmPanelRows, w.rows - r0);
       // Each thread dequantizes a run of the panel's rows: on one thread
@@ -117,11 +120,23 @@ void WeightMultiply::linear(const WeightRef& w, const float* x, std::size_t ldx,
       RegionError err;
 #pragma omp parallel for num_threads(threads_) schedule(static)
       for (int t = 0; t < threads_; ++t) {
-        const std::int64_t a = nr * t / threads_, b = nr * (t + 1) / threads_;
+        const std::int64_t a = nr / unit * t / threads_ * unit, b = nr / unit * (t + 1) / threads_ * unit;
         err.run([&] {
-          if (b > a)
-            mv_->dequantize(w.type, w.data + static_cast<std::size_t>(r0 + a) * w.row_bytes,
-                            panel + static_cast<std::size_t>(a) * w.cols, static_cast<std::size_t>(b - a) * w.cols);
+          if (b <= a) return;
+          const std::uint8_t* src = w.data + static_cast<std::size_t>(r0 + a) * w.row_bytes;
+          if (!w.x16) {
+            mv_->dequantize(w.type, src, panel + static_cast<std::size_t>(a) * w.cols,
+                            static_cast<std::size_t>(b - a) * w.cols);
+            return;
+          }
+          std::uint8_t* plain = x16_rows_.data() + static_cast<std::size_t>(t) * 16 * w.row_bytes;  // (16, row_bytes)
+          const std::size_t nb = static_cast<std::size_t>(w.cols) / ggml_block_elems(w.type);
+          for (std::int64_t i = a; i < b; i += 16) {
+            kernels::matvec_x16_deinterleave(w.type, w.data + static_cast<std::size_t>(r0 + i) * w.row_bytes,
+                                             static_cast<std::size_t>(w.cols), 0, nb, plain, w.row_bytes);
+            mv_->dequantize(w.type, plain, panel + static_cast<std::size_t>(i) * w.cols,
+                            16 * static_cast<std::size_t>(w.cols));
+          }
         });
       }
       err.rethrow();
@@ -132,7 +147,8 @@ void WeightMultiply::linear(const WeightRef& w, const float* x, std::size_t ldx,
   }
   const std::size_t need = scratch_bytes(w, n);
   if (mv_scratch_.size() < need) mv_scratch_.resize(need);
-  mv_->matmul(w.type, w.data, w.rows, w.cols, x, ldx, n, y, ldy, mv_scratch_.data(), threads_);
+  (w.x16 ? mv_->matmul_x16 : mv_->matmul)(w.type, w.data, w.rows, w.cols, x, ldx, n, y, ldy, mv_scratch_.data(),
+                                           threads_);
 }
 
 // Below the GEMM size: one parallel region for all of the products, each

@@ -66,7 +66,7 @@ class WeightMultiply {
   static bool has_packed_gemm(GgmlType t) { return kernels::matvec_has_packed_gemm(t); }
   // Bytes of kernel scratch one thread's product of w over n tokens needs.
   static std::size_t scratch_bytes(const WeightRef& w, int n) {
-    return kernels::matvec_scratch_bytes(w.type, w.cols, n);
+    return w.x16 ? kernels::matvec_scratch_bytes_x16(w.type, w.cols, n) : kernels::matvec_scratch_bytes(w.type, w.cols, n);
   }
 
   // Thread t of nt's run [r0, r1) of `rows` rows, in multiples of 16 (the
@@ -78,10 +78,11 @@ class WeightMultiply {
 
   // y rows [r0, r1) of y (n, ldy) = x (n, ldx) W^T, on the calling thread
   // with the row kernels (inside a region: the caller's split).
+  // (x16 weights: r0 and r1 multiples of 16, as row_run gives.)
   void product_rows(const WeightRef& w, std::int64_t r0, std::int64_t r1, const float* x, std::size_t ldx, int n,
                     float* y, std::size_t ldy, void* scratch) const {
-    mv_->matmul(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, r1 - r0, w.cols, x, ldx, n, y + r0, ldy,
-                scratch, 1);
+    (w.x16 ? mv_->matmul_x16 : mv_->matmul)(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, r1 - r0,
+                                             w.cols, x, ldx, n, y + r0, ldy, scratch, 1);
   }
 
   // y (n, ldy) = x (n, ldx) W^T for W (rows, cols).
@@ -108,6 +109,7 @@ class WeightMultiply {
   int gemm_min_tokens_;
   std::vector<std::uint8_t> mv_scratch_;  // the kernels' scratch: one, or one per thread
   AlignedBuffer gemm_panel_;              // (256, cols) dequantized rows for the f32 GEMM
+  std::vector<std::uint8_t> x16_rows_;    // (threads, 16 rows) x16 tiles in the original layout, to dequantize
 };
 
 }  // namespace latte

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/isa.h"
+#include "kernels/matvec/matvec.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/expert_parts.h"
@@ -347,6 +348,78 @@ TEST(Session, LargeExpertsSplitKeepTheLogits) {
   const auto one = run(1);
   EXPECT_EQ(run(2), one);
   EXPECT_EQ(run(3), one);
+}
+
+// A model read into memory has the matrices decode streams re-laid out,
+// row-interleaved, where the active ISA has kernels for that (Q4_K, and its
+// Q5_0 fallback, with AVX-512 VNNI): the logits agree with the mapped model's
+// up to f32 summation order, on the tile kernels (chunks below 8 tokens, and
+// decode) and on the packed GEMM (12 tokens); they do not depend on the
+// thread count; the model's fingerprint is the file's. Read without
+// interleaving, the bits are the mapping's.
+TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
+  RandomModelSpec spec;
+  spec.d_model = 256;
+  spec.ff = 512;
+  spec.n_vocab = 320;
+  spec.n_experts = 4;
+  spec.n_experts_used = 2;
+  spec.n_experts_shared = 1;
+  spec.ff_expert = 128;
+  spec.weight_type = GgmlType::Q4_K;
+  const std::string path = ::testing::TempDir() + "/x16_q4k.gguf";
+  write_random_model(spec, path);
+  LoadOptions read, read_plain;
+  read.file = read_plain.file = GgufLoad::read;
+  read_plain.interleave = false;
+  const auto mapped = Model::load(path), x16 = Model::load(path, read), plain = Model::load(path, read_plain);
+  const bool fast = kernels::matvec_kernels(active_isa()).x16_fast(GgmlType::Q4_K);
+  EXPECT_EQ(mapped->interleaved_weight_bytes(), 0u);
+  EXPECT_EQ(plain->interleaved_weight_bytes(), 0u);
+  if (fast) {
+    // all but attn_kv_a_mqa (40 rows) and the embeddings
+    EXPECT_GT(x16->interleaved_weight_bytes(), mapped->decode_weight_bytes() / 2);
+    EXPECT_TRUE(x16->layer(1).exp_down.head.x16 && x16->layer(1).exp_down.head.type == GgmlType::Q5_0);
+    EXPECT_TRUE(x16->layer(0).wo.x16 && x16->output().x16 && x16->layer(0).dense.up.x16);
+    EXPECT_FALSE(x16->layer(0).wkv_a.x16);
+  } else {
+    EXPECT_EQ(x16->interleaved_weight_bytes(), 0u);
+  }
+  EXPECT_EQ(x16->fingerprint(), mapped->fingerprint());
+  std::vector<std::int32_t> tokens;
+  for (int i = 0; i < 40; ++i) tokens.push_back((i * 53 + 7) % spec.n_vocab);
+  auto run = [&](const std::shared_ptr<const Model>& m, int threads) {
+    SessionOptions o;
+    o.cache = LatentStorage::f32;
+    o.threads = threads;
+    o.n_ctx = 64;
+    o.prefill_chunk = 7;
+    Session s(m, o);
+    std::vector<float> all, part;
+    s.prefill(std::span(tokens).first(20), &all);
+    o.prefill_chunk = 12;
+    Session s12(m, o);
+    s12.prefill(std::span(tokens).first(12), &part);
+    all.insert(all.end(), part.begin(), part.end());
+    for (int t = 20; t < 25; ++t) {
+      s.decode(tokens[t]);
+      all.insert(all.end(), s.logits().begin(), s.logits().end());
+    }
+    return all;
+  };
+  const auto want = run(mapped, 1);
+  EXPECT_EQ(run(plain, 1), want);
+  const auto got = run(x16, 1);
+  ASSERT_EQ(got.size(), want.size());
+  double mag = 0, err = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    mag = std::max(mag, std::fabs(double(want[i])));
+    err = std::max(err, std::fabs(double(got[i]) - want[i]));
+  }
+  EXPECT_LE(err, 1e-4 * mag) << "max |difference| " << err << " of logits up to " << mag;
+  if (fast) EXPECT_GT(err, 0.0) << "the interleaved kernels ran (summation order differs)";
+  EXPECT_EQ(run(x16, 2), got);
+  EXPECT_EQ(run(x16, 3), got);
 }
 
 // The parts a large expert is split into (moe_experts: ceil(n / 128) of

@@ -222,9 +222,12 @@ int run_bench(const BenchOptions& o) {
     }
     std::printf("  ]\n}\n");
   } else {
+    char weights[96] = "mmap";
+    if (o.no_mmap)
+      std::snprintf(weights, sizeof weights, "read (--no-mmap), %.1f GB of them row-interleaved",
+                    static_cast<double>(model->interleaved_weight_bytes()) / 1e9);
     std::printf("model %s (%s), cache %s, threads %d, kernels %s, weights %s\n", o.model.c_str(),
-                model_arch_name(p.arch), o.cache.c_str(), threads,
-                isa_name(active_isa()), o.no_mmap ? "read (--no-mmap)" : "mmap");
+                model_arch_name(p.arch), o.cache.c_str(), threads, isa_name(active_isa()), weights);
     std::printf("%8s | %16s | %16s | %18s | %22s | %28s\n", "depth", "prefill tok/s", "decode tok/s",
                 "weights GB/s (%)", "depth 0 next to it (%)", "step ms at it / at 0 (%)");
     for (const Row& r : rows) {

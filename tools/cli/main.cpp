@@ -67,6 +67,11 @@ const CLI::Validator kSeed(
     },
     "");
 
+// --no-mmap's help, the same for every command that loads a model.
+constexpr const char* kNoMmapHelp =
+    "Read the model into memory (huge pages) instead of mapping it, its matrices re-laid out in place for this "
+    "CPU's kernels: faster decode, slower load";
+
 }  // namespace
 
 int main(int argc, char** raw_argv) {
@@ -100,7 +105,7 @@ int main(int argc, char** raw_argv) {
   eval->add_option("--logits-out", eval_opts.logits_out, "Output: float32 [n_tokens, n_vocab], row-major")->required();
   eval->add_option("--cache-type", eval_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
   eval->add_option("--threads", eval_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
-  eval->add_flag("--no-mmap", eval_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
+  eval->add_flag("--no-mmap", eval_opts.no_mmap, kNoMmapHelp);
   eval->add_option("--prefill-chunk", eval_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
 
   latte::cli::BenchOptions bench_opts;
@@ -118,7 +123,7 @@ int main(int argc, char** raw_argv) {
       ->check(integer_in(0, 1LL << 24))
       ->needs(bench_shift);
   bench->add_option("--threads", bench_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
-  bench->add_flag("--no-mmap", bench_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
+  bench->add_flag("--no-mmap", bench_opts.no_mmap, kNoMmapHelp);
   bench->add_option("-p,--n-prompt", bench_opts.n_prompt, "Prompt tokens for the prefill measurement")->check(integer_in(0, 1LL << 20));
   bench->add_option("-n,--n-gen", bench_opts.n_gen, "Tokens for the decode measurement")->check(integer_in(0, 1LL << 20));
   bench->add_option("-r,--repetitions", bench_opts.repetitions, "Repetitions (the best is reported)")->check(integer_in(1, 100));
@@ -165,7 +170,7 @@ int main(int argc, char** raw_argv) {
   run->add_option("--seed", run_opts.seed, "Sampling seed (same seed, same text)")->check(kSeed);
   run->add_option("--cache-type", run_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
   run->add_option("--threads", run_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
-  run->add_flag("--no-mmap", run_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
+  run->add_flag("--no-mmap", run_opts.no_mmap, kNoMmapHelp);
   run->add_option("-c,--ctx", run_opts.n_ctx, "Context size in tokens (default: 4096, or the model's trained context if smaller; 0: the model's)")->check(integer_in(0, 1LL << 24));
   auto* run_no_shift = run->add_flag("--no-context-shift", run_opts.no_context_shift,
                                      "Stop generating (with -i: start a new conversation) when the context is full, "
@@ -190,7 +195,7 @@ int main(int argc, char** raw_argv) {
                 "With -f, llama.cpp's method: whole --ctx chunks (at least 2), each starting with BOS where the model "
                 "adds one, only the tokens after each chunk's first half scored");
   ppl->add_option("--threads", ppl_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
-  ppl->add_flag("--no-mmap", ppl_opts.no_mmap, "Read the model into memory (huge pages) instead of mapping it: faster decode, slower load");
+  ppl->add_flag("--no-mmap", ppl_opts.no_mmap, kNoMmapHelp);
   ppl->add_option("--prefill-chunk", ppl_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
   ppl->add_flag("--json", ppl_opts.json, "JSON output");
   auto* ppl_shift = ppl->add_flag("--shift", ppl_opts.shift,
