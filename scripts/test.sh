@@ -174,7 +174,10 @@ windows_tests() {
   local wb=build-windows td=../shared/testdata
   LATTE_JOBS=$JOBS scripts/build_windows.sh || return 1
   export WINEDEBUG=-all WINEPREFIX=${WINEPREFIX:-$PWD/$wb/wine}
-  local ok=0 run=(wine)
+  # Each wine run has a time limit: a hang (a lost wake-up in mingw's
+  # libstdc++ once stalled the runtime suite) fails the step by name
+  # instead of stalling CI until its own limit.
+  local ok=0 run=(timeout -k 30 1200 wine)
   echo "-- $(stamp) wine: kernels"
   LATTE_EXPECT_ISAS=$expect "${run[@]}" $wb/test_kernels.exe --gtest_brief=1 || ok=1
   echo "-- $(stamp) wine: runtime"

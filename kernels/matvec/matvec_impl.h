@@ -296,12 +296,13 @@ template <class Arch>
 void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
                      std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch, int threads) {
   matvec_x16_check_args(type, rows, cols);
-  if (rows == 0 || n_tokens == 0 || cols == 0) return;
+  if (rows == 0 || n_tokens == 0) return;
   const std::size_t rb = ggml_row_bytes(type, cols);
   const auto* wb = static_cast<const std::uint8_t*>(w);
   auto* xb = static_cast<std::uint8_t*>(scratch);
   const int nth = threads > 1 ? threads : 1;
-  if (n_tokens >= packed_min_tokens<Arch>(type)) {
+  // (cols 0: the other paths write the zero sums; the packed GEMM has no group to start its outputs from.)
+  if (n_tokens >= packed_min_tokens<Arch>(type) && cols > 0) {
     // As matmul_body: [n_tokens][cols/32] ActQ8, then their integer sums per 16
     const std::size_t act = cols / 32 * sizeof(ActQ8);
     auto* xq = reinterpret_cast<ActQ8*>(xb);

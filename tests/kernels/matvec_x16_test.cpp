@@ -162,6 +162,21 @@ TEST(MatvecX16, EveryIsaAnyBitsTokensAndThreads) {
   }
 }
 
+// No columns: every output is the empty sum, 0, on every path.
+TEST(MatvecX16, NoColumnsGiveZeros) {
+  for (Isa isa : supported_isas()) {
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0}) {
+      for (std::size_t n : {1, 5, 20}) {
+        std::vector<float> y(n * 32, -7.f);
+        float x[1] = {0.f};
+        std::vector<std::uint8_t> scratch(matvec_scratch_bytes_x16(t, 0, n) + 1);
+        matvec_kernels(isa).matmul_x16(t, x, 32, 0, x, 0, n, y.data(), 32, scratch.data(), 1);
+        EXPECT_EQ(y, std::vector<float>(n * 32, 0.f)) << isa_name(isa) << " " << ggml_type_name(t) << " tokens " << n;
+      }
+    }
+  }
+}
+
 // Where an ISA has its own x16 kernels: x86 with AVX-512 VNNI.
 TEST(MatvecX16, FastWhereTheIsaHasKernels) {
   for (Isa isa : supported_isas()) {
