@@ -420,6 +420,27 @@ TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
   if (fast) EXPECT_GT(err, 0.0) << "the interleaved kernels ran (summation order differs)";
   EXPECT_EQ(run(x16, 2), got);
   EXPECT_EQ(run(x16, 3), got);
+  // From 8 tokens on through f32 GEMMs over dequantized panels, whose x16
+  // tiles go back to the original layout first (an expert's few tokens
+  // still take the kernels: not bit for bit the mapped model's).
+  auto run_gemm = [&](const std::shared_ptr<const Model>& m, int threads) {
+    SessionOptions o;
+    o.cache = LatentStorage::f32;
+    o.threads = threads;
+    o.n_ctx = 64;
+    o.prefill_chunk = 12;
+    o.gemm_min_tokens = 8;
+    Session s(m, o);
+    std::vector<float> all;
+    s.prefill(std::span(tokens).first(12), &all);
+    return all;
+  };
+  const auto gemm_want = run_gemm(mapped, 2), gemm_got = run_gemm(x16, 2);
+  ASSERT_EQ(gemm_got.size(), gemm_want.size());
+  double gerr = 0;
+  for (std::size_t i = 0; i < gemm_got.size(); ++i) gerr = std::max(gerr, std::fabs(double(gemm_got[i]) - gemm_want[i]));
+  EXPECT_LE(gerr, 1e-4 * mag) << "f32 GEMM path: max |difference| " << gerr;
+  EXPECT_EQ(run_gemm(x16, 3), gemm_got);
 }
 
 // The parts a large expert is split into (moe_experts: ceil(n / 128) of
