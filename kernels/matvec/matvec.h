@@ -142,7 +142,13 @@ void matvec_check_args(GgmlType type, std::size_t cols);
 //         fifth bit of column 16h + 4k + j
 //     u8  qs[4][16][4]               qs[k][r][j] = row r's qs[4k + j]: low
 //         nibble column 4k + j, high nibble 16 + 4k + j
-// Little-endian fields, as GGUF's.
+// Little-endian fields, as GGUF's. The same, as byte counts and offsets:
+struct X16Q4K {
+  static constexpr std::size_t kBytes = 2304, kDmin = 32, kScales = 64, kQs = 256;
+};
+struct X16Q5_0 {
+  static constexpr std::size_t kBytes = 352, kQh = 32, kQs = 96;
+};
 
 // True for the types with an x16 layout (Q4_K, Q5_0).
 bool matvec_x16_type(GgmlType type);
@@ -152,11 +158,13 @@ void matvec_x16_check_args(GgmlType type, std::size_t rows, std::size_t cols);
 // Re-lays out the matrix w (rows x ggml_row_bytes(type, cols)) as x16, in
 // place, tile by tile (16 rows of temporary memory).
 void matvec_x16_interleave(GgmlType type, void* w, std::size_t rows, std::size_t cols);
-// Blocks [b0, b0 + nb) of the 16 rows of the x16 tile at `tile` (of a
-// matrix of `cols` columns) in the original layout: row r at dst + r * dst_rb.
-void matvec_x16_deinterleave(GgmlType type, const void* tile, std::size_t cols, std::size_t b0, std::size_t nb,
-                             void* dst, std::size_t dst_rb);
-// matmul_x16's scratch: matvec_scratch_bytes' and one tile's 16 rows.
+// Blocks [b0, b0 + nb) of the 16 rows of the x16 tile at `tile` in the
+// original layout: row r at dst + r * dst_rb.
+void matvec_x16_deinterleave(GgmlType type, const void* tile, std::size_t b0, std::size_t nb, void* dst,
+                             std::size_t dst_rb);
+// matmul_x16's scratch: matvec_scratch_bytes' rounded up to 64 bytes
+// (matvec_x16_rows_offset), then one tile's 16 rows in the original layout.
+std::size_t matvec_x16_rows_offset(GgmlType type, std::size_t cols, std::size_t n_tokens);
 std::size_t matvec_scratch_bytes_x16(GgmlType type, std::size_t cols, std::size_t n_tokens);
 // Naive: the whole matrix back to the original layout, then matmul_ref.
 void matmul_x16_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,

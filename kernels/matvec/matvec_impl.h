@@ -196,16 +196,7 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   // Packed: the activations' integer sums (n_tokens, cols/16), after the
   // ActQ8s (matvec_scratch_bytes)
   std::int32_t* xs = q8_packed ? reinterpret_cast<std::int32_t*>(xb + n_tokens * act_bytes) : nullptr;
-  if (quant) {
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1 && n_tokens > 1)
-    for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(n_tokens); ++t) {
-      const float* xt = x + static_cast<std::size_t>(t) * ldx;
-      void* dst = xb + static_cast<std::size_t>(t) * act_bytes;
-      std::int32_t* sums = q8_packed ? xs + static_cast<std::size_t>(t) * (cols / 16) : nullptr;
-      if (kq) matvec_quantize_act_k<Arch>(xt, cols, static_cast<ActQ8K*>(dst));
-      else matvec_quantize_act<Arch>(xt, cols, static_cast<ActQ8*>(dst), sums);
-    }
-  }
+  if (quant) quantize_tokens<Arch>(kq, x, ldx, n_tokens, cols, xb, act_bytes, xs, nth);
   if (q8_packed) {
     with_type<Arch>(type, [&](auto T) {
       if constexpr (has_packed_gemm(T.value))
@@ -307,11 +298,7 @@ void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t
     const std::size_t act = cols / 32 * sizeof(ActQ8);
     auto* xq = reinterpret_cast<ActQ8*>(xb);
     auto* xs = reinterpret_cast<std::int32_t*>(xb + n_tokens * act);
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
-    for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(n_tokens); ++t) {
-      const auto tt = static_cast<std::size_t>(t);
-      matvec_quantize_act<Arch>(x + tt * ldx, cols, xq + tt * (cols / 32), xs + tt * (cols / 16));
-    }
+    quantize_tokens<Arch>(false, x, ldx, n_tokens, cols, xb, act, xs, nth);
     if (type == GgmlType::Q4_K) q8_gemm<Arch, GgmlType::Q4_K, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
     else q8_gemm<Arch, GgmlType::Q5_0, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
     return;
@@ -321,10 +308,7 @@ void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t
     // [n_tokens] ActQ8K (cols/256 each) for Q4_K, ActQ8 (cols/32 each) for Q5_0
     const bool k = type == GgmlType::Q4_K;
     const std::size_t act = k ? cols / 256 * sizeof(ActQ8K) : cols / 32 * sizeof(ActQ8);
-    for (std::size_t t = 0; t < n_tokens; ++t) {
-      if (k) matvec_quantize_act_k<Arch>(x + t * ldx, cols, reinterpret_cast<ActQ8K*>(xb + t * act));
-      else matvec_quantize_act<Arch>(x + t * ldx, cols, reinterpret_cast<ActQ8*>(xb + t * act));
-    }
+    quantize_tokens<Arch>(k, x, ldx, n_tokens, cols, xb, act, nullptr, nth);
     const std::size_t tiles = rows / 16;
 #pragma omp parallel num_threads(nth) if (nth > 1)
     {
@@ -346,10 +330,10 @@ void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t
     return;
   }
 #endif
-  std::uint8_t* plain = xb + (matvec_scratch_bytes(type, cols, n_tokens) + 63) / 64 * 64;  // (16, rb)
+  std::uint8_t* plain = xb + matvec_x16_rows_offset(type, cols, n_tokens);  // (16, rb)
   const std::size_t nb = cols / ggml_block_elems(type);
   for (std::size_t i = 0; i < rows / 16; ++i) {
-    matvec_x16_deinterleave(type, wb + i * 16 * rb, cols, 0, nb, plain, rb);
+    matvec_x16_deinterleave(type, wb + i * 16 * rb, 0, nb, plain, rb);
     matmul_body<Arch>(type, plain, 16, cols, x, ldx, n_tokens, y + 16 * i, ldy, scratch, threads);
   }
 }

@@ -402,9 +402,10 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
   static_assert(!kX16 || TR % 16 == 0);
   const std::size_t groups = cols / 32;
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + TR - 1) / TR);
-  // x16: groups per block of the type, the chunk's bytes per row
+  // x16 (Q4_K or Q5_0): groups per block of the type; the chunk's rows in the original layout
   constexpr std::size_t kBlockGroups = T == GgmlType::Q4_K ? 8 : 1;
-  constexpr std::size_t kPlainBytes = kX16 ? kQ8PackGroups * 22 * TR : 1;  // (TR, chunk) rows; 22: Q5_0's bytes per group, Q4_K's 18
+  constexpr std::size_t kGroupBytes = T == GgmlType::Q4_K ? sizeof(BlockQ4_K) / 8 : sizeof(BlockQ5_0);
+  constexpr std::size_t kPlainBytes = kX16 ? kQ8PackGroups * kGroupBytes * TR : 1;  // (TR, chunk)
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::ptrdiff_t tile = 0; tile < tiles; ++tile) {
     alignas(64) std::uint8_t pk[kQ8PackGroups * pack_group_bytes(T) * TR];  // one column chunk of the tile, packed
@@ -421,8 +422,8 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
       if constexpr (kX16) {
         const std::size_t crb = rb / groups * ng;  // the chunk's bytes per row
         for (int i = 0; i < nr; i += 16)
-          matvec_x16_deinterleave(T, w + (r0 + static_cast<std::size_t>(i)) * rb, cols, g0 / kBlockGroups,
-                                  ng / kBlockGroups, plain + static_cast<std::size_t>(i) * crb, crb);
+          matvec_x16_deinterleave(T, w + (r0 + static_cast<std::size_t>(i)) * rb, g0 / kBlockGroups, ng / kBlockGroups,
+                                  plain + static_cast<std::size_t>(i) * crb, crb);
         q8_pack_tile<Arch, T>(plain, crb, static_cast<std::size_t>(nr), 0, ng, pk);
       } else {
         q8_pack_tile<Arch, T>(w + r0 * rb, rb, static_cast<std::size_t>(nr), g0, ng, pk);

@@ -16,23 +16,17 @@ namespace latte::kernels {
 
 namespace {
 
-constexpr std::size_t kQ4kX16 = 16 * sizeof(BlockQ4_K);  // 2304: one block of 256 columns, 16 rows
-constexpr std::size_t kQ5x16 = 16 * sizeof(BlockQ5_0);   // 352: one block of 32 columns, 16 rows
-
-// Offsets within a Q4_K x16 block
-constexpr std::size_t kQ4kDmin = 32, kQ4kScales = 64, kQ4kQs = 256;
-// Offsets within a Q5_0 x16 block
-constexpr std::size_t kQ5Qh = 32, kQ5Qs = 96;
+static_assert(X16Q4K::kBytes == 16 * sizeof(BlockQ4_K) && X16Q5_0::kBytes == 16 * sizeof(BlockQ5_0));
 
 void interleave_q4_k(const std::uint8_t* src, std::size_t src_rb, std::size_t nb, std::uint8_t* tile) {
   for (std::size_t b = 0; b < nb; ++b) {
-    std::uint8_t* o = tile + b * kQ4kX16;
+    std::uint8_t* o = tile + b * X16Q4K::kBytes;
     for (std::size_t r = 0; r < 16; ++r) {
       const auto* blk = reinterpret_cast<const BlockQ4_K*>(src + r * src_rb) + b;
       std::memcpy(o + 2 * r, &blk->d, 2);
-      std::memcpy(o + kQ4kDmin + 2 * r, &blk->dmin, 2);
-      for (std::size_t j = 0; j < 12; ++j) o[kQ4kScales + 16 * j + r] = blk->scales[j];
-      for (std::size_t k = 0; k < 32; ++k) std::memcpy(o + kQ4kQs + 64 * k + 4 * r, blk->qs + 4 * k, 4);
+      std::memcpy(o + X16Q4K::kDmin + 2 * r, &blk->dmin, 2);
+      for (std::size_t j = 0; j < 12; ++j) o[X16Q4K::kScales + 16 * j + r] = blk->scales[j];
+      for (std::size_t k = 0; k < 32; ++k) std::memcpy(o + X16Q4K::kQs + 64 * k + 4 * r, blk->qs + 4 * k, 4);
     }
   }
 }
@@ -40,20 +34,20 @@ void interleave_q4_k(const std::uint8_t* src, std::size_t src_rb, std::size_t nb
 void deinterleave_q4_k(const std::uint8_t* tile, std::size_t b0, std::size_t nb, std::uint8_t* dst,
                        std::size_t dst_rb) {
   for (std::size_t b = 0; b < nb; ++b) {
-    const std::uint8_t* p = tile + (b0 + b) * kQ4kX16;
+    const std::uint8_t* p = tile + (b0 + b) * X16Q4K::kBytes;
     for (std::size_t r = 0; r < 16; ++r) {
       auto* blk = reinterpret_cast<BlockQ4_K*>(dst + r * dst_rb) + b;
       std::memcpy(&blk->d, p + 2 * r, 2);
-      std::memcpy(&blk->dmin, p + kQ4kDmin + 2 * r, 2);
-      for (std::size_t j = 0; j < 12; ++j) blk->scales[j] = p[kQ4kScales + 16 * j + r];
-      for (std::size_t k = 0; k < 32; ++k) std::memcpy(blk->qs + 4 * k, p + kQ4kQs + 64 * k + 4 * r, 4);
+      std::memcpy(&blk->dmin, p + X16Q4K::kDmin + 2 * r, 2);
+      for (std::size_t j = 0; j < 12; ++j) blk->scales[j] = p[X16Q4K::kScales + 16 * j + r];
+      for (std::size_t k = 0; k < 32; ++k) std::memcpy(blk->qs + 4 * k, p + X16Q4K::kQs + 64 * k + 4 * r, 4);
     }
   }
 }
 
 void interleave_q5_0(const std::uint8_t* src, std::size_t src_rb, std::size_t nb, std::uint8_t* tile) {
   for (std::size_t b = 0; b < nb; ++b) {
-    std::uint8_t* o = tile + b * kQ5x16;
+    std::uint8_t* o = tile + b * X16Q5_0::kBytes;
     std::uint64_t qh[8] = {};
     for (std::size_t r = 0; r < 16; ++r) {
       const auto* blk = reinterpret_cast<const BlockQ5_0*>(src + r * src_rb) + b;
@@ -62,18 +56,18 @@ void interleave_q5_0(const std::uint8_t* src, std::size_t src_rb, std::size_t nb
       std::memcpy(&h, blk->qh, 4);
       for (std::size_t m = 0; m < 8; ++m)  // m = 2k + half: columns 16 half + 4k + [0, 4)
         qh[m] |= static_cast<std::uint64_t>((h >> (16 * (m % 2) + 4 * (m / 2))) & 15u) << (4 * r);
-      for (std::size_t k = 0; k < 4; ++k) std::memcpy(o + kQ5Qs + 64 * k + 4 * r, blk->qs + 4 * k, 4);
+      for (std::size_t k = 0; k < 4; ++k) std::memcpy(o + X16Q5_0::kQs + 64 * k + 4 * r, blk->qs + 4 * k, 4);
     }
-    std::memcpy(o + kQ5Qh, qh, sizeof qh);
+    std::memcpy(o + X16Q5_0::kQh, qh, sizeof qh);
   }
 }
 
 void deinterleave_q5_0(const std::uint8_t* tile, std::size_t b0, std::size_t nb, std::uint8_t* dst,
                        std::size_t dst_rb) {
   for (std::size_t b = 0; b < nb; ++b) {
-    const std::uint8_t* p = tile + (b0 + b) * kQ5x16;
+    const std::uint8_t* p = tile + (b0 + b) * X16Q5_0::kBytes;
     std::uint64_t qh[8];
-    std::memcpy(qh, p + kQ5Qh, sizeof qh);
+    std::memcpy(qh, p + X16Q5_0::kQh, sizeof qh);
     for (std::size_t r = 0; r < 16; ++r) {
       auto* blk = reinterpret_cast<BlockQ5_0*>(dst + r * dst_rb) + b;
       std::memcpy(&blk->d, p + 2 * r, 2);
@@ -81,7 +75,7 @@ void deinterleave_q5_0(const std::uint8_t* tile, std::size_t b0, std::size_t nb,
       for (std::size_t m = 0; m < 8; ++m)
         h |= static_cast<std::uint32_t>((qh[m] >> (4 * r)) & 15u) << (16 * (m % 2) + 4 * (m / 2));
       std::memcpy(blk->qh, &h, 4);
-      for (std::size_t k = 0; k < 4; ++k) std::memcpy(blk->qs + 4 * k, p + kQ5Qs + 64 * k + 4 * r, 4);
+      for (std::size_t k = 0; k < 4; ++k) std::memcpy(blk->qs + 4 * k, p + X16Q5_0::kQs + 64 * k + 4 * r, 4);
     }
   }
 }
@@ -116,18 +110,20 @@ void matvec_x16_interleave(GgmlType type, void* w, std::size_t rows, std::size_t
   }
 }
 
-void matvec_x16_deinterleave(GgmlType type, const void* tile, std::size_t cols, std::size_t b0, std::size_t nb,
-                             void* dst, std::size_t dst_rb) {
-  (void)cols;  // the tile's blocks are addressed from its start; cols names the matrix for readers
+void matvec_x16_deinterleave(GgmlType type, const void* tile, std::size_t b0, std::size_t nb, void* dst,
+                             std::size_t dst_rb) {
   const auto* t = static_cast<const std::uint8_t*>(tile);
   auto* d = static_cast<std::uint8_t*>(dst);
   if (type == GgmlType::Q4_K) deinterleave_q4_k(t, b0, nb, d, dst_rb);
   else deinterleave_q5_0(t, b0, nb, d, dst_rb);
 }
 
+std::size_t matvec_x16_rows_offset(GgmlType type, std::size_t cols, std::size_t n_tokens) {
+  return (matvec_scratch_bytes(type, cols, n_tokens) + 63) / 64 * 64;
+}
+
 std::size_t matvec_scratch_bytes_x16(GgmlType type, std::size_t cols, std::size_t n_tokens) {
-  const std::size_t act = (matvec_scratch_bytes(type, cols, n_tokens) + 63) / 64 * 64;
-  return act + 16 * ggml_row_bytes(type, cols);
+  return matvec_x16_rows_offset(type, cols, n_tokens) + 16 * ggml_row_bytes(type, cols);
 }
 
 void matmul_x16_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
@@ -136,8 +132,8 @@ void matmul_x16_ref(GgmlType type, const void* w, std::size_t rows, std::size_t 
   const std::size_t rb = ggml_row_bytes(type, cols), nb = cols / ggml_block_elems(type);
   std::vector<std::uint8_t> plain(rows * rb);  // (rows, rb) the original layout
   for (std::size_t i = 0; i < rows / 16; ++i)
-    matvec_x16_deinterleave(type, static_cast<const std::uint8_t*>(w) + i * 16 * rb, cols, 0, nb,
-                            plain.data() + i * 16 * rb, rb);
+    matvec_x16_deinterleave(type, static_cast<const std::uint8_t*>(w) + i * 16 * rb, 0, nb, plain.data() + i * 16 * rb,
+                            rb);
   matmul_ref(type, plain.data(), rows, cols, x, ldx, n_tokens, y, ldy, scratch, threads);
 }
 

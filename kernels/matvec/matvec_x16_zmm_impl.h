@@ -11,9 +11,6 @@ inline namespace LATTE_KERNEL_ISA_NS {
 namespace {
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-// Offsets within an x16 block (matvec.h's layout)
-constexpr std::size_t kX16Q4kBytes = 2304, kX16Q4kDmin = 32, kX16Q4kScales = 64, kX16Q4kQs = 256;
-constexpr std::size_t kX16Q5Bytes = 352, kX16Q5Qh = 32, kX16Q5Qs = 96;
 
 inline __m512i bcast_word(const std::int8_t* p) {
   std::int32_t v;
@@ -33,11 +30,11 @@ void tile_q4_k_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* const
   __m512 acc[NT], accm[NT];
   for (int t = 0; t < NT; ++t) acc[t] = accm[t] = _mm512_setzero_ps();
   for (std::size_t b = 0; b < nb; ++b) {
-    const std::uint8_t* p = tile + b * kX16Q4kBytes;
+    const std::uint8_t* p = tile + b * X16Q4K::kBytes;
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kX16Q4kDmin)));
+    const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + X16Q4K::kDmin)));
     __m128i s[12];
-    for (int j = 0; j < 12; ++j) s[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kX16Q4kScales + 16 * j));
+    for (int j = 0; j < 12; ++j) s[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + X16Q4K::kScales + 16 * j));
     __m128i sc8[8], mn8[8];  // (16 rows) sub-block j's scale and min
     for (int j = 0; j < 4; ++j) {
       sc8[j] = _mm_and_si128(s[j], m6);
@@ -60,7 +57,7 @@ void tile_q4_k_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* const
       __m512i lo[NT], hi[NT];
       for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
       for (int k = 0; k < 8; ++k) {
-        const __m512i v = _mm512_loadu_si512(p + kX16Q4kQs + 64 * (8 * c + k));
+        const __m512i v = _mm512_loadu_si512(p + X16Q4K::kQs + 64 * (8 * c + k));
         const __m512i l = _mm512_and_si512(v, m4), h = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
         for (int t = 0; t < NT; ++t) {
           lo[t] = dot4(lo[t], l, bcast_word(xk[t][b].qs + 64 * c + 4 * k));
@@ -90,13 +87,13 @@ void tile_q5_0_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8* const*
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (std::size_t g = 0; g < nb; ++g) {
-    const std::uint8_t* p = tile + g * kX16Q5Bytes;
+    const std::uint8_t* p = tile + g * X16Q5_0::kBytes;
     std::uint64_t qh[8];
-    std::memcpy(qh, p + kX16Q5Qh, sizeof qh);
+    std::memcpy(qh, p + X16Q5_0::kQh, sizeof qh);
     __m512i dl[NT], dh[NT];  // two dependency chains per token: low and high nibbles
     for (int t = 0; t < NT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
     for (int k = 0; k < 4; ++k) {
-      const __m512i v = _mm512_loadu_si512(p + kX16Q5Qs + 64 * k);
+      const __m512i v = _mm512_loadu_si512(p + X16Q5_0::kQs + 64 * k);
       __m512i l = _mm512_and_si512(v, m4), h = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
       l = _mm512_mask_add_epi8(l, _cvtu64_mask64(qh[2 * k]), l, k16);
       h = _mm512_mask_add_epi8(h, _cvtu64_mask64(qh[2 * k + 1]), h, k16);

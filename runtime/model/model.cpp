@@ -51,7 +51,7 @@ std::size_t Model::packed_weight_bytes() const {
   return n;
 }
 
-std::uint64_t Model::fingerprint() const { return fingerprint_taken_ ? fingerprint_ : compute_fingerprint(); }
+std::uint64_t Model::fingerprint() const { return interleaved_bytes_ ? fingerprint_ : compute_fingerprint(); }
 
 std::uint64_t Model::compute_fingerprint() const {
   std::uint64_t h = 0xcbf29ce484222325ULL;
@@ -137,7 +137,6 @@ void Model::interleave() {
   }
   if (items.empty()) return;
   fingerprint_ = compute_fingerprint();
-  fingerprint_taken_ = true;
   file_.edit_private_data([&](std::uint8_t* data) {
     for (const Item& it : items) {
       WeightRef& w = *it.w;

@@ -1,8 +1,8 @@
 // A loaded MLA model: the GGUF file mapped read-only, its weights used in
 // place where a kernel reads their format, and packed once at load where a
 // kernel wants another layout (read into private memory, the matrices decode
-// streams are re-laid out there, row-interleaved, for this CPU's kernels). Read-only after load: any number of sessions
-// on any threads share one Model.
+// streams are re-laid out there, row-interleaved, for this CPU's kernels).
+// Read-only after load: any number of sessions on any threads share one Model.
 #pragma once
 
 #include <cstdint>
@@ -139,8 +139,7 @@ class Model {
   std::vector<float> rope_long_, rope_short_;
   std::size_t mapped_bytes_ = 0;
   std::size_t interleaved_bytes_ = 0;
-  std::uint64_t fingerprint_ = 0;  // of the file as read, taken before interleave()
-  bool fingerprint_taken_ = false;
+  std::uint64_t fingerprint_ = 0;  // of the file as read, taken before interleave(): valid where it re-laid out bytes
   std::unique_ptr<Tokenizer> tokenizer_;
 };
 

@@ -81,8 +81,8 @@ class WeightMultiply {
   // (x16 weights: r0 and r1 multiples of 16, as row_run gives.)
   void product_rows(const WeightRef& w, std::int64_t r0, std::int64_t r1, const float* x, std::size_t ldx, int n,
                     float* y, std::size_t ldy, void* scratch) const {
-    (w.x16 ? mv_->matmul_x16 : mv_->matmul)(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, r1 - r0,
-                                             w.cols, x, ldx, n, y + r0, ldy, scratch, 1);
+    matmul_of(w)(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, r1 - r0, w.cols, x, ldx, n, y + r0, ldy,
+                 scratch, 1);
   }
 
   // y (n, ldy) = x (n, ldx) W^T for W (rows, cols).
@@ -103,6 +103,11 @@ class WeightMultiply {
                     float* y, std::size_t y_step, std::size_t ldy);
 
  private:
+  // The kernels' matmul for w's layout (x16 or the file's).
+  decltype(kernels::MatvecKernels::matmul) matmul_of(const WeightRef& w) const {
+    return w.x16 ? mv_->matmul_x16 : mv_->matmul;
+  }
+
   const kernels::MatvecKernels* mv_;
   Isa isa_;
   int threads_;

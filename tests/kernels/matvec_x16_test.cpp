@@ -53,12 +53,12 @@ TEST(MatvecX16, DeinterleaveGivesTheBytesBack) {
     EXPECT_NE(x, w) << ggml_type_name(t);
     std::vector<std::uint8_t> back(w.size(), 0xAB);
     for (std::size_t i = 0; i < rows / 16; ++i)
-      matvec_x16_deinterleave(t, x.data() + i * 16 * rb, cols, 0, nb, back.data() + i * 16 * rb, rb);
+      matvec_x16_deinterleave(t, x.data() + i * 16 * rb, 0, nb, back.data() + i * 16 * rb, rb);
     EXPECT_EQ(back, w) << ggml_type_name(t);
     // A column range alone: blocks [1, 3) of the second tile
     std::vector<std::uint8_t> part(16 * 2 * rb / nb);
     const std::size_t prb = part.size() / 16;
-    matvec_x16_deinterleave(t, x.data() + 16 * rb, cols, 1, 2, part.data(), prb);
+    matvec_x16_deinterleave(t, x.data() + 16 * rb, 1, 2, part.data(), prb);
     for (std::size_t r = 0; r < 16; ++r)
       EXPECT_EQ(std::memcmp(part.data() + r * prb, w.data() + (16 + r) * rb + rb / nb, prb), 0) << "row " << r;
   }
