@@ -287,6 +287,16 @@ TEST(Session, ResetStartsOver) {
   EXPECT_EQ(a, b);
 }
 
+// A session with an f32 cache (no cache rounding between the paths compared).
+SessionOptions f32_options(int threads, std::int64_t n_ctx, int prefill_chunk) {
+  SessionOptions o;
+  o.cache = LatentStorage::f32;
+  o.threads = threads;
+  o.n_ctx = n_ctx;
+  o.prefill_chunk = prefill_chunk;
+  return o;
+}
+
 // A decode step's FFN (dense, or an MoE layer's shared and routed experts
 // as one sum) splits its rows over the threads in one region, and a prefill
 // chunk's routed experts go to the threads whole: each row's arithmetic is
@@ -299,12 +309,7 @@ TEST(Session, LogitsDoNotDependOnTheThreadCount) {
     auto model = Model::load(kTestdata + "/" + file + ".gguf");
     const auto tokens = testdata_tokens();
     auto run = [&](int threads) {
-      SessionOptions o;
-      o.cache = LatentStorage::f32;
-      o.threads = threads;
-      o.n_ctx = 64;
-      o.prefill_chunk = 7;
-      Session s(model, o);
+      Session s(model, f32_options(threads, 64, 7));
       std::vector<float> all;
       s.prefill(std::span(tokens).first(20), &all);
       for (int t = 20; t < 30; ++t) {
@@ -335,12 +340,7 @@ TEST(Session, LargeExpertsSplitKeepTheLogits) {
   std::vector<std::int32_t> tokens;
   for (int i = 0; i < 400; ++i) tokens.push_back((i * 37 + 11) % spec.n_vocab);
   auto run = [&](int threads) {
-    SessionOptions o;
-    o.cache = LatentStorage::f32;
-    o.threads = threads;
-    o.n_ctx = 512;
-    o.prefill_chunk = 400;
-    Session s(model, o);
+    Session s(model, f32_options(threads, 512, 400));
     std::vector<float> all;
     s.prefill(tokens, &all);
     return all;
@@ -389,16 +389,10 @@ TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
   std::vector<std::int32_t> tokens;
   for (int i = 0; i < 40; ++i) tokens.push_back((i * 53 + 7) % spec.n_vocab);
   auto run = [&](const std::shared_ptr<const Model>& m, int threads) {
-    SessionOptions o;
-    o.cache = LatentStorage::f32;
-    o.threads = threads;
-    o.n_ctx = 64;
-    o.prefill_chunk = 7;
-    Session s(m, o);
+    Session s(m, f32_options(threads, 64, 7));
     std::vector<float> all, part;
     s.prefill(std::span(tokens).first(20), &all);
-    o.prefill_chunk = 12;
-    Session s12(m, o);
+    Session s12(m, f32_options(threads, 64, 12));
     s12.prefill(std::span(tokens).first(12), &part);
     all.insert(all.end(), part.begin(), part.end());
     for (int t = 20; t < 25; ++t) {
@@ -411,24 +405,20 @@ TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
   EXPECT_EQ(run(plain, 1), want);
   const auto got = run(x16, 1);
   ASSERT_EQ(got.size(), want.size());
-  double mag = 0, err = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    mag = std::max(mag, std::fabs(double(want[i])));
-    err = std::max(err, std::fabs(double(got[i]) - want[i]));
-  }
+  double mag = 0;
+  for (float v : want) mag = std::max(mag, std::fabs(double(v)));
+  const double err = compare(got, want, spec.n_vocab).max_abs;
   EXPECT_LE(err, 1e-4 * mag) << "max |difference| " << err << " of logits up to " << mag;
-  if (fast) EXPECT_GT(err, 0.0) << "the interleaved kernels ran (summation order differs)";
+  if (fast) {
+    EXPECT_GT(err, 0.0) << "the interleaved kernels ran (summation order differs)";
+  }
   EXPECT_EQ(run(x16, 2), got);
   EXPECT_EQ(run(x16, 3), got);
   // From 8 tokens on through f32 GEMMs over dequantized panels, whose x16
   // tiles go back to the original layout first (an expert's few tokens
   // still take the kernels: not bit for bit the mapped model's).
   auto run_gemm = [&](const std::shared_ptr<const Model>& m, int threads) {
-    SessionOptions o;
-    o.cache = LatentStorage::f32;
-    o.threads = threads;
-    o.n_ctx = 64;
-    o.prefill_chunk = 12;
+    SessionOptions o = f32_options(threads, 64, 12);
     o.gemm_min_tokens = 8;
     Session s(m, o);
     std::vector<float> all;
@@ -437,8 +427,7 @@ TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
   };
   const auto gemm_want = run_gemm(mapped, 2), gemm_got = run_gemm(x16, 2);
   ASSERT_EQ(gemm_got.size(), gemm_want.size());
-  double gerr = 0;
-  for (std::size_t i = 0; i < gemm_got.size(); ++i) gerr = std::max(gerr, std::fabs(double(gemm_got[i]) - gemm_want[i]));
+  const double gerr = compare(gemm_got, gemm_want, spec.n_vocab).max_abs;
   EXPECT_LE(gerr, 1e-4 * mag) << "f32 GEMM path: max |difference| " << gerr;
   EXPECT_EQ(run_gemm(x16, 3), gemm_got);
 }
