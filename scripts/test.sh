@@ -203,12 +203,19 @@ PY
   echo "-- $(stamp) wine: the C and C++ API programs"
   local model=models/latte-tiny-mla.gguf cli ids prog
   cli=$("${run[@]}" $wb/bin/latte.exe run -m $model --chat -p 'Hello there' -n 40 --temp 0 --print-ids 2>/dev/null)
+  local err rc
+  err=$(mktemp)
   for prog in c_api_generate cpp_api_generate; do
-    ids=$("${run[@]}" $wb/$prog.exe $model 'Hello there' 40 2>/dev/null | head -n1 | tr -d '\r')
+    # The whole output is kept: a failure shows the program's exit status and
+    # its stderr (a run once printed nothing, and hid why).
+    ids=$("${run[@]}" $wb/$prog.exe $model 'Hello there' 40 2>"$err"); rc=$?
+    ids=$(echo "$ids" | head -n1 | tr -d '\r')
     if [ "$ids" != "$(echo "$cli" | tr -d '\r')" ] || [ ${#ids} -le 20 ]; then
-      echo "$prog.exe: '$ids', latte.exe run: '$cli'" >&2; ok=1
+      echo "$prog.exe (exit $rc): '$ids', latte.exe run: '$cli'; its stderr:" >&2
+      cat "$err" >&2; ok=1
     fi
   done
+  rm -f "$err"
   "${run[@]}" $wb/c_api_logits.exe $td/tiny-dense.gguf $td/tokens.txt $td/tiny-dense.logits.f32 >/dev/null || ok=1
   if "${run[@]}" $wb/c_api_logits.exe $td/tiny-dense.gguf $td/tokens.txt $td/tiny-dense.logits.f32 1e-12 \
        >/dev/null 2>&1; then echo "c_api_logits.exe accepted a tolerance of 1e-12" >&2; ok=1; fi

@@ -4,6 +4,7 @@
 // prints the generated token ids ("1,2,3") on one line, their text on the next.
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < out.size(); ++i) std::printf("%s%d", i ? "," : "", out[i]);
     std::printf("\n%s\n", model.detokenize(out, true).c_str());
   } catch (const latte::api::Exception& e) {
+    std::fprintf(stderr, "generate: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {  // the standard library's own (bad_alloc, ...)
     std::fprintf(stderr, "generate: %s\n", e.what());
     return 1;
   }
