@@ -26,6 +26,32 @@ namespace {
 
 inline std::size_t mv_min(std::size_t a, std::size_t b) { return a < b ? a : b; }
 
+// Work on nth threads of a new OpenMP team, or on the calling thread alone
+// where there is one: an `if (false)` region still makes a team of one, which
+// costs libgomp an allocation and a futex wake, thousands of times per decoded
+// token when the runtime calls these kernels from its own parallel region.
+// mv_parallel: body(t, nt) once per thread of the team.
+template <class F>
+void mv_parallel(int nth, F&& body) {
+  if (nth <= 1) {
+    body(std::size_t{0}, std::size_t{1});
+    return;
+  }
+#pragma omp parallel num_threads(nth)
+  body(static_cast<std::size_t>(omp_get_thread_num()), static_cast<std::size_t>(omp_get_num_threads()));
+}
+
+// mv_parallel_for: body(i) for every i < n, in static runs per thread.
+template <class F>
+void mv_parallel_for(int nth, std::ptrdiff_t n, F&& body) {
+  if (nth <= 1 || n <= 1) {
+    for (std::ptrdiff_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+#pragma omp parallel for schedule(static) num_threads(nth)
+  for (std::ptrdiff_t i = 0; i < n; ++i) body(i);
+}
+
 // IQ4_NL's table, copied by value into this file's own (internal) array:
 // taking the address of the header's inline variable here made it a weak
 // symbol of this per-ISA object (isa_object_hygiene).

@@ -215,12 +215,10 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
     if (uses_zmm_rows<Arch>() && has_b32_zmm_row(type))  // after the ActQ8s (matvec_scratch_bytes)
       pairs = build_act_pairs(reinterpret_cast<const ActQ8*>(xb), cols / 32, xb + act_bytes,
                               type == GgmlType::Q5_0 || type == GgmlType::Q5_1);
-#pragma omp parallel num_threads(nth) if (nth > 1)
-    {
-      const auto t = static_cast<std::size_t>(omp_get_thread_num()), nt = static_cast<std::size_t>(omp_get_num_threads());
+    mv_parallel(nth, [&](std::size_t t, std::size_t nt) {
       const std::size_t r0 = mv_min(rows, tiles * t / nt * kRows), r1 = mv_min(rows, tiles * (t + 1) / nt * kRows);
       rows_1<Arch>(type, wb, rb, r0, r1, cols, x, quant ? xb : nullptr, &pairs, y);
-    }
+    });
     return;
   }
   // Tiles of rows per thread; within a tile, groups of 4 tokens share every
@@ -232,8 +230,7 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   // Weight bytes per block, so the parallel region calls nothing that throws.
   const std::size_t blk_elems = ggml_block_elems(type), blk_bytes = ggml_row_bytes(type, blk_elems);
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + kRowTile - 1) / kRowTile);
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
-  for (std::ptrdiff_t tile = 0; tile < tiles; ++tile) {
+  mv_parallel_for(nth, tiles, [&](std::ptrdiff_t tile) {
     const std::size_t r0 = static_cast<std::size_t>(tile) * kRowTile, r1 = mv_min(rows, r0 + kRowTile);
     for (std::size_t t0 = 0; t0 < n_tokens; t0 += 4) {
       const std::size_t n = mv_min(4, n_tokens - t0);
@@ -263,7 +260,7 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
       for (std::size_t r = r0; r < r1; ++r)
         for (std::size_t k = 0; k < n; ++k) y[(t0 + k) * ldy + r] = sum[r - r0][k];
     }
-  }
+  });
 }
 
 template <class Arch>
@@ -310,9 +307,7 @@ void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t
     const std::size_t act = k ? cols / 256 * sizeof(ActQ8K) : cols / 32 * sizeof(ActQ8);
     quantize_tokens<Arch>(k, x, ldx, n_tokens, cols, xb, act, nullptr, nth);
     const std::size_t tiles = rows / 16;
-#pragma omp parallel num_threads(nth) if (nth > 1)
-    {
-      const auto th = static_cast<std::size_t>(omp_get_thread_num()), nt = static_cast<std::size_t>(omp_get_num_threads());
+    mv_parallel(nth, [&](std::size_t th, std::size_t nt) {
       for (std::size_t i = tiles * th / nt; i < tiles * (th + 1) / nt; ++i) {
         for (std::size_t t0 = 0; t0 < n_tokens; t0 += 4) {
           const int n = static_cast<int>(mv_min(4, n_tokens - t0));
@@ -326,7 +321,7 @@ void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t
           else tile_x16<GgmlType::Q5_0>(n, wb + i * 16 * rb, cols, xv, yo);
         }
       }
-    }
+    });
     return;
   }
 #endif

@@ -406,8 +406,7 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
   constexpr std::size_t kBlockGroups = T == GgmlType::Q4_K ? 8 : 1;
   constexpr std::size_t kGroupBytes = T == GgmlType::Q4_K ? sizeof(BlockQ4_K) / 8 : sizeof(BlockQ5_0);
   constexpr std::size_t kPlainBytes = kX16 ? kQ8PackGroups * kGroupBytes * TR : 1;  // (TR, chunk)
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (std::ptrdiff_t tile = 0; tile < tiles; ++tile) {
+  mv_parallel_for(threads, tiles, [&](std::ptrdiff_t tile) {
     alignas(64) std::uint8_t pk[kQ8PackGroups * pack_group_bytes(T) * TR];  // one column chunk of the tile, packed
     alignas(64) std::uint8_t plain[kPlainBytes];
     const std::size_t r0 = static_cast<std::size_t>(tile) * TR;
@@ -458,7 +457,7 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
         q8_tile_upto<Arch, NT, packed_scales(T), packed_offsets(T)>(n, pk, ng, xa, xi, yo, nr, g0 == 0);
       }
     }
-  }
+  });
 }
 
 }  // inline namespace LATTE_KERNEL_ISA_NS

@@ -74,14 +74,13 @@ void matvec_quantize_act_k(const float* x, std::size_t cols, ActQ8K* xq) {
 template <class Arch>
 void quantize_tokens(bool kq, const float* x, std::size_t ldx, std::size_t n_tokens, std::size_t cols,
                      std::uint8_t* xb, std::size_t act_bytes, std::int32_t* sums, int nth) {
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1 && n_tokens > 1)
-  for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(n_tokens); ++t) {
+  mv_parallel_for(nth, static_cast<std::ptrdiff_t>(n_tokens), [&](std::ptrdiff_t t) {
     const auto tt = static_cast<std::size_t>(t);
     const float* xt = x + tt * ldx;
     void* dst = xb + tt * act_bytes;
     if (kq) matvec_quantize_act_k<Arch>(xt, cols, static_cast<ActQ8K*>(dst));
     else matvec_quantize_act<Arch>(xt, cols, static_cast<ActQ8*>(dst), sums ? sums + tt * (cols / 16) : nullptr);
-  }
+  });
 }
 
 }  // inline namespace LATTE_KERNEL_ISA_NS
