@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
+
 #include "quant/fp16.h"
 #include "quant/ggml_blocks.h"
 #include "tests/kernels/kernel_test_util.h"
@@ -492,6 +494,41 @@ TEST(Matvec, KQuantsAnyBitPattern) {
                    random_blocks<BlockQ6_K>(GgmlType::Q6_K, rows, cols, 3, offsetof(BlockQ6_K, d),
                                             offsetof(BlockQ6_K, d)),
                    rows, cols);
+  }
+}
+
+// The runtime calls the kernels with one thread from inside its own parallel
+// region (a thread per expert, per run of rows): each call must compute
+// every row itself, the same as a call from outside any region, whichever
+// thread of the caller's team makes it. Tokens 1 (the row kernels), 3 (the
+// token groups) and 40 (the packed GEMM where the ISA has one).
+TEST(Matvec, OneThreadInsideTheCallersRegion) {
+  constexpr int kTeam = 3;
+  for (Isa isa : supported_isas()) {
+    const auto& k = matvec_kernels(isa);
+    for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q5_0, GgmlType::Q4_K}) {
+      const std::size_t rows = 80, cols = 512;
+      const Weights w = make_weights(t, rows, cols, 77);
+      for (std::size_t n : {1, 3, 40}) {
+        SCOPED_TRACE(std::string(isa_name(isa)) + " " + ggml_type_name(t) + " tokens=" + std::to_string(n));
+        const auto x = test::random_vector(n * cols, 78 + n, -2.f, 2.f);  // (n, cols)
+        const std::size_t sb = matvec_scratch_bytes(t, cols, n);
+        std::vector<float> want(n * rows);
+        std::vector<std::uint8_t> scratch((kTeam + 1) * sb);
+        k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, want.data(), rows, scratch.data(), 1);
+        std::vector<std::vector<float>> got(kTeam, std::vector<float>(n * rows, -7.f));
+        int team = 0;
+#pragma omp parallel num_threads(kTeam)
+        {
+          const int i = omp_get_thread_num();
+          if (i == 0) team = omp_get_num_threads();
+          k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, got[i].data(), rows,
+                   scratch.data() + (i + 1) * sb, 1);
+        }
+        ASSERT_EQ(team, kTeam);
+        for (int i = 0; i < kTeam; ++i) EXPECT_EQ(got[i], want) << "thread " << i << " of the caller's team";
+      }
+    }
   }
 }
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
+
 #include "kernels/matvec/matvec.h"
 #include "quant/fp16.h"
 #include "quant/ggml_blocks.h"
@@ -157,6 +159,35 @@ TEST(MatvecX16, EveryIsaAnyBitsTokensAndThreads) {
         check_x16(isa, t, 80, cols, 1, threads, 20 + threads);
         check_x16(isa, t, 80, cols, 6, threads, 30 + threads);
         check_x16(isa, t, 80, cols, 20, threads, 40 + threads);
+      }
+    }
+  }
+}
+
+// As Matvec.OneThreadInsideTheCallersRegion, for matmul_x16: a call with one
+// thread from any thread of the caller's team computes every row.
+TEST(MatvecX16, OneThreadInsideTheCallersRegion) {
+  constexpr int kTeam = 3;
+  for (Isa isa : supported_isas()) {
+    const auto& k = matvec_kernels(isa);
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0}) {
+      const std::size_t rows = 48, cols = 512;
+      const auto wx = interleaved(t, random_matrix(t, rows, cols, 91), rows, cols);
+      for (std::size_t n : {1, 3, 40}) {
+        SCOPED_TRACE(std::string(isa_name(isa)) + " " + ggml_type_name(t) + " tokens=" + std::to_string(n));
+        const auto x = test::random_vector(n * cols, 92 + n, -2.f, 2.f);  // (n, cols)
+        const std::size_t sb = matvec_scratch_bytes_x16(t, cols, n);
+        std::vector<float> want(n * rows);
+        std::vector<std::uint8_t> scratch((kTeam + 1) * sb);
+        k.matmul_x16(t, wx.data(), rows, cols, x.data(), cols, n, want.data(), rows, scratch.data(), 1);
+        std::vector<std::vector<float>> got(kTeam, std::vector<float>(n * rows, -7.f));
+#pragma omp parallel num_threads(kTeam)
+        {
+          const int i = omp_get_thread_num();
+          k.matmul_x16(t, wx.data(), rows, cols, x.data(), cols, n, got[i].data(), rows,
+                       scratch.data() + (i + 1) * sb, 1);
+        }
+        for (int i = 0; i < kTeam; ++i) EXPECT_EQ(got[i], want) << "thread " << i << " of the caller's team";
       }
     }
   }
