@@ -7,6 +7,7 @@
 
 #include "kernels/matvec/matvec_quantize_act_impl.h"
 #include "kernels/matvec/matvec_rows_impl.h"
+#include "kernels/matvec/matvec_x16_zmm_impl.h"
 
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
@@ -290,6 +291,76 @@ void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::si
   }
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+// q8_pack_tile's packing for AVX-512 (TR 32 rows, integers + 128) of Q4_K
+// or Q5_0 straight from x16 tiles (matvec.h), with no copy in the original
+// layout between: the tiles' words already lie 4 bytes per row, so each of a
+// group's 8 steps is one 64-byte load per 16-row tile, its nibbles masked
+// (Q5_0's fifth bits added through byte masks from qh). w: the first tile,
+// rb bytes per row; nr: 16 or 32 rows. The same bytes as q8_pack_tile on the
+// original rows.
+namespace {
+template <GgmlType T>
+void q8_pack_x16(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::size_t g0, std::size_t ng,
+                 std::uint8_t* dst) {
+  static_assert(T == GgmlType::Q4_K || T == GgmlType::Q5_0);
+  using D = Q8Dot<xsimd::avx512bw>;
+  constexpr int TR = D::V * D::MR, kS = packed_scales(T), kO = packed_offsets(T);
+  static_assert(TR == 32 && kS == 1 && D::kFlip == 0x80808080u);
+  constexpr std::size_t kGB = pack_group_bytes(T) * TR;
+  const __m512i m4 = _mm512_set1_epi8(15), flip = _mm512_set1_epi8(-128), sign = _mm512_set1_epi32(INT32_MIN);
+  for (std::size_t g = 0; g < ng; ++g) {
+    std::uint8_t* blk = dst + g * kGB;
+    float* d = reinterpret_cast<float*>(blk);    // (TR) the rows' scales
+    float* o = d + TR;                           // (kO, TR) the rows' offsets
+    std::uint8_t* q = blk + 4 * (kS + kO) * TR;  // (8, TR, 4)
+    for (std::size_t h = 0; h < 2; ++h) {        // rows [16 h, 16 h + 16): a tile, or none (zeros)
+      auto step = [&](int k) { return q + (static_cast<std::size_t>(k) * TR + 16 * h) * 4; };
+      if (16 * h >= nr) {
+        _mm512_storeu_ps(d + 16 * h, _mm512_setzero_ps());
+        if constexpr (kO == 1) _mm512_storeu_ps(o + 16 * h, _mm512_setzero_ps());
+        for (int k = 0; k < 8; ++k) _mm512_storeu_si512(step(k), flip);
+        continue;
+      }
+      const std::uint8_t* tile = w + 16 * h * rb;
+      if constexpr (T == GgmlType::Q4_K) {
+        const std::size_t b = (g0 + g) / 8, j = (g0 + g) % 8;  // sub-block j: low (even) or high nibbles of qs run j / 2
+        const std::uint8_t* p = tile + b * X16Q4K::kBytes;
+        __m128i sc8[8], mn8[8];
+        x16_q4_k_scales(p, sc8, mn8);
+        const __m512 dd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + X16Q4K::kDmin)));
+        _mm512_storeu_ps(d + 16 * h, _mm512_mul_ps(dd, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc8[j]))));
+        const __m512 m = _mm512_mul_ps(dm, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mn8[j])));
+        _mm512_storeu_ps(o + 16 * h, _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(m), sign)));
+        for (int k = 0; k < 8; ++k) {
+          const __m512i v = _mm512_loadu_si512(p + X16Q4K::kQs + 64 * (8 * (j / 2) + static_cast<std::size_t>(k)));
+          const __m512i n = (j & 1) ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
+          _mm512_storeu_si512(step(k), _mm512_or_si512(n, flip));
+        }
+      } else {
+        // Step k: columns 4k.. of the group, the low nibbles of qs word k % 4
+        // (k < 4) or its high ones, fifth bits in qh[2 (k % 4) + k / 4];
+        // stored (q - 16) + 128 = q + 112.
+        const std::uint8_t* p = tile + (g0 + g) * X16Q5_0::kBytes;
+        _mm512_storeu_ps(d + 16 * h, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+        std::uint64_t qh[8];
+        std::memcpy(qh, p + X16Q5_0::kQh, sizeof qh);
+        const __m512i k112 = _mm512_set1_epi8(112), k16 = _mm512_set1_epi8(16);
+        for (int k = 0; k < 8; ++k) {
+          const __m512i v = _mm512_loadu_si512(p + X16Q5_0::kQs + 64 * (k % 4));
+          __m512i n = k < 4 ? _mm512_and_si512(v, m4) : _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+          n = _mm512_add_epi8(n, k112);
+          n = _mm512_mask_add_epi8(n, _cvtu64_mask64(qh[2 * (k % 4) + k / 4]), n, k16);
+          _mm512_storeu_si512(step(k), n);
+        }
+      }
+    }
+  }
+}
+}  // namespace
+#endif
+
 // y[t] (the tile's outputs; only the first nr written) for tokens t < N over
 // ng packed groups of a type with kS scales and kO offsets per group: =
 // (first) or += the products. xq[t], xs[t]: token t's ActQ8 groups and
@@ -418,6 +489,11 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
     // of code comments").
     for (std::size_t g0 = 0; g0 < groups; g0 += kQ8PackGroups) {
       const std::size_t ng = mv_min(kQ8PackGroups, groups - g0);
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+      if constexpr (kX16 && std::is_same_v<Arch, xsimd::avx512bw>) {
+        q8_pack_x16<T>(w + r0 * rb, rb, static_cast<std::size_t>(nr), g0, ng, pk);
+      } else
+#endif
       if constexpr (kX16) {
         const std::size_t crb = rb / groups * ng;  // the chunk's bytes per row
         for (int i = 0; i < nr; i += 16)

@@ -18,32 +18,38 @@ inline __m512i bcast_word(const std::int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
+// The 6-bit scales and mins of a Q4_K x16 block's 16 rows (sc8[j], mn8[j]:
+// sub-block j's, a byte per row), apart with byte operations on their
+// transposed bytes (matvec.h's scales[12][16]).
+inline void x16_q4_k_scales(const std::uint8_t* p, __m128i (&sc8)[8], __m128i (&mn8)[8]) {
+  const __m128i m6 = _mm_set1_epi8(63), m4x = _mm_set1_epi8(15), m30 = _mm_set1_epi8(0x30);
+  __m128i s[12];
+  for (int j = 0; j < 12; ++j) s[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + X16Q4K::kScales + 16 * j));
+  for (int j = 0; j < 4; ++j) {
+    sc8[j] = _mm_and_si128(s[j], m6);
+    mn8[j] = _mm_and_si128(s[j + 4], m6);
+    // high 2 bits: bits 6-7 of scales[j] / scales[j + 4], moved to bits 4-5
+    sc8[j + 4] = _mm_or_si128(_mm_and_si128(s[j + 8], m4x), _mm_and_si128(_mm_srli_epi16(s[j], 2), m30));
+    mn8[j + 4] =
+        _mm_or_si128(_mm_and_si128(_mm_srli_epi16(s[j + 8], 4), m4x), _mm_and_si128(_mm_srli_epi16(s[j + 4], 2), m30));
+  }
+}
+
 // y[t][0, 16) = the tile's 16 rows of Q4_K (nb blocks of 256) against
 // token t (ActQ8K), t < NT. Per block and row: sum over sub-blocks j of
 // d sc_j dot_j - dmin mn_j sums_j, the integer part exact in int32 (8 x 63 x
-// 32 x 15 x 127 < 2^31). The 6-bit scales and mins of 16 rows come apart
-// with byte operations on their transposed bytes (matvec.h's scales[12][16]).
+// 32 x 15 x 127 < 2^31).
 template <int NT>
 void tile_q4_k_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* const* xk, float* const* y) {
   const __m512i m4 = _mm512_set1_epi8(15);
-  const __m128i m6 = _mm_set1_epi8(63), m4x = _mm_set1_epi8(15), m30 = _mm_set1_epi8(0x30);
   __m512 acc[NT], accm[NT];
   for (int t = 0; t < NT; ++t) acc[t] = accm[t] = _mm512_setzero_ps();
   for (std::size_t b = 0; b < nb; ++b) {
     const std::uint8_t* p = tile + b * X16Q4K::kBytes;
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + X16Q4K::kDmin)));
-    __m128i s[12];
-    for (int j = 0; j < 12; ++j) s[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + X16Q4K::kScales + 16 * j));
     __m128i sc8[8], mn8[8];  // (16 rows) sub-block j's scale and min
-    for (int j = 0; j < 4; ++j) {
-      sc8[j] = _mm_and_si128(s[j], m6);
-      mn8[j] = _mm_and_si128(s[j + 4], m6);
-      // high 2 bits: bits 6-7 of scales[j] / scales[j + 4], moved to bits 4-5
-      sc8[j + 4] = _mm_or_si128(_mm_and_si128(s[j + 8], m4x), _mm_and_si128(_mm_srli_epi16(s[j], 2), m30));
-      mn8[j + 4] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(s[j + 8], 4), m4x),
-                                _mm_and_si128(_mm_srli_epi16(s[j + 4], 2), m30));
-    }
+    x16_q4_k_scales(p, sc8, mn8);
     __m512i mi[NT], ai[NT];  // per token: sum_j mn_j sums_j; sum_j sc_j dot_j
     for (int t = 0; t < NT; ++t) {
       mi[t] = _mm512_setzero_si512();

@@ -164,6 +164,35 @@ TEST(MatvecX16, EveryIsaAnyBitsTokensAndThreads) {
   }
 }
 
+// From 8 tokens matmul_x16 and matmul on the original layout take the same
+// packed GEMM (or, below its size on an ISA, the same row kernels), so
+// their outputs agree bit for bit: AVX-512 packs straight from the tiles,
+// and a wrong byte, scale or offset there would show. 80 rows: a last tile
+// of 16 where the GEMM takes 32; 1280 / 1408 columns: a chunk of 32 groups,
+// then a shorter one.
+TEST(MatvecX16, ManyTokensAsTheOriginalLayoutBitForBit) {
+  for (Isa isa : supported_isas()) {
+    const auto& k = matvec_kernels(isa);
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0}) {
+      const std::size_t rows = 80, cols = t == GgmlType::Q4_K ? 1280 : 1408, ldx = cols + 3, ldy = rows + 5;
+      const auto w = random_matrix(t, rows, cols, 61);
+      const auto wx = interleaved(t, w, rows, cols);
+      for (std::size_t n : {8, 9, 17, 34, 40}) {
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE(std::string(isa_name(isa)) + " " + ggml_type_name(t) + " tokens=" + std::to_string(n) +
+                       " threads=" + std::to_string(threads));
+          const auto x = test::random_vector(n * ldx, 62 + n, -2.f, 2.f);  // (n, ldx)
+          std::vector<float> plain(n * ldy, -7.f), x16(n * ldy, -7.f);
+          std::vector<std::uint8_t> scratch(matvec_scratch_bytes_x16(t, cols, n));
+          k.matmul(t, w.data(), rows, cols, x.data(), ldx, n, plain.data(), ldy, scratch.data(), threads);
+          k.matmul_x16(t, wx.data(), rows, cols, x.data(), ldx, n, x16.data(), ldy, scratch.data(), threads);
+          EXPECT_EQ(x16, plain);
+        }
+      }
+    }
+  }
+}
+
 // As Matvec.OneThreadInsideTheCallersRegion, for matmul_x16: a call with one
 // thread from any thread of the caller's team computes every row.
 TEST(MatvecX16, OneThreadInsideTheCallersRegion) {
