@@ -276,8 +276,9 @@ bool x16_fast(GgmlType type) {
 }
 
 // matmul over a row-interleaved matrix (matvec.h's x16): from
-// packed_min_tokens on the packed GEMM, which takes each chunk back to the
-// original layout as it packs; below, the tile kernels where x16_fast (each
+// packed_min_tokens on the packed GEMM, which packs the tiles directly on
+// AVX-512 and elsewhere takes each chunk back to the original layout as it
+// packs; below, the tile kernels where x16_fast (each
 // thread a contiguous run of tiles, as rows_1), else each tile back to the
 // original layout in the scratch and matmul_body over its 16 rows.
 template <class Arch>

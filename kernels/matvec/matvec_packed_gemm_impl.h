@@ -463,8 +463,19 @@ void q8_tile_upto(int n, const std::uint8_t* pk, std::size_t ng, const ActQ8* co
 // in L1/L2) and runs every token over it before the next chunk.
 constexpr std::size_t kQ8PackGroups = 32;
 
-// kX16: w is row-interleaved (matvec.h's x16; rows a multiple of 16): each
-// chunk's rows go back to the original layout on the stack first.
+// Whether q8_gemm packs x16 tiles directly (q8_pack_x16: AVX-512 VNNI).
+template <class Arch>
+constexpr bool packs_x16_tiles() {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+  return std::is_same_v<Arch, xsimd::avx512bw>;
+#else
+  return false;
+#endif
+}
+
+// kX16: w is row-interleaved (matvec.h's x16; rows a multiple of 16): packed
+// straight from the tiles where packs_x16_tiles, else each chunk's rows go
+// back to the original layout on the stack first.
 template <class Arch, GgmlType T, bool kX16 = false>
 void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_t cols, const ActQ8* xq,
              const std::int32_t* xs, std::size_t n_tokens, float* y, std::size_t ldy, int threads) {
@@ -473,10 +484,11 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
   static_assert(!kX16 || TR % 16 == 0);
   const std::size_t groups = cols / 32;
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + TR - 1) / TR);
-  // x16 (Q4_K or Q5_0): groups per block of the type; the chunk's rows in the original layout
+  // x16 (Q4_K or Q5_0) taken back: groups per block of the type; the chunk's rows in the original layout
+  constexpr bool kPlain = kX16 && !packs_x16_tiles<Arch>();
   constexpr std::size_t kBlockGroups = T == GgmlType::Q4_K ? 8 : 1;
   constexpr std::size_t kGroupBytes = T == GgmlType::Q4_K ? sizeof(BlockQ4_K) / 8 : sizeof(BlockQ5_0);
-  constexpr std::size_t kPlainBytes = kX16 ? kQ8PackGroups * kGroupBytes * TR : 1;  // (TR, chunk)
+  constexpr std::size_t kPlainBytes = kPlain ? kQ8PackGroups * kGroupBytes * TR : 1;  // (TR, chunk)
   mv_parallel_for(threads, tiles, [&](std::ptrdiff_t tile) {
     alignas(64) std::uint8_t pk[kQ8PackGroups * pack_group_bytes(T) * TR];  // one column chunk of the tile, packed
     alignas(64) std::uint8_t plain[kPlainBytes];
@@ -490,11 +502,11 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
     for (std::size_t g0 = 0; g0 < groups; g0 += kQ8PackGroups) {
       const std::size_t ng = mv_min(kQ8PackGroups, groups - g0);
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-      if constexpr (kX16 && std::is_same_v<Arch, xsimd::avx512bw>) {
+      if constexpr (kX16 && !kPlain) {
         q8_pack_x16<T>(w + r0 * rb, rb, static_cast<std::size_t>(nr), g0, ng, pk);
       } else
 #endif
-      if constexpr (kX16) {
+      if constexpr (kPlain) {
         const std::size_t crb = rb / groups * ng;  // the chunk's bytes per row
         for (int i = 0; i < nr; i += 16)
           matvec_x16_deinterleave(T, w + (r0 + static_cast<std::size_t>(i)) * rb, g0 / kBlockGroups, ng / kBlockGroups,
