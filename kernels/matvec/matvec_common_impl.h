@@ -26,6 +26,19 @@ namespace {
 
 inline std::size_t mv_min(std::size_t a, std::size_t b) { return a < b ? a : b; }
 
+// True where the AVX-512 VNNI kernels serve Arch: the decode rows
+// (row_b32_zmm, row_k45_zmm, row_q6_k_zmm, row_iq4_xs_zmm) in place of the
+// 256-bit ones, the x16 tile kernels, and the packed GEMM's packing straight
+// from x16 tiles.
+template <class Arch>
+constexpr bool uses_zmm_rows() {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+  return std::is_same_v<Arch, xsimd::avx512bw>;
+#else
+  return false;
+#endif
+}
+
 // Work on nth threads of a new OpenMP team, or on the calling thread alone
 // where there is one: an `if (false)` region still makes a team of one, which
 // costs libgomp an allocation and a futex wake, thousands of times per decoded

@@ -95,17 +95,6 @@ void matvec_row(GgmlType type, const std::uint8_t* w, std::size_t cols, const fl
   with_type<Arch>(type, [&](auto T) { row_of_type<Arch, NT, T.value>(w, cols, xf, xv, out); });
 }
 
-// True where the AVX-512 VNNI decode rows (row_b32_zmm, row_k45_zmm,
-// row_q6_k_zmm, row_iq4_xs_zmm) replace the 256-bit ones.
-template <class Arch>
-constexpr bool uses_zmm_rows() {
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-  return std::is_same_v<Arch, xsimd::avx512bw>;
-#else
-  return false;
-#endif
-}
-
 // One token: rows [r0, r1) straight through with the row kernel of `type`,
 // dispatched once per call rather than per row. Decode streams every weight
 // through this loop, and the general path's per-row switch, call and tile

@@ -463,19 +463,9 @@ void q8_tile_upto(int n, const std::uint8_t* pk, std::size_t ng, const ActQ8* co
 // in L1/L2) and runs every token over it before the next chunk.
 constexpr std::size_t kQ8PackGroups = 32;
 
-// Whether q8_gemm packs x16 tiles directly (q8_pack_x16: AVX-512 VNNI).
-template <class Arch>
-constexpr bool packs_x16_tiles() {
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-  return std::is_same_v<Arch, xsimd::avx512bw>;
-#else
-  return false;
-#endif
-}
-
 // kX16: w is row-interleaved (matvec.h's x16; rows a multiple of 16): packed
-// straight from the tiles where packs_x16_tiles, else each chunk's rows go
-// back to the original layout on the stack first.
+// straight from the tiles where uses_zmm_rows (q8_pack_x16), else each
+// chunk's rows go back to the original layout on the stack first.
 template <class Arch, GgmlType T, bool kX16 = false>
 void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_t cols, const ActQ8* xq,
              const std::int32_t* xs, std::size_t n_tokens, float* y, std::size_t ldy, int threads) {
@@ -485,7 +475,7 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
   const std::size_t groups = cols / 32;
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + TR - 1) / TR);
   // x16 (Q4_K or Q5_0) taken back: groups per block of the type; the chunk's rows in the original layout
-  constexpr bool kPlain = kX16 && !packs_x16_tiles<Arch>();
+  constexpr bool kPlain = kX16 && !uses_zmm_rows<Arch>();
   constexpr std::size_t kBlockGroups = T == GgmlType::Q4_K ? 8 : 1;
   constexpr std::size_t kGroupBytes = T == GgmlType::Q4_K ? sizeof(BlockQ4_K) / 8 : sizeof(BlockQ5_0);
   constexpr std::size_t kPlainBytes = kPlain ? kQ8PackGroups * kGroupBytes * TR : 1;  // (TR, chunk)
