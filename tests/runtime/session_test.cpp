@@ -352,7 +352,7 @@ TEST(Session, LargeExpertsSplitKeepTheLogits) {
 
 // A model read into memory has the matrices decode streams re-laid out,
 // row-interleaved, where the active ISA has kernels for that (Q4_K, and its
-// Q5_0 fallback, with AVX-512 VNNI): the logits agree with the mapped model's
+// Q5_0 fallback, with AVX-512 VNNI; the per-head attn_k_b and attn_v_b too): the logits agree with the mapped model's
 // up to f32 summation order, on the tile kernels (chunks below 8 tokens, and
 // decode) and on the packed GEMM (12 tokens); they do not depend on the
 // thread count; the model's fingerprint is the file's. Read without
@@ -366,6 +366,8 @@ TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
   spec.n_experts_used = 2;
   spec.n_experts_shared = 1;
   spec.ff_expert = 128;
+  spec.kv_lora_rank = 64;  // attn_k_b (64 x 32 a head) and attn_v_b (32 x 64): Q5_0, interleaved
+  spec.d_nope = spec.d_v = 32;
   spec.weight_type = GgmlType::Q4_K;
   const std::string path = ::testing::TempDir() + "/x16_q4k.gguf";
   write_random_model(spec, path);
@@ -382,6 +384,8 @@ TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
     EXPECT_TRUE(x16->layer(1).exp_down.head.x16 && x16->layer(1).exp_down.head.type == GgmlType::Q5_0);
     EXPECT_TRUE(x16->layer(0).wo.x16 && x16->output().x16 && x16->layer(0).dense.up.x16);
     EXPECT_FALSE(x16->layer(0).wkv_a.x16);
+    for (const HeadWeights* h : {&x16->layer(1).wuk_t, &x16->layer(1).wuv})
+      EXPECT_TRUE(h->head.x16 && h->head.type == GgmlType::Q5_0 && h->head.rows % 16 == 0);
   } else {
     EXPECT_EQ(x16->interleaved_weight_bytes(), 0u);
   }
