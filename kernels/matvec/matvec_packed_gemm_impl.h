@@ -292,8 +292,8 @@ void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::si
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-// q8_pack_tile's packing for AVX-512 (TR 32 rows, integers + 128) of Q4_K
-// or Q5_0 straight from x16 tiles (matvec.h), with no copy in the original
+// q8_pack_tile's packing for AVX-512 (TR 32 rows, integers + 128) of Q4_K,
+// Q5_0 or Q4_0 straight from x16 tiles (matvec.h), with no copy in the original
 // layout between: the tiles' words already lie 4 bytes per row, so each of a
 // group's 8 steps is one 64-byte load per 16-row tile, its nibbles masked
 // (Q5_0's fifth bits added through byte masks from qh). w: the first tile,
@@ -303,7 +303,7 @@ namespace {
 template <GgmlType T>
 void q8_pack_x16(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::size_t g0, std::size_t ng,
                  std::uint8_t* dst) {
-  static_assert(T == GgmlType::Q4_K || T == GgmlType::Q5_0);
+  static_assert(T == GgmlType::Q4_K || T == GgmlType::Q5_0 || T == GgmlType::Q4_0);
   using D = Q8Dot<xsimd::avx512bw>;
   constexpr int TR = D::V * D::MR, kS = packed_scales(T), kO = packed_offsets(T);
   static_assert(TR == 32 && kS == 1 && D::kFlip == 0x80808080u);
@@ -340,18 +340,19 @@ void q8_pack_x16(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::siz
         }
       } else {
         // Step k: columns 4k.. of the group, the low nibbles of qs word k % 4
-        // (k < 4) or its high ones, fifth bits in qh[2 (k % 4) + k / 4];
-        // stored (q - 16) + 128 = q + 112.
-        const std::uint8_t* p = tile + (g0 + g) * X16Q5_0::kBytes;
+        // (k < 4) or its high ones, Q5_0's fifth bits in qh[2 (k % 4) + k /
+        // 4]; stored (q - 16) + 128 = q + 112 (Q4_0: (q - 8) + 128).
+        constexpr bool kFive = T == GgmlType::Q5_0;
+        const std::uint8_t* p = tile + (g0 + g) * (kFive ? X16Q5_0::kBytes : X16Q4_0::kBytes);
         _mm512_storeu_ps(d + 16 * h, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
         std::uint64_t qh[8];
-        std::memcpy(qh, p + X16Q5_0::kQh, sizeof qh);
-        const __m512i k112 = _mm512_set1_epi8(112), k16 = _mm512_set1_epi8(16);
+        if constexpr (kFive) std::memcpy(qh, p + X16Q5_0::kQh, sizeof qh);
+        const __m512i off = _mm512_set1_epi8(kFive ? 112 : 120), k16 = _mm512_set1_epi8(16);
         for (int k = 0; k < 8; ++k) {
-          const __m512i v = _mm512_loadu_si512(p + X16Q5_0::kQs + 64 * (k % 4));
+          const __m512i v = _mm512_loadu_si512(p + (kFive ? X16Q5_0::kQs : X16Q4_0::kQs) + 64 * (k % 4));
           __m512i n = k < 4 ? _mm512_and_si512(v, m4) : _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-          n = _mm512_add_epi8(n, k112);
-          n = _mm512_mask_add_epi8(n, _cvtu64_mask64(qh[2 * (k % 4) + k / 4]), n, k16);
+          n = _mm512_add_epi8(n, off);
+          if constexpr (kFive) n = _mm512_mask_add_epi8(n, _cvtu64_mask64(qh[2 * (k % 4) + k / 4]), n, k16);
           _mm512_storeu_si512(step(k), n);
         }
       }
@@ -474,10 +475,12 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
   static_assert(!kX16 || TR % 16 == 0);
   const std::size_t groups = cols / 32;
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + TR - 1) / TR);
-  // x16 (Q4_K or Q5_0) taken back: groups per block of the type; the chunk's rows in the original layout
+  // x16 (Q4_K, Q5_0 or Q4_0) taken back: groups per block of the type; the chunk's rows in the original layout
   constexpr bool kPlain = kX16 && !uses_zmm_rows<Arch>();
   constexpr std::size_t kBlockGroups = T == GgmlType::Q4_K ? 8 : 1;
-  constexpr std::size_t kGroupBytes = T == GgmlType::Q4_K ? sizeof(BlockQ4_K) / 8 : sizeof(BlockQ5_0);
+  constexpr std::size_t kGroupBytes = T == GgmlType::Q4_K   ? sizeof(BlockQ4_K) / 8
+                                      : T == GgmlType::Q5_0 ? sizeof(BlockQ5_0)
+                                                            : sizeof(BlockQ4_0);
   constexpr std::size_t kPlainBytes = kPlain ? kQ8PackGroups * kGroupBytes * TR : 1;  // (TR, chunk)
   mv_parallel_for(threads, tiles, [&](std::ptrdiff_t tile) {
     alignas(64) std::uint8_t pk[kQ8PackGroups * pack_group_bytes(T) * TR];  // one column chunk of the tile, packed

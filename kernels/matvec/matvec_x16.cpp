@@ -16,7 +16,8 @@ namespace latte::kernels {
 
 namespace {
 
-static_assert(X16Q4K::kBytes == 16 * sizeof(BlockQ4_K) && X16Q5_0::kBytes == 16 * sizeof(BlockQ5_0));
+static_assert(X16Q4K::kBytes == 16 * sizeof(BlockQ4_K) && X16Q5_0::kBytes == 16 * sizeof(BlockQ5_0) &&
+              X16Q4_0::kBytes == 16 * sizeof(BlockQ4_0));
 
 void interleave_q4_k(const std::uint8_t* src, std::size_t src_rb, std::size_t nb, std::uint8_t* tile) {
   for (std::size_t b = 0; b < nb; ++b) {
@@ -80,9 +81,34 @@ void deinterleave_q5_0(const std::uint8_t* tile, std::size_t b0, std::size_t nb,
   }
 }
 
+void interleave_q4_0(const std::uint8_t* src, std::size_t src_rb, std::size_t nb, std::uint8_t* tile) {
+  for (std::size_t b = 0; b < nb; ++b) {
+    std::uint8_t* o = tile + b * X16Q4_0::kBytes;
+    for (std::size_t r = 0; r < 16; ++r) {
+      const auto* blk = reinterpret_cast<const BlockQ4_0*>(src + r * src_rb) + b;
+      std::memcpy(o + 2 * r, &blk->d, 2);
+      for (std::size_t k = 0; k < 4; ++k) std::memcpy(o + X16Q4_0::kQs + 64 * k + 4 * r, blk->qs + 4 * k, 4);
+    }
+  }
+}
+
+void deinterleave_q4_0(const std::uint8_t* tile, std::size_t b0, std::size_t nb, std::uint8_t* dst,
+                       std::size_t dst_rb) {
+  for (std::size_t b = 0; b < nb; ++b) {
+    const std::uint8_t* p = tile + (b0 + b) * X16Q4_0::kBytes;
+    for (std::size_t r = 0; r < 16; ++r) {
+      auto* blk = reinterpret_cast<BlockQ4_0*>(dst + r * dst_rb) + b;
+      std::memcpy(&blk->d, p + 2 * r, 2);
+      for (std::size_t k = 0; k < 4; ++k) std::memcpy(blk->qs + 4 * k, p + X16Q4_0::kQs + 64 * k + 4 * r, 4);
+    }
+  }
+}
+
 }  // namespace
 
-bool matvec_x16_type(GgmlType type) { return type == GgmlType::Q4_K || type == GgmlType::Q5_0; }
+bool matvec_x16_type(GgmlType type) {
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_0 || type == GgmlType::Q4_0;
+}
 
 void matvec_x16_check_args(GgmlType type, std::size_t rows, std::size_t cols) {
   matvec_check_args(type, cols);
@@ -106,7 +132,8 @@ void matvec_x16_interleave(GgmlType type, void* w, std::size_t rows, std::size_t
     std::uint8_t* tile = base + static_cast<std::size_t>(i) * 16 * rb;
     std::memcpy(rows16, tile, 16 * rb);
     if (type == GgmlType::Q4_K) interleave_q4_k(rows16, rb, nb, tile);
-    else interleave_q5_0(rows16, rb, nb, tile);
+    else if (type == GgmlType::Q5_0) interleave_q5_0(rows16, rb, nb, tile);
+    else interleave_q4_0(rows16, rb, nb, tile);
   }
 }
 
@@ -115,7 +142,8 @@ void matvec_x16_deinterleave(GgmlType type, const void* tile, std::size_t b0, st
   const auto* t = static_cast<const std::uint8_t*>(tile);
   auto* d = static_cast<std::uint8_t*>(dst);
   if (type == GgmlType::Q4_K) deinterleave_q4_k(t, b0, nb, d, dst_rb);
-  else deinterleave_q5_0(t, b0, nb, d, dst_rb);
+  else if (type == GgmlType::Q5_0) deinterleave_q5_0(t, b0, nb, d, dst_rb);
+  else deinterleave_q4_0(t, b0, nb, d, dst_rb);
 }
 
 std::size_t matvec_x16_rows_offset(GgmlType type, std::size_t cols, std::size_t n_tokens) {

@@ -32,7 +32,7 @@ std::vector<std::uint8_t> random_matrix(GgmlType t, std::size_t rows, std::size_
   for (std::size_t b = 0; b < nblk; ++b) {
     std::uint8_t* blk = w.data() + b * bb;
     const std::uint16_t d = f32_to_fp16((r[w.size() + 2 * b] - 128.f) / 2560.f);
-    std::memcpy(blk, &d, 2);  // d first in both types
+    std::memcpy(blk, &d, 2);  // d first in every type here
     if (t == GgmlType::Q4_K) {
       const std::uint16_t m = f32_to_fp16(r[w.size() + 2 * b + 1] / 10240.f);
       std::memcpy(blk + offsetof(BlockQ4_K, dmin), &m, 2);
@@ -47,7 +47,7 @@ std::vector<std::uint8_t> interleaved(GgmlType t, std::vector<std::uint8_t> w, s
 }
 
 TEST(MatvecX16, DeinterleaveGivesTheBytesBack) {
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0}) {
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q4_0}) {
     const std::size_t rows = 48, cols = t == GgmlType::Q4_K ? 768 : 224;
     const std::size_t rb = ggml_row_bytes(t, cols), nb = cols / ggml_block_elems(t);
     const auto w = random_matrix(t, rows, cols, 5);
@@ -100,6 +100,17 @@ TEST(MatvecX16, LayoutAsDocumented) {
       for (int k = 0; k < 4; ++k) EXPECT_EQ(std::memcmp(p + 96 + 64 * k + 4 * r, b.qs + 4 * k, 4), 0);
     }
   }
+  {
+    const std::size_t rows = 32, cols = 64, rb = ggml_row_bytes(GgmlType::Q4_0, cols);
+    const auto w = random_matrix(GgmlType::Q4_0, rows, cols, 8);
+    const auto x = interleaved(GgmlType::Q4_0, w, rows, cols);
+    for (std::size_t r : {0, 6, 15}) {  // group 1 of rows 16, 22, 31 (tile 1)
+      const auto& b = reinterpret_cast<const BlockQ4_0*>(w.data() + (16 + r) * rb)[1];
+      const std::uint8_t* p = x.data() + 16 * rb + 288;
+      EXPECT_EQ(std::memcmp(p + 2 * r, &b.d, 2), 0);
+      for (int k = 0; k < 4; ++k) EXPECT_EQ(std::memcmp(p + 32 + 64 * k + 4 * r, b.qs + 4 * k, 4), 0);
+    }
+  }
 }
 
 // matmul_x16 of `isa` on x16 weights against the reference on the original:
@@ -149,9 +160,10 @@ void check_x16(Isa isa, GgmlType t, std::size_t rows, std::size_t cols, std::siz
 TEST(MatvecX16, EveryIsaAnyBitsTokensAndThreads) {
   for (Isa isa : supported_isas()) {
     for (std::size_t nblk : {1, 2, 3, 5}) check_x16(isa, GgmlType::Q4_K, 16, 256 * nblk, 1, 1, nblk);
-    for (std::size_t nblk : {1, 2, 3, 7, 33, 44}) check_x16(isa, GgmlType::Q5_0, 16, 32 * nblk, 1, 1, nblk);
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0}) {
-      const std::size_t cols = t == GgmlType::Q4_K ? 1280 : 1408;  // Q5_0: V2-Lite's down projections
+    for (GgmlType t : {GgmlType::Q5_0, GgmlType::Q4_0})
+      for (std::size_t nblk : {1, 2, 3, 7, 33, 44}) check_x16(isa, t, 16, 32 * nblk, 1, 1, nblk);
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q4_0}) {
+      const std::size_t cols = t == GgmlType::Q4_K ? 1280 : 1408;  // block 32: V2-Lite's expert down projections
       // 1-7: the tile kernels (4 tokens at a time); 8 on: the packed GEMM
       // (AVX-512; AVX2's Q4_K from 16), 34: past its 32-group chunks' tokens
       for (std::size_t n : {1, 2, 3, 4, 5, 7, 8, 9, 17, 34}) check_x16(isa, t, 48, cols, n, 1, 10 + n);
@@ -173,7 +185,7 @@ TEST(MatvecX16, EveryIsaAnyBitsTokensAndThreads) {
 TEST(MatvecX16, ManyTokensAsTheOriginalLayoutBitForBit) {
   for (Isa isa : supported_isas()) {
     const auto& k = matvec_kernels(isa);
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0}) {
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q4_0}) {
       const std::size_t rows = 80, cols = t == GgmlType::Q4_K ? 1280 : 1408, ldx = cols + 3, ldy = rows + 5;
       const auto w = random_matrix(t, rows, cols, 61);
       const auto wx = interleaved(t, w, rows, cols);
@@ -199,7 +211,7 @@ TEST(MatvecX16, OneThreadInsideTheCallersRegion) {
   constexpr int kTeam = 3;
   for (Isa isa : supported_isas()) {
     const auto& k = matvec_kernels(isa);
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0}) {
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q4_0}) {
       const std::size_t rows = 48, cols = 512;
       const auto wx = interleaved(t, random_matrix(t, rows, cols, 91), rows, cols);
       for (std::size_t n : {1, 3, 40}) {
@@ -225,7 +237,7 @@ TEST(MatvecX16, OneThreadInsideTheCallersRegion) {
 // No columns: every output is the empty sum, 0, on every path.
 TEST(MatvecX16, NoColumnsGiveZeros) {
   for (Isa isa : supported_isas()) {
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0}) {
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q4_0}) {
       for (std::size_t n : {1, 5, 20}) {
         std::vector<float> y(n * 32, -7.f);
         float x[1] = {0.f};
@@ -243,6 +255,7 @@ TEST(MatvecX16, FastWhereTheIsaHasKernels) {
     const auto& k = matvec_kernels(isa);
     EXPECT_EQ(k.x16_fast(GgmlType::Q4_K), isa == Isa::avx512) << isa_name(isa);
     EXPECT_EQ(k.x16_fast(GgmlType::Q5_0), isa == Isa::avx512) << isa_name(isa);
+    EXPECT_EQ(k.x16_fast(GgmlType::Q4_0), isa == Isa::avx512) << isa_name(isa);
     EXPECT_FALSE(k.x16_fast(GgmlType::Q8_0)) << isa_name(isa);
   }
 }

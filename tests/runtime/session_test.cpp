@@ -351,13 +351,15 @@ TEST(Session, LargeExpertsSplitKeepTheLogits) {
 }
 
 // A model read into memory has the matrices decode streams re-laid out,
-// row-interleaved, where the active ISA has kernels for that (Q4_K, and its
-// Q5_0 fallback, with AVX-512 VNNI; the per-head attn_k_b and attn_v_b too): the logits agree with the mapped model's
-// up to f32 summation order, on the tile kernels (chunks below 8 tokens, and
-// decode) and on the packed GEMM (12 tokens); they do not depend on the
-// thread count; the model's fingerprint is the file's. Read without
-// interleaving, the bits are the mapping's.
-TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
+// row-interleaved, where the active ISA has kernels for that (Q4_K with its
+// Q5_0 fallback, and Q4_0, with AVX-512 VNNI; the per-head attn_k_b and
+// attn_v_b too): the logits agree with the mapped model's up to f32
+// summation order, on the tile kernels (chunks below 8 tokens, and decode)
+// and on the packed GEMM (12 tokens); they do not depend on the thread
+// count; the model's fingerprint is the file's. Read without interleaving,
+// the bits are the mapping's.
+void check_read_into_memory(GgmlType type) {
+  SCOPED_TRACE(ggml_type_name(type));
   RandomModelSpec spec;
   spec.d_model = 256;
   spec.ff = 512;
@@ -366,26 +368,28 @@ TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
   spec.n_experts_used = 2;
   spec.n_experts_shared = 1;
   spec.ff_expert = 128;
-  spec.kv_lora_rank = 64;  // attn_k_b (64 x 32 a head) and attn_v_b (32 x 64): Q5_0, interleaved
+  spec.kv_lora_rank = 64;  // attn_k_b (64 x 32 a head) and attn_v_b (32 x 64): block-32 types, interleaved
   spec.d_nope = spec.d_v = 32;
-  spec.weight_type = GgmlType::Q4_K;
-  const std::string path = ::testing::TempDir() + "/x16_q4k.gguf";
+  spec.weight_type = type;
+  const std::string path = ::testing::TempDir() + "/x16_" + ggml_type_name(type) + ".gguf";
   write_random_model(spec, path);
   LoadOptions read, read_plain;
   read.file = read_plain.file = GgufLoad::read;
   read_plain.interleave = false;
   const auto mapped = Model::load(path), x16 = Model::load(path, read), plain = Model::load(path, read_plain);
-  const bool fast = kernels::matvec_kernels(active_isa()).x16_fast(GgmlType::Q4_K);
+  const bool fast = kernels::matvec_kernels(active_isa()).x16_fast(type);
+  // Q4_K's fallback for widths not a multiple of 256 (the 128-column expert down projections, the heads)
+  const GgmlType b32 = type == GgmlType::Q4_K ? GgmlType::Q5_0 : type;
   EXPECT_EQ(mapped->interleaved_weight_bytes(), 0u);
   EXPECT_EQ(plain->interleaved_weight_bytes(), 0u);
   if (fast) {
-    // all but attn_kv_a_mqa (40 rows) and the embeddings
+    // all but attn_kv_a_mqa (72 rows) and the embeddings
     EXPECT_GT(x16->interleaved_weight_bytes(), mapped->decode_weight_bytes() / 2);
-    EXPECT_TRUE(x16->layer(1).exp_down.head.x16 && x16->layer(1).exp_down.head.type == GgmlType::Q5_0);
+    EXPECT_TRUE(x16->layer(1).exp_down.head.x16 && x16->layer(1).exp_down.head.type == b32);
     EXPECT_TRUE(x16->layer(0).wo.x16 && x16->output().x16 && x16->layer(0).dense.up.x16);
     EXPECT_FALSE(x16->layer(0).wkv_a.x16);
     for (const HeadWeights* h : {&x16->layer(1).wuk_t, &x16->layer(1).wuv})
-      EXPECT_TRUE(h->head.x16 && h->head.type == GgmlType::Q5_0 && h->head.rows % 16 == 0);
+      EXPECT_TRUE(h->head.x16 && h->head.type == b32 && h->head.rows % 16 == 0);
   } else {
     EXPECT_EQ(x16->interleaved_weight_bytes(), 0u);
   }
@@ -434,6 +438,11 @@ TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
   const double gerr = compare(gemm_got, gemm_want, spec.n_vocab).max_abs;
   EXPECT_LE(gerr, 1e-4 * mag) << "f32 GEMM path: max |difference| " << gerr;
   EXPECT_EQ(run_gemm(x16, 3), gemm_got);
+}
+
+TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
+  check_read_into_memory(GgmlType::Q4_K);
+  check_read_into_memory(GgmlType::Q4_0);
 }
 
 // The parts a large expert is split into (moe_experts: ceil(n / 128) of
