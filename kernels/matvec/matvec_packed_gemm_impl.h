@@ -293,17 +293,17 @@ void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::si
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
 // q8_pack_tile's packing for AVX-512 (TR 32 rows, integers + 128) of Q4_K,
-// Q5_0 or Q4_0 straight from x16 tiles (matvec.h), with no copy in the original
+// Q5_K, Q5_0 or Q4_0 straight from x16 tiles (matvec.h), with no copy in the original
 // layout between: the tiles' words already lie 4 bytes per row, so each of a
 // group's 8 steps is one 64-byte load per 16-row tile, its nibbles masked
-// (Q5_0's fifth bits added through byte masks from qh). w: the first tile,
+// (Q5_K's and Q5_0's fifth bits added through byte masks from qh). w: the first tile,
 // rb bytes per row; nr: 16 or 32 rows. The same bytes as q8_pack_tile on the
 // original rows.
 namespace {
 template <GgmlType T>
 void q8_pack_x16(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::size_t g0, std::size_t ng,
                  std::uint8_t* dst) {
-  static_assert(T == GgmlType::Q4_K || T == GgmlType::Q5_0 || T == GgmlType::Q4_0);
+  static_assert(T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q5_0 || T == GgmlType::Q4_0);
   using D = Q8Dot<xsimd::avx512bw>;
   constexpr int TR = D::V * D::MR, kS = packed_scales(T), kO = packed_offsets(T);
   static_assert(TR == 32 && kS == 1 && D::kFlip == 0x80808080u);
@@ -323,19 +323,22 @@ void q8_pack_x16(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::siz
         continue;
       }
       const std::uint8_t* tile = w + 16 * h * rb;
-      if constexpr (T == GgmlType::Q4_K) {
+      if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
+        using X = std::conditional_t<T == GgmlType::Q5_K, X16Q5K, X16Q4K>;
         const std::size_t b = (g0 + g) / 8, j = (g0 + g) % 8;  // sub-block j: low (even) or high nibbles of qs run j / 2
-        const std::uint8_t* p = tile + b * X16Q4K::kBytes;
+        const std::uint8_t* p = tile + b * X::kBytes;
         __m128i sc8[8], mn8[8];
         x16_q4_k_scales(p, sc8, mn8);
         const __m512 dd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-        const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + X16Q4K::kDmin)));
+        const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + X::kDmin)));
         _mm512_storeu_ps(d + 16 * h, _mm512_mul_ps(dd, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc8[j]))));
         const __m512 m = _mm512_mul_ps(dm, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mn8[j])));
         _mm512_storeu_ps(o + 16 * h, _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(m), sign)));
         for (int k = 0; k < 8; ++k) {
-          const __m512i v = _mm512_loadu_si512(p + X16Q4K::kQs + 64 * (8 * (j / 2) + static_cast<std::size_t>(k)));
-          const __m512i n = (j & 1) ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
+          const __m512i v = _mm512_loadu_si512(p + X::kQs + 64 * (8 * (j / 2) + static_cast<std::size_t>(k)));
+          __m512i n = (j & 1) ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
+          if constexpr (T == GgmlType::Q5_K)
+            n = _mm512_mask_add_epi8(n, x16_q5_k_bits(p, static_cast<int>(j), k), n, _mm512_set1_epi8(16));
           _mm512_storeu_si512(step(k), _mm512_or_si512(n, flip));
         }
       } else {
@@ -475,10 +478,11 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
   static_assert(!kX16 || TR % 16 == 0);
   const std::size_t groups = cols / 32;
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + TR - 1) / TR);
-  // x16 (Q4_K, Q5_0 or Q4_0) taken back: groups per block of the type; the chunk's rows in the original layout
+  // x16 (Q4_K, Q5_K, Q5_0 or Q4_0) taken back: groups per block of the type; the chunk's rows in the original layout
   constexpr bool kPlain = kX16 && !uses_zmm_rows<Arch>();
-  constexpr std::size_t kBlockGroups = T == GgmlType::Q4_K ? 8 : 1;
+  constexpr std::size_t kBlockGroups = T == GgmlType::Q4_K || T == GgmlType::Q5_K ? 8 : 1;
   constexpr std::size_t kGroupBytes = T == GgmlType::Q4_K   ? sizeof(BlockQ4_K) / 8
+                                      : T == GgmlType::Q5_K ? sizeof(BlockQ5_K) / 8
                                       : T == GgmlType::Q5_0 ? sizeof(BlockQ5_0)
                                                             : sizeof(BlockQ4_0);
   constexpr std::size_t kPlainBytes = kPlain ? kQ8PackGroups * kGroupBytes * TR : 1;  // (TR, chunk)

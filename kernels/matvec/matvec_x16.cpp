@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/matvec/matvec.h"
@@ -16,32 +17,49 @@ namespace latte::kernels {
 
 namespace {
 
-static_assert(X16Q4K::kBytes == 16 * sizeof(BlockQ4_K) && X16Q5_0::kBytes == 16 * sizeof(BlockQ5_0) &&
-              X16Q4_0::kBytes == 16 * sizeof(BlockQ4_0));
+static_assert(X16Q4K::kBytes == 16 * sizeof(BlockQ4_K) && X16Q5K::kBytes == 16 * sizeof(BlockQ5_K) &&
+              X16Q5_0::kBytes == 16 * sizeof(BlockQ5_0) && X16Q4_0::kBytes == 16 * sizeof(BlockQ4_0));
 
-void interleave_q4_k(const std::uint8_t* src, std::size_t src_rb, std::size_t nb, std::uint8_t* tile) {
+// Q4_K and Q5_K: the same fields (X as X16Q4K or X16Q5K), Q5_K's qh bits as masks.
+template <class B, class X>
+void interleave_k45(const std::uint8_t* src, std::size_t src_rb, std::size_t nb, std::uint8_t* tile) {
   for (std::size_t b = 0; b < nb; ++b) {
-    std::uint8_t* o = tile + b * X16Q4K::kBytes;
+    std::uint8_t* o = tile + b * X::kBytes;
+    std::uint64_t qh[8][8] = {};
     for (std::size_t r = 0; r < 16; ++r) {
-      const auto* blk = reinterpret_cast<const BlockQ4_K*>(src + r * src_rb) + b;
+      const auto* blk = reinterpret_cast<const B*>(src + r * src_rb) + b;
       std::memcpy(o + 2 * r, &blk->d, 2);
-      std::memcpy(o + X16Q4K::kDmin + 2 * r, &blk->dmin, 2);
-      for (std::size_t j = 0; j < 12; ++j) o[X16Q4K::kScales + 16 * j + r] = blk->scales[j];
-      for (std::size_t k = 0; k < 32; ++k) std::memcpy(o + X16Q4K::kQs + 64 * k + 4 * r, blk->qs + 4 * k, 4);
+      std::memcpy(o + X::kDmin + 2 * r, &blk->dmin, 2);
+      for (std::size_t j = 0; j < 12; ++j) o[X::kScales + 16 * j + r] = blk->scales[j];
+      for (std::size_t k = 0; k < 32; ++k) std::memcpy(o + X::kQs + 64 * k + 4 * r, blk->qs + 4 * k, 4);
+      if constexpr (std::is_same_v<B, BlockQ5_K>)
+        for (std::size_t j = 0; j < 8; ++j)
+          for (std::size_t c = 0; c < 32; ++c)
+            qh[j][c / 4] |= static_cast<std::uint64_t>((blk->qh[c] >> j) & 1u) << (4 * r + c % 4);
     }
+    if constexpr (std::is_same_v<B, BlockQ5_K>) std::memcpy(o + X16Q5K::kQh, qh, sizeof qh);
   }
 }
 
-void deinterleave_q4_k(const std::uint8_t* tile, std::size_t b0, std::size_t nb, std::uint8_t* dst,
-                       std::size_t dst_rb) {
+template <class B, class X>
+void deinterleave_k45(const std::uint8_t* tile, std::size_t b0, std::size_t nb, std::uint8_t* dst,
+                      std::size_t dst_rb) {
   for (std::size_t b = 0; b < nb; ++b) {
-    const std::uint8_t* p = tile + (b0 + b) * X16Q4K::kBytes;
+    const std::uint8_t* p = tile + (b0 + b) * X::kBytes;
+    std::uint64_t qh[8][8];
+    if constexpr (std::is_same_v<B, BlockQ5_K>) std::memcpy(qh, p + X16Q5K::kQh, sizeof qh);
     for (std::size_t r = 0; r < 16; ++r) {
-      auto* blk = reinterpret_cast<BlockQ4_K*>(dst + r * dst_rb) + b;
+      auto* blk = reinterpret_cast<B*>(dst + r * dst_rb) + b;
       std::memcpy(&blk->d, p + 2 * r, 2);
-      std::memcpy(&blk->dmin, p + X16Q4K::kDmin + 2 * r, 2);
-      for (std::size_t j = 0; j < 12; ++j) blk->scales[j] = p[X16Q4K::kScales + 16 * j + r];
-      for (std::size_t k = 0; k < 32; ++k) std::memcpy(blk->qs + 4 * k, p + X16Q4K::kQs + 64 * k + 4 * r, 4);
+      std::memcpy(&blk->dmin, p + X::kDmin + 2 * r, 2);
+      for (std::size_t j = 0; j < 12; ++j) blk->scales[j] = p[X::kScales + 16 * j + r];
+      for (std::size_t k = 0; k < 32; ++k) std::memcpy(blk->qs + 4 * k, p + X::kQs + 64 * k + 4 * r, 4);
+      if constexpr (std::is_same_v<B, BlockQ5_K>)
+        for (std::size_t c = 0; c < 32; ++c) {
+          std::uint8_t h = 0;
+          for (std::size_t j = 0; j < 8; ++j) h |= static_cast<std::uint8_t>(((qh[j][c / 4] >> (4 * r + c % 4)) & 1u) << j);
+          blk->qh[c] = h;
+        }
     }
   }
 }
@@ -107,7 +125,7 @@ void deinterleave_q4_0(const std::uint8_t* tile, std::size_t b0, std::size_t nb,
 }  // namespace
 
 bool matvec_x16_type(GgmlType type) {
-  return type == GgmlType::Q4_K || type == GgmlType::Q5_0 || type == GgmlType::Q4_0;
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q5_0 || type == GgmlType::Q4_0;
 }
 
 void matvec_x16_check_args(GgmlType type, std::size_t rows, std::size_t cols) {
@@ -131,7 +149,8 @@ void matvec_x16_interleave(GgmlType type, void* w, std::size_t rows, std::size_t
     std::uint8_t* rows16 = tmp.data() + static_cast<std::size_t>(omp_get_thread_num()) * 16 * rb;
     std::uint8_t* tile = base + static_cast<std::size_t>(i) * 16 * rb;
     std::memcpy(rows16, tile, 16 * rb);
-    if (type == GgmlType::Q4_K) interleave_q4_k(rows16, rb, nb, tile);
+    if (type == GgmlType::Q4_K) interleave_k45<BlockQ4_K, X16Q4K>(rows16, rb, nb, tile);
+    else if (type == GgmlType::Q5_K) interleave_k45<BlockQ5_K, X16Q5K>(rows16, rb, nb, tile);
     else if (type == GgmlType::Q5_0) interleave_q5_0(rows16, rb, nb, tile);
     else interleave_q4_0(rows16, rb, nb, tile);
   }
@@ -141,7 +160,8 @@ void matvec_x16_deinterleave(GgmlType type, const void* tile, std::size_t b0, st
                              std::size_t dst_rb) {
   const auto* t = static_cast<const std::uint8_t*>(tile);
   auto* d = static_cast<std::uint8_t*>(dst);
-  if (type == GgmlType::Q4_K) deinterleave_q4_k(t, b0, nb, d, dst_rb);
+  if (type == GgmlType::Q4_K) deinterleave_k45<BlockQ4_K, X16Q4K>(t, b0, nb, d, dst_rb);
+  else if (type == GgmlType::Q5_K) deinterleave_k45<BlockQ5_K, X16Q5K>(t, b0, nb, d, dst_rb);
   else if (type == GgmlType::Q5_0) deinterleave_q5_0(t, b0, nb, d, dst_rb);
   else deinterleave_q4_0(t, b0, nb, d, dst_rb);
 }

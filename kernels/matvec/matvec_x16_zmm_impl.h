@@ -18,7 +18,8 @@ inline __m512i bcast_word(const std::int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// The 6-bit scales and mins of a Q4_K x16 block's 16 rows (sc8[j], mn8[j]:
+static_assert(X16Q5K::kScales == X16Q4K::kScales && X16Q5K::kDmin == X16Q4K::kDmin);
+// The 6-bit scales and mins of a Q4_K (or Q5_K) x16 block's 16 rows (sc8[j], mn8[j]:
 // sub-block j's, a byte per row), apart with byte operations on their
 // transposed bytes (matvec.h's scales[12][16]).
 inline void x16_q4_k_scales(const std::uint8_t* p, __m128i (&sc8)[8], __m128i (&mn8)[8]) {
@@ -35,19 +36,28 @@ inline void x16_q4_k_scales(const std::uint8_t* p, __m128i (&sc8)[8], __m128i (&
   }
 }
 
-// y[t][0, 16) = the tile's 16 rows of Q4_K (nb blocks of 256) against
-// token t (ActQ8K), t < NT. Per block and row: sum over sub-blocks j of
-// d sc_j dot_j - dmin mn_j sums_j, the integer part exact in int32 (8 x 63 x
-// 32 x 15 x 127 < 2^31).
-template <int NT>
-void tile_q4_k_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* const* xk, float* const* y) {
-  const __m512i m4 = _mm512_set1_epi8(15);
+// Q5_K x16 block p's fifth bits of sub-block j, step k (matvec.h's qh[j][k]).
+inline __mmask64 x16_q5_k_bits(const std::uint8_t* p, int j, int k) {
+  std::uint64_t m;
+  std::memcpy(&m, p + X16Q5K::kQh + 8 * (8 * static_cast<std::size_t>(j) + static_cast<std::size_t>(k)), 8);
+  return _cvtu64_mask64(m);
+}
+
+// y[t][0, 16) = the tile's 16 rows of Q4_K or Q5_K (kFive; nb blocks of
+// 256) against token t (ActQ8K), t < NT. Per block and row: sum over
+// sub-blocks j of d sc_j dot_j - dmin mn_j sums_j, the integer part exact in
+// int32 (8 x 63 x 32 x 31 x 127 < 2^31); Q5_K's fifth bits added through
+// byte masks straight from its qh.
+template <int NT, bool kFive>
+void tile_k45_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* const* xk, float* const* y) {
+  using X = std::conditional_t<kFive, X16Q5K, X16Q4K>;
+  const __m512i m4 = _mm512_set1_epi8(15), k16 = _mm512_set1_epi8(16);
   __m512 acc[NT], accm[NT];
   for (int t = 0; t < NT; ++t) acc[t] = accm[t] = _mm512_setzero_ps();
   for (std::size_t b = 0; b < nb; ++b) {
-    const std::uint8_t* p = tile + b * X16Q4K::kBytes;
+    const std::uint8_t* p = tile + b * X::kBytes;
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + X16Q4K::kDmin)));
+    const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + X::kDmin)));
     __m128i sc8[8], mn8[8];  // (16 rows) sub-block j's scale and min
     x16_q4_k_scales(p, sc8, mn8);
     __m512i mi[NT], ai[NT];  // per token: sum_j mn_j sums_j; sum_j sc_j dot_j
@@ -63,8 +73,12 @@ void tile_q4_k_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* const
       __m512i lo[NT], hi[NT];
       for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
       for (int k = 0; k < 8; ++k) {
-        const __m512i v = _mm512_loadu_si512(p + X16Q4K::kQs + 64 * (8 * c + k));
-        const __m512i l = _mm512_and_si512(v, m4), h = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        const __m512i v = _mm512_loadu_si512(p + X::kQs + 64 * (8 * c + k));
+        __m512i l = _mm512_and_si512(v, m4), h = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        if constexpr (kFive) {
+          l = _mm512_mask_add_epi8(l, x16_q5_k_bits(p, 2 * c, k), l, k16);
+          h = _mm512_mask_add_epi8(h, x16_q5_k_bits(p, 2 * c + 1, k), h, k16);
+        }
         for (int t = 0; t < NT; ++t) {
           lo[t] = dot4(lo[t], l, bcast_word(xk[t][b].qs + 64 * c + 4 * k));
           hi[t] = dot4(hi[t], h, bcast_word(xk[t][b].qs + 64 * c + 32 + 4 * k));
@@ -127,8 +141,8 @@ template <GgmlType T>
 void tile_x16(int n, const std::uint8_t* tile, std::size_t cols, const void* const* xv, float* const* y) {
   auto run = [&](auto nt_) {
     constexpr int NT = decltype(nt_)::value;
-    if constexpr (T == GgmlType::Q4_K)
-      tile_q4_k_x16<NT>(tile, cols / 256, reinterpret_cast<const ActQ8K* const*>(xv), y);
+    if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K)
+      tile_k45_x16<NT, T == GgmlType::Q5_K>(tile, cols / 256, reinterpret_cast<const ActQ8K* const*>(xv), y);
     else
       tile_b32_x16<NT, T == GgmlType::Q5_0>(tile, cols / 32, reinterpret_cast<const ActQ8* const*>(xv), y);
   };

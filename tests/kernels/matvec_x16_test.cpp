@@ -22,7 +22,7 @@ namespace latte::kernels {
 namespace {
 
 // rows x cols of random bytes with finite fp16 scales (d in [-0.05, 0.05],
-// Q4_K's dmin in [0, 0.025]): every integer, scale and min pattern a file can hold.
+// the K-quants' dmin in [0, 0.025]): every integer, scale and min pattern a file can hold.
 std::vector<std::uint8_t> random_matrix(GgmlType t, std::size_t rows, std::size_t cols, std::uint64_t seed) {
   const std::size_t rb = ggml_row_bytes(t, cols), bb = ggml_row_bytes(t, ggml_block_elems(t));
   const std::size_t nblk = rows * rb / bb;
@@ -33,7 +33,8 @@ std::vector<std::uint8_t> random_matrix(GgmlType t, std::size_t rows, std::size_
     std::uint8_t* blk = w.data() + b * bb;
     const std::uint16_t d = f32_to_fp16((r[w.size() + 2 * b] - 128.f) / 2560.f);
     std::memcpy(blk, &d, 2);  // d first in every type here
-    if (t == GgmlType::Q4_K) {
+    if (t == GgmlType::Q4_K || t == GgmlType::Q5_K) {
+      static_assert(offsetof(BlockQ4_K, dmin) == offsetof(BlockQ5_K, dmin));
       const std::uint16_t m = f32_to_fp16(r[w.size() + 2 * b + 1] / 10240.f);
       std::memcpy(blk + offsetof(BlockQ4_K, dmin), &m, 2);
     }
@@ -46,9 +47,12 @@ std::vector<std::uint8_t> interleaved(GgmlType t, std::vector<std::uint8_t> w, s
   return w;
 }
 
+const GgmlType kX16Types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q5_0, GgmlType::Q4_0};
+bool k_quant(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K; }
+
 TEST(MatvecX16, DeinterleaveGivesTheBytesBack) {
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q4_0}) {
-    const std::size_t rows = 48, cols = t == GgmlType::Q4_K ? 768 : 224;
+  for (GgmlType t : kX16Types) {
+    const std::size_t rows = 48, cols = k_quant(t) ? 768 : 224;
     const std::size_t rb = ggml_row_bytes(t, cols), nb = cols / ggml_block_elems(t);
     const auto w = random_matrix(t, rows, cols, 5);
     const auto x = interleaved(t, w, rows, cols);
@@ -101,6 +105,26 @@ TEST(MatvecX16, LayoutAsDocumented) {
     }
   }
   {
+    const std::size_t rows = 16, cols = 512, rb = ggml_row_bytes(GgmlType::Q5_K, cols);
+    const auto w = random_matrix(GgmlType::Q5_K, rows, cols, 9);
+    const auto x = interleaved(GgmlType::Q5_K, w, rows, cols);
+    for (std::size_t r : {0, 11, 15}) {  // block 1 of rows 0, 11, 15
+      const auto& b = reinterpret_cast<const BlockQ5_K*>(w.data() + r * rb)[1];
+      const std::uint8_t* p = x.data() + 2816;
+      EXPECT_EQ(std::memcmp(p + 2 * r, &b.d, 2), 0);
+      EXPECT_EQ(std::memcmp(p + 32 + 2 * r, &b.dmin, 2), 0);
+      for (int j = 0; j < 12; ++j) EXPECT_EQ(p[64 + 16 * j + r], b.scales[j]) << "scales " << j;
+      for (int j = 0; j < 8; ++j)
+        for (int k = 0; k < 8; ++k) {
+          std::uint64_t m;
+          std::memcpy(&m, p + 256 + 8 * (8 * j + k), 8);
+          for (int i = 0; i < 4; ++i)
+            EXPECT_EQ((m >> (4 * r + i)) & 1, (b.qh[4 * k + i] >> j) & 1u) << r << " " << j << " " << k << " " << i;
+        }
+      for (int k = 0; k < 32; ++k) EXPECT_EQ(std::memcmp(p + 768 + 64 * k + 4 * r, b.qs + 4 * k, 4), 0) << "qs " << k;
+    }
+  }
+  {
     const std::size_t rows = 32, cols = 64, rb = ggml_row_bytes(GgmlType::Q4_0, cols);
     const auto w = random_matrix(GgmlType::Q4_0, rows, cols, 8);
     const auto x = interleaved(GgmlType::Q4_0, w, rows, cols);
@@ -135,7 +159,7 @@ void check_x16(Isa isa, GgmlType t, std::size_t rows, std::size_t cols, std::siz
     matmul_ref(t, w.data(), rows, cols, x.data(), ldx, n, ref.data(), ldy, nullptr, 1);
     std::vector<std::uint8_t> scratch(matvec_scratch_bytes_x16(t, cols, n));  // exactly: ASan sees an overrun
     k.matmul_x16(t, wx.data(), rows, cols, x.data(), ldx, n, got.data(), ldy, scratch.data(), threads);
-    const std::size_t ab = t == GgmlType::Q4_K ? 256 : 32;  // activation scale block
+    const std::size_t ab = k_quant(t) ? 256 : 32;  // activation scale block
     for (std::size_t tok = 0; tok < n; ++tok) {
       const float* xt = x.data() + tok * ldx;
       for (std::size_t r = 0; r < rows; ++r) {
@@ -159,11 +183,12 @@ void check_x16(Isa isa, GgmlType t, std::size_t rows, std::size_t cols, std::siz
 
 TEST(MatvecX16, EveryIsaAnyBitsTokensAndThreads) {
   for (Isa isa : supported_isas()) {
-    for (std::size_t nblk : {1, 2, 3, 5}) check_x16(isa, GgmlType::Q4_K, 16, 256 * nblk, 1, 1, nblk);
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K})
+      for (std::size_t nblk : {1, 2, 3, 5}) check_x16(isa, t, 16, 256 * nblk, 1, 1, nblk);
     for (GgmlType t : {GgmlType::Q5_0, GgmlType::Q4_0})
       for (std::size_t nblk : {1, 2, 3, 7, 33, 44}) check_x16(isa, t, 16, 32 * nblk, 1, 1, nblk);
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q4_0}) {
-      const std::size_t cols = t == GgmlType::Q4_K ? 1280 : 1408;  // block 32: V2-Lite's expert down projections
+    for (GgmlType t : kX16Types) {
+      const std::size_t cols = k_quant(t) ? 1280 : 1408;  // block 32: V2-Lite's expert down projections
       // 1-7: the tile kernels (4 tokens at a time); 8 on: the packed GEMM
       // (AVX-512; AVX2's Q4_K from 16), 34: past its 32-group chunks' tokens
       for (std::size_t n : {1, 2, 3, 4, 5, 7, 8, 9, 17, 34}) check_x16(isa, t, 48, cols, n, 1, 10 + n);
@@ -185,8 +210,8 @@ TEST(MatvecX16, EveryIsaAnyBitsTokensAndThreads) {
 TEST(MatvecX16, ManyTokensAsTheOriginalLayoutBitForBit) {
   for (Isa isa : supported_isas()) {
     const auto& k = matvec_kernels(isa);
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q4_0}) {
-      const std::size_t rows = 80, cols = t == GgmlType::Q4_K ? 1280 : 1408, ldx = cols + 3, ldy = rows + 5;
+    for (GgmlType t : kX16Types) {
+      const std::size_t rows = 80, cols = k_quant(t) ? 1280 : 1408, ldx = cols + 3, ldy = rows + 5;
       const auto w = random_matrix(t, rows, cols, 61);
       const auto wx = interleaved(t, w, rows, cols);
       for (std::size_t n : {8, 9, 17, 34, 40}) {
@@ -211,7 +236,7 @@ TEST(MatvecX16, OneThreadInsideTheCallersRegion) {
   constexpr int kTeam = 3;
   for (Isa isa : supported_isas()) {
     const auto& k = matvec_kernels(isa);
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q4_0}) {
+    for (GgmlType t : kX16Types) {
       const std::size_t rows = 48, cols = 512;
       const auto wx = interleaved(t, random_matrix(t, rows, cols, 91), rows, cols);
       for (std::size_t n : {1, 3, 40}) {
@@ -237,7 +262,7 @@ TEST(MatvecX16, OneThreadInsideTheCallersRegion) {
 // No columns: every output is the empty sum, 0, on every path.
 TEST(MatvecX16, NoColumnsGiveZeros) {
   for (Isa isa : supported_isas()) {
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q4_0}) {
+    for (GgmlType t : kX16Types) {
       for (std::size_t n : {1, 5, 20}) {
         std::vector<float> y(n * 32, -7.f);
         float x[1] = {0.f};
@@ -253,9 +278,7 @@ TEST(MatvecX16, NoColumnsGiveZeros) {
 TEST(MatvecX16, FastWhereTheIsaHasKernels) {
   for (Isa isa : supported_isas()) {
     const auto& k = matvec_kernels(isa);
-    EXPECT_EQ(k.x16_fast(GgmlType::Q4_K), isa == Isa::avx512) << isa_name(isa);
-    EXPECT_EQ(k.x16_fast(GgmlType::Q5_0), isa == Isa::avx512) << isa_name(isa);
-    EXPECT_EQ(k.x16_fast(GgmlType::Q4_0), isa == Isa::avx512) << isa_name(isa);
+    for (GgmlType t : kX16Types) EXPECT_EQ(k.x16_fast(t), isa == Isa::avx512) << isa_name(isa) << " " << ggml_type_name(t);
     EXPECT_FALSE(k.x16_fast(GgmlType::Q8_0)) << isa_name(isa);
   }
 }

@@ -352,8 +352,8 @@ TEST(Session, LargeExpertsSplitKeepTheLogits) {
 
 // A model read into memory has the matrices decode streams re-laid out,
 // row-interleaved, where the active ISA has kernels for that (Q4_K with its
-// Q5_0 fallback, and Q4_0, with AVX-512 VNNI; the per-head attn_k_b and
-// attn_v_b too): the logits agree with the mapped model's up to f32
+// Q5_0 fallback, Q5_K and Q4_0, with AVX-512 VNNI; the per-head attn_k_b
+// and attn_v_b too): the logits agree with the mapped model's up to f32
 // summation order, on the tile kernels (chunks below 8 tokens, and decode)
 // and on the packed GEMM (12 tokens); they do not depend on the thread
 // count; the model's fingerprint is the file's. Read without interleaving,
@@ -378,18 +378,21 @@ void check_read_into_memory(GgmlType type) {
   read_plain.interleave = false;
   const auto mapped = Model::load(path), x16 = Model::load(path, read), plain = Model::load(path, read_plain);
   const bool fast = kernels::matvec_kernels(active_isa()).x16_fast(type);
-  // Q4_K's fallback for widths not a multiple of 256 (the 128-column expert down projections, the heads)
-  const GgmlType b32 = type == GgmlType::Q4_K ? GgmlType::Q5_0 : type;
+  // the type of the 128-column expert down projections and of the heads (a K-quant's block-32 fallback)
+  const GgmlType b32 = row_type_for(type, 128);
+  const bool b32_fast = kernels::matvec_kernels(active_isa()).x16_fast(b32);
   EXPECT_EQ(mapped->interleaved_weight_bytes(), 0u);
   EXPECT_EQ(plain->interleaved_weight_bytes(), 0u);
   if (fast) {
     // all but attn_kv_a_mqa (72 rows) and the embeddings
     EXPECT_GT(x16->interleaved_weight_bytes(), mapped->decode_weight_bytes() / 2);
-    EXPECT_TRUE(x16->layer(1).exp_down.head.x16 && x16->layer(1).exp_down.head.type == b32);
-    EXPECT_TRUE(x16->layer(0).wo.x16 && x16->output().x16 && x16->layer(0).dense.up.x16);
+    EXPECT_EQ(x16->layer(1).exp_down.head.type, b32);
+    EXPECT_EQ(x16->layer(1).exp_down.head.x16, b32_fast);
+    EXPECT_TRUE(x16->output().x16 && x16->layer(0).dense.up.x16);
+    EXPECT_EQ(x16->layer(0).wo.x16, kernels::matvec_kernels(active_isa()).x16_fast(x16->layer(0).wo.type));  // 128 columns
     EXPECT_FALSE(x16->layer(0).wkv_a.x16);
     for (const HeadWeights* h : {&x16->layer(1).wuk_t, &x16->layer(1).wuv})
-      EXPECT_TRUE(h->head.x16 && h->head.type == b32 && h->head.rows % 16 == 0);
+      EXPECT_TRUE(h->head.x16 == b32_fast && h->head.type == b32 && h->head.rows % 16 == 0);
   } else {
     EXPECT_EQ(x16->interleaved_weight_bytes(), 0u);
   }
@@ -441,7 +444,8 @@ void check_read_into_memory(GgmlType type) {
 }
 
 TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
-  check_read_into_memory(GgmlType::Q4_K);
+  check_read_into_memory(GgmlType::Q4_K);  // the heads and expert down projections Q5_0
+  check_read_into_memory(GgmlType::Q5_K);  // those Q5_1, on the row kernels
   check_read_into_memory(GgmlType::Q4_0);
 }
 
