@@ -56,6 +56,12 @@ void tile_k45_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* const*
   for (int t = 0; t < NT; ++t) acc[t] = accm[t] = _mm512_setzero_ps();
   for (std::size_t b = 0; b < nb; ++b) {
     const std::uint8_t* p = tile + b * X::kBytes;
+    // The next block (this tile's, or the next tile's first: tiles lie back
+    // to back), a line at a time: from memory the K-quant tiles, left to the
+    // hardware prefetchers, ran at 60-70% of the plain read
+    // (docs/performance-log.md, "Issue 43, fifth session").
+    for (std::size_t o = 0; o < X::kBytes; o += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(p + X::kBytes + o), _MM_HINT_T0);
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + X::kDmin)));
     __m128i sc8[8], mn8[8];  // (16 rows) sub-block j's scale and min
