@@ -121,7 +121,7 @@ void matvec_check_args(GgmlType type, std::size_t cols);
 
 // ------------------------------------------- row-interleaved weights (x16)
 // Decode reads every weight once per token, and the row kernels above spend
-// more instructions per Q4_K, Q5_K, Q5_0 or Q4_0 weight than the memory needs time to
+// more instructions per Q4_K, Q5_K, IQ4_XS, Q5_0 or Q4_0 weight than the memory needs time to
 // deliver it: per block, a row's scales are unpacked in scalar code and each
 // load feeds one row. Interleaved by 16 rows, one 64-byte load holds 4
 // bytes of each of 16 rows, a vpdpbusd against one broadcast activation word
@@ -148,6 +148,11 @@ void matvec_check_args(GgmlType type, std::size_t cols);
 //     u64 qh[8][8]                   bit 4r + i of qh[j][k] = row r's fifth
 //         bit of column 32j + 4k + i (bit j of its qh[4k + i])
 //     u8  qs[32][16][4]              as Q4_K's
+//   IQ4_XS, 2176 bytes per 256 columns:
+//     u16 d[16], scales_h[16]
+//     u8  scales_l[4][16]
+//     u8  qs[32][16][4]              qs[k][r][i] = row r's qs[4k + i]: low
+//         nibble column 32 (k / 4) + 4 (k % 4) + i, high nibble that + 16
 //   Q4_0, 288 bytes per 32 columns: Q5_0's without qh
 //     u16 d[16]
 //     u8  qs[4][16][4]
@@ -158,6 +163,9 @@ struct X16Q4K {
 struct X16Q5K {
   static constexpr std::size_t kBytes = 2816, kDmin = 32, kScales = 64, kQh = 256, kQs = 768;
 };
+struct X16IQ4XS {
+  static constexpr std::size_t kBytes = 2176, kScalesH = 32, kScalesL = 64, kQs = 128;
+};
 struct X16Q5_0 {
   static constexpr std::size_t kBytes = 352, kQh = 32, kQs = 96;
 };
@@ -165,7 +173,7 @@ struct X16Q4_0 {
   static constexpr std::size_t kBytes = 288, kQs = 32;
 };
 
-// True for the types with an x16 layout (Q4_K, Q5_K, Q5_0, Q4_0).
+// True for the types with an x16 layout (Q4_K, Q5_K, IQ4_XS, Q5_0, Q4_0).
 bool matvec_x16_type(GgmlType type);
 // Throws std::invalid_argument naming what is wrong unless type has an x16
 // layout, rows is a multiple of 16 and cols of the type's block size.

@@ -288,14 +288,16 @@ void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t
     quantize_tokens<Arch>(false, x, ldx, n_tokens, cols, xb, act, xs, nth);
     if (type == GgmlType::Q4_K) q8_gemm<Arch, GgmlType::Q4_K, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
     else if (type == GgmlType::Q5_K) q8_gemm<Arch, GgmlType::Q5_K, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
+    else if (type == GgmlType::IQ4_XS)
+      q8_gemm<Arch, GgmlType::IQ4_XS, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
     else if (type == GgmlType::Q5_0) q8_gemm<Arch, GgmlType::Q5_0, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
     else q8_gemm<Arch, GgmlType::Q4_0, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
     return;
   }
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
   if constexpr (uses_zmm_rows<Arch>()) {
-    // [n_tokens] ActQ8K (cols/256 each) for Q4_K and Q5_K, ActQ8 (cols/32 each) for Q5_0 and Q4_0
-    const bool k = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
+    // [n_tokens] ActQ8K (cols/256 each) for the 256-element blocks, ActQ8 (cols/32 each) for Q5_0 and Q4_0
+    const bool k = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::IQ4_XS;
     const std::size_t act = k ? cols / 256 * sizeof(ActQ8K) : cols / 32 * sizeof(ActQ8);
     quantize_tokens<Arch>(k, x, ldx, n_tokens, cols, xb, act, nullptr, nth);
     const std::size_t tiles = rows / 16;
@@ -311,6 +313,7 @@ void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t
           }
           if (type == GgmlType::Q4_K) tile_x16<GgmlType::Q4_K>(n, wb + i * 16 * rb, cols, xv, yo);
           else if (type == GgmlType::Q5_K) tile_x16<GgmlType::Q5_K>(n, wb + i * 16 * rb, cols, xv, yo);
+          else if (type == GgmlType::IQ4_XS) tile_x16<GgmlType::IQ4_XS>(n, wb + i * 16 * rb, cols, xv, yo);
           else if (type == GgmlType::Q5_0) tile_x16<GgmlType::Q5_0>(n, wb + i * 16 * rb, cols, xv, yo);
           else tile_x16<GgmlType::Q4_0>(n, wb + i * 16 * rb, cols, xv, yo);
         }

@@ -293,17 +293,19 @@ void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::si
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
 // q8_pack_tile's packing for AVX-512 (TR 32 rows, integers + 128) of Q4_K,
-// Q5_K, Q5_0 or Q4_0 straight from x16 tiles (matvec.h), with no copy in the original
+// Q5_K, IQ4_XS, Q5_0 or Q4_0 straight from x16 tiles (matvec.h), with no copy in the original
 // layout between: the tiles' words already lie 4 bytes per row, so each of a
 // group's 8 steps is one 64-byte load per 16-row tile, its nibbles masked
-// (Q5_K's and Q5_0's fifth bits added through byte masks from qh). w: the first tile,
+// (Q5_K's and Q5_0's fifth bits added through byte masks from qh; IQ4_XS's
+// looked up). w: the first tile,
 // rb bytes per row; nr: 16 or 32 rows. The same bytes as q8_pack_tile on the
 // original rows.
 namespace {
 template <GgmlType T>
 void q8_pack_x16(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::size_t g0, std::size_t ng,
                  std::uint8_t* dst) {
-  static_assert(T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q5_0 || T == GgmlType::Q4_0);
+  static_assert(T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::IQ4_XS || T == GgmlType::Q5_0 ||
+                T == GgmlType::Q4_0);
   using D = Q8Dot<xsimd::avx512bw>;
   constexpr int TR = D::V * D::MR, kS = packed_scales(T), kO = packed_offsets(T);
   static_assert(TR == 32 && kS == 1 && D::kFlip == 0x80808080u);
@@ -340,6 +342,19 @@ void q8_pack_x16(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::siz
           if constexpr (T == GgmlType::Q5_K)
             n = _mm512_mask_add_epi8(n, x16_q5_k_bits(p, static_cast<int>(j), k), n, _mm512_set1_epi8(16));
           _mm512_storeu_si512(step(k), _mm512_or_si512(n, flip));
+        }
+      } else if constexpr (T == GgmlType::IQ4_XS) {
+        // Sub-block j: step k, columns 4k.. of it, the low nibbles of qs
+        // word 4j + k % 4 (k < 4) or its high ones, stored value + 128.
+        const std::size_t b = (g0 + g) / 8, j = (g0 + g) % 8;
+        const std::uint8_t* p = tile + b * X16IQ4XS::kBytes;
+        const __m512 dd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        _mm512_storeu_ps(d + 16 * h, _mm512_mul_ps(dd, _mm512_cvtepi32_ps(x16_iq4_xs_scales(p, static_cast<int>(j)))));
+        const __m512i tbl = iq4_table_u8();
+        for (int k = 0; k < 8; ++k) {
+          const __m512i v = _mm512_loadu_si512(p + X16IQ4XS::kQs + 64 * (4 * j + static_cast<std::size_t>(k % 4)));
+          const __m512i n = k < 4 ? _mm512_and_si512(v, m4) : _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+          _mm512_storeu_si512(step(k), _mm512_shuffle_epi8(tbl, n));
         }
       } else {
         // Step k: columns 4k.. of the group, the low nibbles of qs word k % 4
@@ -478,11 +493,12 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
   static_assert(!kX16 || TR % 16 == 0);
   const std::size_t groups = cols / 32;
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + TR - 1) / TR);
-  // x16 (Q4_K, Q5_K, Q5_0 or Q4_0) taken back: groups per block of the type; the chunk's rows in the original layout
+  // x16 (matvec_x16_type) taken back: groups per block of the type; the chunk's rows in the original layout
   constexpr bool kPlain = kX16 && !uses_zmm_rows<Arch>();
-  constexpr std::size_t kBlockGroups = T == GgmlType::Q4_K || T == GgmlType::Q5_K ? 8 : 1;
-  constexpr std::size_t kGroupBytes = T == GgmlType::Q4_K   ? sizeof(BlockQ4_K) / 8
-                                      : T == GgmlType::Q5_K ? sizeof(BlockQ5_K) / 8
+  constexpr std::size_t kBlockGroups = T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::IQ4_XS ? 8 : 1;
+  constexpr std::size_t kGroupBytes = T == GgmlType::Q4_K     ? sizeof(BlockQ4_K) / 8
+                                      : T == GgmlType::Q5_K   ? sizeof(BlockQ5_K) / 8
+                                      : T == GgmlType::IQ4_XS ? sizeof(BlockIQ4_XS) / 8
                                       : T == GgmlType::Q5_0 ? sizeof(BlockQ5_0)
                                                             : sizeof(BlockQ4_0);
   constexpr std::size_t kPlainBytes = kPlain ? kQ8PackGroups * kGroupBytes * TR : 1;  // (TR, chunk)

@@ -18,7 +18,8 @@ namespace latte::kernels {
 namespace {
 
 static_assert(X16Q4K::kBytes == 16 * sizeof(BlockQ4_K) && X16Q5K::kBytes == 16 * sizeof(BlockQ5_K) &&
-              X16Q5_0::kBytes == 16 * sizeof(BlockQ5_0) && X16Q4_0::kBytes == 16 * sizeof(BlockQ4_0));
+              X16IQ4XS::kBytes == 16 * sizeof(BlockIQ4_XS) && X16Q5_0::kBytes == 16 * sizeof(BlockQ5_0) &&
+              X16Q4_0::kBytes == 16 * sizeof(BlockQ4_0));
 
 // Q4_K and Q5_K: the same fields (X as X16Q4K or X16Q5K), Q5_K's qh bits as masks.
 template <class B, class X>
@@ -60,6 +61,33 @@ void deinterleave_k45(const std::uint8_t* tile, std::size_t b0, std::size_t nb, 
           for (std::size_t j = 0; j < 8; ++j) h |= static_cast<std::uint8_t>(((qh[j][c / 4] >> (4 * r + c % 4)) & 1u) << j);
           blk->qh[c] = h;
         }
+    }
+  }
+}
+
+void interleave_iq4_xs(const std::uint8_t* src, std::size_t src_rb, std::size_t nb, std::uint8_t* tile) {
+  for (std::size_t b = 0; b < nb; ++b) {
+    std::uint8_t* o = tile + b * X16IQ4XS::kBytes;
+    for (std::size_t r = 0; r < 16; ++r) {
+      const auto* blk = reinterpret_cast<const BlockIQ4_XS*>(src + r * src_rb) + b;
+      std::memcpy(o + 2 * r, &blk->d, 2);
+      std::memcpy(o + X16IQ4XS::kScalesH + 2 * r, &blk->scales_h, 2);
+      for (std::size_t j = 0; j < 4; ++j) o[X16IQ4XS::kScalesL + 16 * j + r] = blk->scales_l[j];
+      for (std::size_t k = 0; k < 32; ++k) std::memcpy(o + X16IQ4XS::kQs + 64 * k + 4 * r, blk->qs + 4 * k, 4);
+    }
+  }
+}
+
+void deinterleave_iq4_xs(const std::uint8_t* tile, std::size_t b0, std::size_t nb, std::uint8_t* dst,
+                         std::size_t dst_rb) {
+  for (std::size_t b = 0; b < nb; ++b) {
+    const std::uint8_t* p = tile + (b0 + b) * X16IQ4XS::kBytes;
+    for (std::size_t r = 0; r < 16; ++r) {
+      auto* blk = reinterpret_cast<BlockIQ4_XS*>(dst + r * dst_rb) + b;
+      std::memcpy(&blk->d, p + 2 * r, 2);
+      std::memcpy(&blk->scales_h, p + X16IQ4XS::kScalesH + 2 * r, 2);
+      for (std::size_t j = 0; j < 4; ++j) blk->scales_l[j] = p[X16IQ4XS::kScalesL + 16 * j + r];
+      for (std::size_t k = 0; k < 32; ++k) std::memcpy(blk->qs + 4 * k, p + X16IQ4XS::kQs + 64 * k + 4 * r, 4);
     }
   }
 }
@@ -125,7 +153,8 @@ void deinterleave_q4_0(const std::uint8_t* tile, std::size_t b0, std::size_t nb,
 }  // namespace
 
 bool matvec_x16_type(GgmlType type) {
-  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q5_0 || type == GgmlType::Q4_0;
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::IQ4_XS || type == GgmlType::Q5_0 ||
+         type == GgmlType::Q4_0;
 }
 
 void matvec_x16_check_args(GgmlType type, std::size_t rows, std::size_t cols) {
@@ -151,6 +180,7 @@ void matvec_x16_interleave(GgmlType type, void* w, std::size_t rows, std::size_t
     std::memcpy(rows16, tile, 16 * rb);
     if (type == GgmlType::Q4_K) interleave_k45<BlockQ4_K, X16Q4K>(rows16, rb, nb, tile);
     else if (type == GgmlType::Q5_K) interleave_k45<BlockQ5_K, X16Q5K>(rows16, rb, nb, tile);
+    else if (type == GgmlType::IQ4_XS) interleave_iq4_xs(rows16, rb, nb, tile);
     else if (type == GgmlType::Q5_0) interleave_q5_0(rows16, rb, nb, tile);
     else interleave_q4_0(rows16, rb, nb, tile);
   }
@@ -162,6 +192,7 @@ void matvec_x16_deinterleave(GgmlType type, const void* tile, std::size_t b0, st
   auto* d = static_cast<std::uint8_t*>(dst);
   if (type == GgmlType::Q4_K) deinterleave_k45<BlockQ4_K, X16Q4K>(t, b0, nb, d, dst_rb);
   else if (type == GgmlType::Q5_K) deinterleave_k45<BlockQ5_K, X16Q5K>(t, b0, nb, d, dst_rb);
+  else if (type == GgmlType::IQ4_XS) deinterleave_iq4_xs(t, b0, nb, d, dst_rb);
   else if (type == GgmlType::Q5_0) deinterleave_q5_0(t, b0, nb, d, dst_rb);
   else deinterleave_q4_0(t, b0, nb, d, dst_rb);
 }

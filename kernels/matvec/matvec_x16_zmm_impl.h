@@ -103,6 +103,63 @@ void tile_k45_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* const*
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y[t], _mm512_sub_ps(acc[t], accm[t]));
 }
 
+// Sub-block j's scales (ls - 32) of an IQ4_XS x16 block's 16 rows, an int32 lane each.
+inline __m512i x16_iq4_xs_scales(const std::uint8_t* p, int j) {
+  const __m512i sh = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + X16IQ4XS::kScalesH)));
+  const __m512i sl = _mm512_cvtepu8_epi32(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + X16IQ4XS::kScalesL + 16 * static_cast<std::size_t>(j / 2))));
+  const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(sl, 4 * static_cast<unsigned>(j & 1)), _mm512_set1_epi32(15));
+  const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(sh, 2 * static_cast<unsigned>(j)), _mm512_set1_epi32(3));
+  return _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
+}
+
+// IQ4_NL's values + 128 (unsigned, for vpdpbusd's first operand) in each
+// 128-bit lane, for a nibble lookup with vpshufb.
+inline __m512i iq4_table_u8() {
+  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Table));
+  return _mm512_xor_si512(_mm512_broadcast_i32x4(t), _mm512_set1_epi8(-128));
+}
+
+// y[t][0, 16) = the tile's 16 rows of IQ4_XS (nb blocks of 256) against
+// token t (ActQ8K), t < NT. The values + 128 dot the activations; per
+// sub-block j: (ls_j - 32) (dot_j - 128 sums_j), exact in int32 (8 x 32 x
+// 32 x 128 x 128 < 2^31), times d dx once per block.
+template <int NT>
+void tile_iq4_xs_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* const* xk, float* const* y) {
+  const __m512i m4 = _mm512_set1_epi8(15), tbl = iq4_table_u8();
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (std::size_t b = 0; b < nb; ++b) {
+    const std::uint8_t* p = tile + b * X16IQ4XS::kBytes;
+    for (std::size_t o = 0; o < X16IQ4XS::kBytes; o += 64)  // the next block, as tile_k45_x16
+      _mm_prefetch(reinterpret_cast<const char*>(p + X16IQ4XS::kBytes + o), _MM_HINT_T0);
+    __m512i ai[NT];  // per token: sum_j (ls_j - 32) (dot_j - 128 sums_j)
+    for (int t = 0; t < NT; ++t) ai[t] = _mm512_setzero_si512();
+    for (int j = 0; j < 8; ++j) {
+      __m512i lo[NT], hi[NT];
+      for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
+      for (int k = 0; k < 4; ++k) {
+        const __m512i v = _mm512_loadu_si512(p + X16IQ4XS::kQs + 64 * (4 * j + k));
+        const __m512i l = _mm512_shuffle_epi8(tbl, _mm512_and_si512(v, m4));
+        const __m512i h = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+        for (int t = 0; t < NT; ++t) {
+          lo[t] = dot4(lo[t], l, bcast_word(xk[t][b].qs + 32 * j + 4 * k));
+          hi[t] = dot4(hi[t], h, bcast_word(xk[t][b].qs + 32 * j + 16 + 4 * k));
+        }
+      }
+      const __m512i ls = x16_iq4_xs_scales(p, j);
+      for (int t = 0; t < NT; ++t) {
+        const __m512i dj = _mm512_sub_epi32(_mm512_add_epi32(lo[t], hi[t]), _mm512_set1_epi32(128 * xk[t][b].sums[j]));
+        ai[t] = _mm512_add_epi32(ai[t], _mm512_mullo_epi32(dj, ls));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    for (int t = 0; t < NT; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ai[t]), _mm512_mul_ps(d, _mm512_set1_ps(xk[t][b].d)), acc[t]);
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y[t], acc[t]);
+}
+
 // y[t][0, 16) = the tile's 16 rows of Q5_0 (kFive) or Q4_0 (nb groups of
 // 32) against token t (ActQ8), t < NT: the unsigned integers (Q5_0's fifth
 // bits added through byte masks straight from qh) dotted with the
@@ -149,6 +206,8 @@ void tile_x16(int n, const std::uint8_t* tile, std::size_t cols, const void* con
     constexpr int NT = decltype(nt_)::value;
     if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K)
       tile_k45_x16<NT, T == GgmlType::Q5_K>(tile, cols / 256, reinterpret_cast<const ActQ8K* const*>(xv), y);
+    else if constexpr (T == GgmlType::IQ4_XS)
+      tile_iq4_xs_x16<NT>(tile, cols / 256, reinterpret_cast<const ActQ8K* const*>(xv), y);
     else
       tile_b32_x16<NT, T == GgmlType::Q5_0>(tile, cols / 32, reinterpret_cast<const ActQ8* const*>(xv), y);
   };

@@ -47,8 +47,8 @@ std::vector<std::uint8_t> interleaved(GgmlType t, std::vector<std::uint8_t> w, s
   return w;
 }
 
-const GgmlType kX16Types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q5_0, GgmlType::Q4_0};
-bool k_quant(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K; }
+const GgmlType kX16Types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::IQ4_XS, GgmlType::Q5_0, GgmlType::Q4_0};
+bool k_quant(GgmlType t) { return ggml_block_elems(t) == 256; }
 
 TEST(MatvecX16, DeinterleaveGivesTheBytesBack) {
   for (GgmlType t : kX16Types) {
@@ -125,6 +125,18 @@ TEST(MatvecX16, LayoutAsDocumented) {
     }
   }
   {
+    const std::size_t rows = 16, cols = 256, rb = ggml_row_bytes(GgmlType::IQ4_XS, cols);
+    const auto w = random_matrix(GgmlType::IQ4_XS, rows, cols, 10);
+    const auto x = interleaved(GgmlType::IQ4_XS, w, rows, cols);
+    for (std::size_t r : {0, 4, 15}) {
+      const auto& b = reinterpret_cast<const BlockIQ4_XS*>(w.data() + r * rb)[0];
+      EXPECT_EQ(std::memcmp(x.data() + 2 * r, &b.d, 2), 0);
+      EXPECT_EQ(std::memcmp(x.data() + 32 + 2 * r, &b.scales_h, 2), 0);
+      for (int j = 0; j < 4; ++j) EXPECT_EQ(x[64 + 16 * j + r], b.scales_l[j]) << "scales_l " << j;
+      for (int k = 0; k < 32; ++k) EXPECT_EQ(std::memcmp(x.data() + 128 + 64 * k + 4 * r, b.qs + 4 * k, 4), 0) << k;
+    }
+  }
+  {
     const std::size_t rows = 32, cols = 64, rb = ggml_row_bytes(GgmlType::Q4_0, cols);
     const auto w = random_matrix(GgmlType::Q4_0, rows, cols, 8);
     const auto x = interleaved(GgmlType::Q4_0, w, rows, cols);
@@ -183,7 +195,7 @@ void check_x16(Isa isa, GgmlType t, std::size_t rows, std::size_t cols, std::siz
 
 TEST(MatvecX16, EveryIsaAnyBitsTokensAndThreads) {
   for (Isa isa : supported_isas()) {
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K})
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::IQ4_XS})
       for (std::size_t nblk : {1, 2, 3, 5}) check_x16(isa, t, 16, 256 * nblk, 1, 1, nblk);
     for (GgmlType t : {GgmlType::Q5_0, GgmlType::Q4_0})
       for (std::size_t nblk : {1, 2, 3, 7, 33, 44}) check_x16(isa, t, 16, 32 * nblk, 1, 1, nblk);

@@ -352,8 +352,8 @@ TEST(Session, LargeExpertsSplitKeepTheLogits) {
 
 // A model read into memory has the matrices decode streams re-laid out,
 // row-interleaved, where the active ISA has kernels for that (Q4_K with its
-// Q5_0 fallback, Q5_K and Q4_0, with AVX-512 VNNI; the per-head attn_k_b
-// and attn_v_b too): the logits agree with the mapped model's up to f32
+// Q5_0 fallback, Q5_K, IQ4_XS and Q4_0, with AVX-512 VNNI; the per-head
+// attn_k_b and attn_v_b too): the logits agree with the mapped model's up to f32
 // summation order, on the tile kernels (chunks below 8 tokens, and decode)
 // and on the packed GEMM (12 tokens); they do not depend on the thread
 // count; the model's fingerprint is the file's. Read without interleaving,
@@ -446,6 +446,7 @@ void check_read_into_memory(GgmlType type) {
 TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
   check_read_into_memory(GgmlType::Q4_K);  // the heads and expert down projections Q5_0
   check_read_into_memory(GgmlType::Q5_K);  // those Q5_1, on the row kernels
+  check_read_into_memory(GgmlType::IQ4_XS);  // those IQ4_NL, on the row kernels
   check_read_into_memory(GgmlType::Q4_0);
 }
 
