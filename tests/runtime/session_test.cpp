@@ -352,7 +352,7 @@ TEST(Session, LargeExpertsSplitKeepTheLogits) {
 
 // A model read into memory has the matrices decode streams re-laid out,
 // row-interleaved, where the active ISA has kernels for that (Q4_K with its
-// Q5_0 fallback, Q5_K, IQ4_XS and Q4_0, with AVX-512 VNNI; the per-head
+// Q5_0 fallback, Q5_K and IQ4_XS, with AVX-512 VNNI; the per-head
 // attn_k_b and attn_v_b too): the logits agree with the mapped model's up to f32
 // summation order, on the tile kernels (chunks below 8 tokens, and decode)
 // and on the packed GEMM (12 tokens); they do not depend on the thread
@@ -447,7 +447,6 @@ TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
   check_read_into_memory(GgmlType::Q4_K);  // the heads and expert down projections Q5_0
   check_read_into_memory(GgmlType::Q5_K);  // those Q5_1, on the row kernels
   check_read_into_memory(GgmlType::IQ4_XS);  // those IQ4_NL, on the row kernels
-  check_read_into_memory(GgmlType::Q4_0);
 }
 
 // The parts a large expert is split into (moe_experts: ceil(n / 128) of
