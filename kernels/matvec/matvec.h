@@ -121,12 +121,12 @@ void matvec_check_args(GgmlType type, std::size_t cols);
 
 // ------------------------------------------- row-interleaved weights (x16)
 // Decode reads every weight once per token, and the row kernels above spend
-// more instructions per Q4_K, Q5_K, IQ4_XS, Q5_0 or Q4_0 weight than the memory needs time to
-// deliver it: per block, a row's scales are unpacked in scalar code and each
-// load feeds one row. Interleaved by 16 rows, one 64-byte load holds 4
-// bytes of each of 16 rows, a vpdpbusd against one broadcast activation word
-// yields one int32 per row, and scales and mins are unpacked 16 rows at a
-// time. The layout, made once (at load, in memory the caller owns):
+// more instructions per Q4_K, Q5_K, IQ4_XS, Q5_0 or Q4_0 weight than the
+// memory needs time to deliver it: per block, a row's scales are unpacked
+// in scalar code and each load feeds one row. Interleaved by 16 rows, one
+// 64-byte load holds 4 bytes of each of 16 rows, a vpdpbusd against one
+// broadcast activation word yields one int32 per row, and scales and mins
+// are unpacked 16 rows at a time. The layout, made once (at load, in memory the caller owns):
 // tile i holds rows [16i, 16i + 16) in exactly 16 * row_bytes bytes, so row
 // offsets in multiples of 16 stay the original's (a 16-row-aligned slice of
 // an x16 matrix is an x16 matrix); block b of the tile's rows (b < cols /

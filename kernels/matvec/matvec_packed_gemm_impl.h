@@ -293,13 +293,12 @@ void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::si
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
 // q8_pack_tile's packing for AVX-512 (TR 32 rows, integers + 128) of Q4_K,
-// Q5_K, IQ4_XS, Q5_0 or Q4_0 straight from x16 tiles (matvec.h), with no copy in the original
-// layout between: the tiles' words already lie 4 bytes per row, so each of a
-// group's 8 steps is one 64-byte load per 16-row tile, its nibbles masked
-// (Q5_K's and Q5_0's fifth bits added through byte masks from qh; IQ4_XS's
-// looked up). w: the first tile,
-// rb bytes per row; nr: 16 or 32 rows. The same bytes as q8_pack_tile on the
-// original rows.
+// Q5_K, IQ4_XS, Q5_0 or Q4_0 straight from x16 tiles (matvec.h), with no
+// copy in the original layout between: the tiles' words already lie 4 bytes
+// per row, so each of a group's 8 steps is one 64-byte load per 16-row
+// tile, its nibbles masked (Q5_K's and Q5_0's fifth bits added through byte
+// masks from qh; IQ4_XS's looked up). w: the first tile, rb bytes per row;
+// nr: 16 or 32 rows. The same bytes as q8_pack_tile on the original rows.
 namespace {
 template <GgmlType T>
 void q8_pack_x16(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::size_t g0, std::size_t ng,

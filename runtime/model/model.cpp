@@ -99,7 +99,7 @@ std::size_t Model::decode_weight_bytes() const {
 // The matrices decode streams through the weight multiply, re-laid out in
 // the private copy where the active ISA has x16 kernels for their type: every
 // layer's attention and FFN matrices, the experts (each expert's rows a
-// multiple of 16, so each is a tile-aligned slice), the output matrix
+// multiple of 16, so each is a tile-aligned slice) and the output matrix
 // unless it is the embedding table (read by rows). The fingerprint is of the
 // file's bytes, so it is taken first: a saved session names the same model
 // whether it was mapped or read.
@@ -122,17 +122,18 @@ void Model::interleave() {
     add(f.up, f.up.rows);
     add(f.down, f.down.rows);
   };
-  auto add_stack = [&](HeadWeights& h, std::int64_t count) {  // count heads or experts, back to back
-    if (h.stride == static_cast<std::size_t>(h.head.rows) * h.head.row_bytes) add(h.head, h.head.rows * count);
+  auto add_experts = [&](HeadWeights& h) {
+    if (h.stride == static_cast<std::size_t>(h.head.rows) * h.head.row_bytes)
+      add(h.head, h.head.rows * params_.n_experts);
   };
   add(output_, output_.rows);
   for (LayerWeights& l : layers_) {
     for (WeightRef* w : {&l.wq, &l.wq_a, &l.wq_b, &l.wkv_a, &l.wo}) add(*w, w->rows);
     add_ffn(l.dense);
     add_ffn(l.shared);
-    add_stack(l.exp_gate, params_.n_experts);
-    add_stack(l.exp_up, params_.n_experts);
-    add_stack(l.exp_down, params_.n_experts);
+    add_experts(l.exp_gate);
+    add_experts(l.exp_up);
+    add_experts(l.exp_down);
   }
   if (items.empty()) return;
   fingerprint_ = compute_fingerprint();
