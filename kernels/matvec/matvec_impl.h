@@ -259,14 +259,9 @@ void matvec_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
 }
 
 // True where matmul_x16_body has tile kernels for `type` (AVX-512 VNNI).
-// Q4_K and Q5_0 only for now: Q5_K's, IQ4_XS's and Q4_0's tiles pass every
-// kernel test, but models read through x16 gave logits 0.25-0.5% off the
-// mapped model's in the builds without oneDNN (docs/performance-log.md,
-// "Issue 43, fifth session"); until that is understood models keep those
-// types in the original layout.
 template <class Arch>
 bool x16_fast(GgmlType type) {
-  return uses_zmm_rows<Arch>() && (type == GgmlType::Q4_K || type == GgmlType::Q5_0);
+  return uses_zmm_rows<Arch>() && matvec_x16_type(type);
 }
 
 // matmul over a row-interleaved matrix (matvec.h's x16): from

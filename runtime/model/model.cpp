@@ -98,8 +98,9 @@ std::size_t Model::decode_weight_bytes() const {
 
 // The matrices decode streams through the weight multiply, re-laid out in
 // the private copy where the active ISA has x16 kernels for their type: every
-// layer's attention and FFN matrices, the experts (each expert's rows a
-// multiple of 16, so each is a tile-aligned slice) and the output matrix
+// layer's attention and FFN matrices, the per-head W_UK^T and W_UV where the
+// file holds them apart (attn_k_b, attn_v_b), the experts (each head's or
+// expert's rows a multiple of 16, so each is a tile-aligned slice) and the output matrix
 // unless it is the embedding table (read by rows). The fingerprint is of the
 // file's bytes, so it is taken first: a saved session names the same model
 // whether it was mapped or read.
@@ -122,18 +123,19 @@ void Model::interleave() {
     add(f.up, f.up.rows);
     add(f.down, f.down.rows);
   };
-  auto add_experts = [&](HeadWeights& h) {
-    if (h.stride == static_cast<std::size_t>(h.head.rows) * h.head.row_bytes)
-      add(h.head, h.head.rows * params_.n_experts);
+  auto add_stack = [&](HeadWeights& h, std::int64_t count) {  // count heads or experts, back to back
+    if (h.stride == static_cast<std::size_t>(h.head.rows) * h.head.row_bytes) add(h.head, h.head.rows * count);
   };
   add(output_, output_.rows);
   for (LayerWeights& l : layers_) {
     for (WeightRef* w : {&l.wq, &l.wq_a, &l.wq_b, &l.wkv_a, &l.wo}) add(*w, w->rows);
     add_ffn(l.dense);
     add_ffn(l.shared);
-    add_experts(l.exp_gate);
-    add_experts(l.exp_up);
-    add_experts(l.exp_down);
+    add_stack(l.wuk_t, params_.mla.n_heads);
+    add_stack(l.wuv, params_.mla.n_heads);
+    add_stack(l.exp_gate, params_.n_experts);
+    add_stack(l.exp_up, params_.n_experts);
+    add_stack(l.exp_down, params_.n_experts);
   }
   if (items.empty()) return;
   fingerprint_ = compute_fingerprint();

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/expert_parts.h"
+#include "runtime/session/weight_multiply.h"
 #include "reference/model_reference.h"
 #include "tools/random_model.h"
 #include "tests/runtime/testdata.h"
@@ -350,14 +352,81 @@ TEST(Session, LargeExpertsSplitKeepTheLogits) {
   EXPECT_EQ(run(3), one);
 }
 
+// Every matrix `x16` re-laid out gives `mapped`'s products through the
+// weight multiply (the session's one way to its matrices) up to f32
+// summation order: over 1 and 3 tokens (tile kernels), 12 (packed GEMM) and
+// 12 through the f32 GEMM (tiles taken back first); each expert and each head
+// as the session slices them. Returns how many matrices were x16.
+int expect_interleaved_products_agree(const Model& x16, const Model& mapped) {
+  int n_x16 = 0;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  // one product of both models' w over n tokens; heads: per head h, x_h = x + h*cols, y_h = y + h*rows
+  auto check = [&](const char* what, int i, const WeightRef& a, const WeightRef& b, int heads,
+                   const HeadWeights* ha, const HeadWeights* hb) {
+    ASSERT_EQ(a.type, b.type);
+    ASSERT_FALSE(b.x16);
+    if (!a.x16) return;
+    ++n_x16;
+    const std::size_t cols = static_cast<std::size_t>(a.cols), rows = static_cast<std::size_t>(a.rows);
+    for (int gemm : {0, 8})
+      for (int n : {1, 3, 12}) {
+        SCOPED_TRACE(std::string(what) + " of layer/expert " + std::to_string(i) + ", " + std::to_string(n) +
+                     " tokens, gemm_min_tokens " + std::to_string(gemm));
+        std::vector<float> x(static_cast<std::size_t>(n) * heads * cols), ya(static_cast<std::size_t>(n) * heads * rows),
+            yb(ya.size());
+        for (float& v : x) v = u(rng);
+        WeightMultiply wa(active_isa(), 2, gemm), wb(active_isa(), 2, gemm);
+        if (ha) {
+          wa.linear_heads(*ha, heads, x.data(), cols, heads * cols, n, ya.data(), rows, heads * rows);
+          wb.linear_heads(*hb, heads, x.data(), cols, heads * cols, n, yb.data(), rows, heads * rows);
+        } else {
+          wa.linear(a, x.data(), cols, n, ya.data(), rows);
+          wb.linear(b, x.data(), cols, n, yb.data(), rows);
+        }
+        double mag = 0, err = 0;
+        for (std::size_t k = 0; k < ya.size(); ++k) {
+          mag = std::max(mag, std::fabs(double(yb[k])));
+          err = std::max(err, std::fabs(double(ya[k]) - yb[k]));
+        }
+        EXPECT_GT(mag, 0.0);
+        EXPECT_LE(err, 1e-5 * mag) << "max |difference| " << err << " of products up to " << mag;
+      }
+  };
+  check("output", 0, x16.output(), mapped.output(), 1, nullptr, nullptr);
+  const ModelParams& p = mapped.params();
+  for (int l = 0; l < p.n_layers; ++l) {
+    const LayerWeights &a = x16.layer(l), &b = mapped.layer(l);
+    const char* names[] = {"wq", "wq_a", "wq_b", "wkv_a", "wo", "dense gate", "dense up", "dense down",
+                           "shared gate", "shared up", "shared down"};
+    const WeightRef* wa[] = {&a.wq, &a.wq_a, &a.wq_b, &a.wkv_a, &a.wo, &a.dense.gate, &a.dense.up, &a.dense.down,
+                             &a.shared.gate, &a.shared.up, &a.shared.down};
+    const WeightRef* wb[] = {&b.wq, &b.wq_a, &b.wq_b, &b.wkv_a, &b.wo, &b.dense.gate, &b.dense.up, &b.dense.down,
+                             &b.shared.gate, &b.shared.up, &b.shared.down};
+    for (int k = 0; k < 11; ++k)
+      if (!wb[k]->empty()) check(names[k], l, *wa[k], *wb[k], 1, nullptr, nullptr);
+    check("W_UK^T heads", l, a.wuk_t.head, b.wuk_t.head, p.mla.n_heads, &a.wuk_t, &b.wuk_t);
+    check("W_UV heads", l, a.wuv.head, b.wuv.head, p.mla.n_heads, &a.wuv, &b.wuv);
+    if (p.n_experts == 0 || a.exp_gate.head.empty()) continue;
+    for (int e = 0; e < p.n_experts; ++e) {
+      check("expert gate", e, a.exp_gate[e], b.exp_gate[e], 1, nullptr, nullptr);
+      check("expert up", e, a.exp_up[e], b.exp_up[e], 1, nullptr, nullptr);
+      check("expert down", e, a.exp_down[e], b.exp_down[e], 1, nullptr, nullptr);
+    }
+  }
+  return n_x16;
+}
+
 // A model read into memory has the matrices decode streams re-laid out,
-// row-interleaved, where the active ISA has kernels for that (Q4_K, and its
-// Q5_0 fallback, with AVX-512 VNNI): the logits agree with the mapped model's
-// up to f32 summation order, on the tile kernels (chunks below 8 tokens, and
-// decode) and on the packed GEMM (12 tokens); they do not depend on the
+// row-interleaved, where the active ISA has kernels for that (Q4_K with its
+// Q5_0 fallback, Q5_K, IQ4_XS and Q4_0, with AVX-512 VNNI; the per-head
+// attn_k_b and attn_v_b too): each such matrix's products agree with the
+// mapped model's up to f32 summation order (above), the logits do within
+// what that order can flip downstream (below); they do not depend on the
 // thread count; the model's fingerprint is the file's. Read without
 // interleaving, the bits are the mapping's.
-TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
+void check_read_into_memory(GgmlType type) {
+  SCOPED_TRACE(ggml_type_name(type));
   RandomModelSpec spec;
   spec.d_model = 256;
   spec.ff = 512;
@@ -366,26 +435,41 @@ TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
   spec.n_experts_used = 2;
   spec.n_experts_shared = 1;
   spec.ff_expert = 128;
-  spec.weight_type = GgmlType::Q4_K;
-  const std::string path = ::testing::TempDir() + "/x16_q4k.gguf";
+  spec.kv_lora_rank = 64;  // attn_k_b (64 x 32 a head) and attn_v_b (32 x 64): block-32 types, interleaved
+  spec.d_nope = spec.d_v = 32;
+  spec.weight_type = type;
+  const std::string path = ::testing::TempDir() + "/x16_" + ggml_type_name(type) + ".gguf";
   write_random_model(spec, path);
   LoadOptions read, read_plain;
   read.file = read_plain.file = GgufLoad::read;
   read_plain.interleave = false;
   const auto mapped = Model::load(path), x16 = Model::load(path, read), plain = Model::load(path, read_plain);
-  const bool fast = kernels::matvec_kernels(active_isa()).x16_fast(GgmlType::Q4_K);
+  const bool fast = kernels::matvec_kernels(active_isa()).x16_fast(type);
+  // the type of the 128-column expert down projections and of the heads (a K-quant's block-32 fallback)
+  const GgmlType b32 = row_type_for(type, 128);
+  const bool b32_fast = kernels::matvec_kernels(active_isa()).x16_fast(b32);
   EXPECT_EQ(mapped->interleaved_weight_bytes(), 0u);
   EXPECT_EQ(plain->interleaved_weight_bytes(), 0u);
   if (fast) {
-    // all but attn_kv_a_mqa (40 rows) and the embeddings
+    // all but attn_kv_a_mqa (72 rows) and the embeddings
     EXPECT_GT(x16->interleaved_weight_bytes(), mapped->decode_weight_bytes() / 2);
-    EXPECT_TRUE(x16->layer(1).exp_down.head.x16 && x16->layer(1).exp_down.head.type == GgmlType::Q5_0);
-    EXPECT_TRUE(x16->layer(0).wo.x16 && x16->output().x16 && x16->layer(0).dense.up.x16);
+    EXPECT_EQ(x16->layer(1).exp_down.head.type, b32);
+    EXPECT_EQ(x16->layer(1).exp_down.head.x16, b32_fast);
+    EXPECT_TRUE(x16->output().x16 && x16->layer(0).dense.up.x16);
+    EXPECT_EQ(x16->layer(0).wo.x16, kernels::matvec_kernels(active_isa()).x16_fast(x16->layer(0).wo.type));  // 128 columns
     EXPECT_FALSE(x16->layer(0).wkv_a.x16);
+    for (const HeadWeights* h : {&x16->layer(1).wuk_t, &x16->layer(1).wuv})
+      EXPECT_TRUE(h->head.x16 == b32_fast && h->head.type == b32 && h->head.rows % 16 == 0);
   } else {
     EXPECT_EQ(x16->interleaved_weight_bytes(), 0u);
   }
   EXPECT_EQ(x16->fingerprint(), mapped->fingerprint());
+  const int n_x16 = expect_interleaved_products_agree(*x16, *mapped);
+  if (fast) {
+    EXPECT_GT(n_x16, 10);
+  } else {
+    EXPECT_EQ(n_x16, 0);
+  }
   std::vector<std::int32_t> tokens;
   for (int i = 0; i < 40; ++i) tokens.push_back((i * 53 + 7) % spec.n_vocab);
   auto run = [&](const std::shared_ptr<const Model>& m, int threads) {
@@ -407,8 +491,13 @@ TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
   ASSERT_EQ(got.size(), want.size());
   double mag = 0;
   for (float v : want) mag = std::max(mag, std::fabs(double(v)));
+  // Not 1e-6: the f32 sums' last bits can flip an activation's int8
+  // rounding or an expert choice further on, which moves that token's logits
+  // (and, through the cache, later ones') by up to ~1% of their largest
+  // (seen: 0.017 of 2.4, on 1 to 23 of these 37 rows, depending on the build
+  // and the tokens). The products above are where 1e-5 holds.
   const double err = compare(got, want, spec.n_vocab).max_abs;
-  EXPECT_LE(err, 1e-4 * mag) << "max |difference| " << err << " of logits up to " << mag;
+  EXPECT_LE(err, 3e-2 * mag) << "max |difference| " << err << " of logits up to " << mag;
   if (fast) {
     EXPECT_GT(err, 0.0) << "the interleaved kernels ran (summation order differs)";
   }
@@ -428,8 +517,15 @@ TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
   const auto gemm_want = run_gemm(mapped, 2), gemm_got = run_gemm(x16, 2);
   ASSERT_EQ(gemm_got.size(), gemm_want.size());
   const double gerr = compare(gemm_got, gemm_want, spec.n_vocab).max_abs;
-  EXPECT_LE(gerr, 1e-4 * mag) << "f32 GEMM path: max |difference| " << gerr;
+  EXPECT_LE(gerr, 3e-2 * mag) << "f32 GEMM path: max |difference| " << gerr;
   EXPECT_EQ(run_gemm(x16, 3), gemm_got);
+}
+
+TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
+  check_read_into_memory(GgmlType::Q4_K);  // the heads and expert down projections Q5_0
+  check_read_into_memory(GgmlType::Q5_K);  // those Q5_1, on the row kernels
+  check_read_into_memory(GgmlType::IQ4_XS);  // those IQ4_NL, on the row kernels
+  check_read_into_memory(GgmlType::Q4_0);
 }
 
 // The parts a large expert is split into (moe_experts: ceil(n / 128) of
