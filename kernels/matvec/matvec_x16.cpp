@@ -4,10 +4,12 @@
 // words moved whole, so a load re-lays out gigabytes in about a second.
 #include <omp.h>
 
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/matvec/matvec.h"
@@ -21,140 +23,159 @@ static_assert(X16Q4K::kBytes == 16 * sizeof(BlockQ4_K) && X16Q5K::kBytes == 16 *
               X16IQ4XS::kBytes == 16 * sizeof(BlockIQ4_XS) && X16Q5_0::kBytes == 16 * sizeof(BlockQ5_0) &&
               X16Q4_0::kBytes == 16 * sizeof(BlockQ4_0));
 
-// Q4_K and Q5_K: the same fields (X as X16Q4K or X16Q5K), Q5_K's qh bits as masks.
-template <class B, class X>
-void interleave_k45(const std::uint8_t* src, std::size_t src_rb, std::size_t nb, std::uint8_t* tile) {
-  for (std::size_t b = 0; b < nb; ++b) {
-    std::uint8_t* o = tile + b * X::kBytes;
-    std::uint64_t qh[8][8] = {};
-    for (std::size_t r = 0; r < 16; ++r) {
-      const auto* blk = reinterpret_cast<const B*>(src + r * src_rb) + b;
-      std::memcpy(o + 2 * r, &blk->d, 2);
-      std::memcpy(o + X::kDmin + 2 * r, &blk->dmin, 2);
-      for (std::size_t j = 0; j < 12; ++j) o[X::kScales + 16 * j + r] = blk->scales[j];
-      for (std::size_t k = 0; k < 32; ++k) std::memcpy(o + X::kQs + 64 * k + 4 * r, blk->qs + 4 * k, 4);
-      if constexpr (std::is_same_v<B, BlockQ5_K>)
-        for (std::size_t j = 0; j < 8; ++j)
-          for (std::size_t c = 0; c < 32; ++c)
-            qh[j][c / 4] |= static_cast<std::uint64_t>((blk->qh[c] >> j) & 1u) << (4 * r + c % 4);
-    }
-    if constexpr (std::is_same_v<B, BlockQ5_K>) std::memcpy(o + X16Q5K::kQh, qh, sizeof qh);
-  }
+// A field of a row's block as the tile lays it out: `count` pieces of
+// `piece` bytes at byte `row` of the row's block; row r's piece
+// k at byte tile + k * stride + piece * r of the tile's block.
+struct Field {
+  std::size_t row, piece, count, tile, stride;
+};
+
+// One type's x16 format (matvec.h): its byte fields; Q5_K's and Q5_0's
+// high bits the tile transposes (move_qh).
+struct Format {
+  GgmlType type;
+  std::size_t block, tile_block;  // bytes of a row's block, of the tile's (16 rows)
+  Field fields[4];
+  std::size_t n_fields;
+};
+
+constexpr Format kQ4K{GgmlType::Q4_K, sizeof(BlockQ4_K), X16Q4K::kBytes,
+                      {{offsetof(BlockQ4_K, d), 2, 1, 0, 0},
+                       {offsetof(BlockQ4_K, dmin), 2, 1, X16Q4K::kDmin, 0},
+                       {offsetof(BlockQ4_K, scales), 1, 12, X16Q4K::kScales, 16},
+                       {offsetof(BlockQ4_K, qs), 4, 32, X16Q4K::kQs, 64}},
+                      4};
+constexpr Format kQ5K{GgmlType::Q5_K, sizeof(BlockQ5_K), X16Q5K::kBytes,
+                      {{offsetof(BlockQ5_K, d), 2, 1, 0, 0},
+                       {offsetof(BlockQ5_K, dmin), 2, 1, X16Q5K::kDmin, 0},
+                       {offsetof(BlockQ5_K, scales), 1, 12, X16Q5K::kScales, 16},
+                       {offsetof(BlockQ5_K, qs), 4, 32, X16Q5K::kQs, 64}},
+                      4};
+constexpr Format kIQ4XS{GgmlType::IQ4_XS, sizeof(BlockIQ4_XS), X16IQ4XS::kBytes,
+                        {{offsetof(BlockIQ4_XS, d), 2, 1, 0, 0},
+                         {offsetof(BlockIQ4_XS, scales_h), 2, 1, X16IQ4XS::kScalesH, 0},
+                         {offsetof(BlockIQ4_XS, scales_l), 1, 4, X16IQ4XS::kScalesL, 16},
+                         {offsetof(BlockIQ4_XS, qs), 4, 32, X16IQ4XS::kQs, 64}},
+                        4};
+constexpr Format kQ5_0{GgmlType::Q5_0, sizeof(BlockQ5_0), X16Q5_0::kBytes,
+                       {{offsetof(BlockQ5_0, d), 2, 1, 0, 0}, {offsetof(BlockQ5_0, qs), 4, 4, X16Q5_0::kQs, 64}},
+                       2};
+constexpr Format kQ4_0{GgmlType::Q4_0, sizeof(BlockQ4_0), X16Q4_0::kBytes,
+                       {{offsetof(BlockQ4_0, d), 2, 1, 0, 0}, {offsetof(BlockQ4_0, qs), 4, 4, X16Q4_0::kQs, 64}},
+                       2};
+
+// Bit j of each of 8 bytes (x little-endian) as 8 bits, and its inverse:
+// bit i of b as byte i (0 or 1).
+inline std::uint64_t gather_bit(std::uint64_t x, unsigned j) {
+  return (((x >> j) & 0x0101010101010101u) * 0x0102040810204080u) >> 56;
+}
+inline std::uint64_t spread_bits(std::uint64_t b) {
+  return ((((b * 0x0101010101010101u) & 0x8040201008040201u) + 0x7F7F7F7F7F7F7F7Fu) >> 7) & 0x0101010101010101u;
 }
 
-template <class B, class X>
-void deinterleave_k45(const std::uint8_t* tile, std::size_t b0, std::size_t nb, std::uint8_t* dst,
-                      std::size_t dst_rb) {
-  for (std::size_t b = 0; b < nb; ++b) {
-    const std::uint8_t* p = tile + (b0 + b) * X::kBytes;
-    std::uint64_t qh[8][8];
-    if constexpr (std::is_same_v<B, BlockQ5_K>) std::memcpy(qh, p + X16Q5K::kQh, sizeof qh);
+// Interleaving writes the tile's bytes, reading the rows'; deinterleaving
+// the other way round. (Below, the formats and fields are template
+// arguments: the loops unrolled, each piece constant-sized.)
+template <bool kToTile>
+using TileByte = std::conditional_t<kToTile, std::uint8_t, const std::uint8_t>;
+template <bool kToTile>
+using RowByte = std::conditional_t<kToTile, const std::uint8_t, std::uint8_t>;
+
+// The high bits of 16 rows' blocks (row r's at blk + r * rb) to (kToTile)
+// or from the tile's block `t`, which holds them as 64-bit masks of 4 bits
+// a row: Q5_K's bit j of qh[c] at bit 4r + c % 4 of mask [j][c / 4]; Q5_0's
+// bits 16h + 4k + [0, 4) of qh at bits 4r + [0, 4) of mask 2k + h.
+template <GgmlType type, bool kToTile>
+void move_qh(TileByte<kToTile>* t, RowByte<kToTile>* blk, std::size_t rb) {
+  if constexpr (type == GgmlType::Q5_K) {
+    std::uint64_t masks[8][8] = {}, bytes[4];  // [j][c / 4]; a row's qh[32] as 4 words
+    if constexpr (!kToTile) std::memcpy(masks, t + X16Q5K::kQh, sizeof masks);
     for (std::size_t r = 0; r < 16; ++r) {
-      auto* blk = reinterpret_cast<B*>(dst + r * dst_rb) + b;
-      std::memcpy(&blk->d, p + 2 * r, 2);
-      std::memcpy(&blk->dmin, p + X::kDmin + 2 * r, 2);
-      for (std::size_t j = 0; j < 12; ++j) blk->scales[j] = p[X::kScales + 16 * j + r];
-      for (std::size_t k = 0; k < 32; ++k) std::memcpy(blk->qs + 4 * k, p + X::kQs + 64 * k + 4 * r, 4);
-      if constexpr (std::is_same_v<B, BlockQ5_K>)
-        for (std::size_t c = 0; c < 32; ++c) {
-          std::uint8_t h = 0;
-          for (std::size_t j = 0; j < 8; ++j) h |= static_cast<std::uint8_t>(((qh[j][c / 4] >> (4 * r + c % 4)) & 1u) << j);
-          blk->qh[c] = h;
+      RowByte<kToTile>* qh = blk + r * rb + offsetof(BlockQ5_K, qh);
+      if constexpr (kToTile) {
+        std::memcpy(bytes, qh, sizeof bytes);
+        for (unsigned j = 0; j < 8; ++j) {
+          std::uint64_t v = 0;  // bit c: bit j of qh[c]
+          for (unsigned w = 0; w < 4; ++w) v |= gather_bit(bytes[w], j) << (8 * w);
+          for (unsigned k = 0; k < 8; ++k) masks[j][k] |= ((v >> (4 * k)) & 15u) << (4 * r);
         }
+      } else {
+        std::memset(bytes, 0, sizeof bytes);
+        for (unsigned j = 0; j < 8; ++j) {
+          std::uint64_t v = 0;
+          for (unsigned k = 0; k < 8; ++k) v |= ((masks[j][k] >> (4 * r)) & 15u) << (4 * k);
+          for (unsigned w = 0; w < 4; ++w) bytes[w] |= spread_bits((v >> (8 * w)) & 0xFFu) << j;
+        }
+        std::memcpy(qh, bytes, sizeof bytes);
+      }
     }
-  }
-}
-
-void interleave_iq4_xs(const std::uint8_t* src, std::size_t src_rb, std::size_t nb, std::uint8_t* tile) {
-  for (std::size_t b = 0; b < nb; ++b) {
-    std::uint8_t* o = tile + b * X16IQ4XS::kBytes;
+    if constexpr (kToTile) std::memcpy(t + X16Q5K::kQh, masks, sizeof masks);
+  } else {
+    static_assert(type == GgmlType::Q5_0);
+    std::uint64_t masks[8] = {};
+    if constexpr (!kToTile) std::memcpy(masks, t + X16Q5_0::kQh, sizeof masks);
     for (std::size_t r = 0; r < 16; ++r) {
-      const auto* blk = reinterpret_cast<const BlockIQ4_XS*>(src + r * src_rb) + b;
-      std::memcpy(o + 2 * r, &blk->d, 2);
-      std::memcpy(o + X16IQ4XS::kScalesH + 2 * r, &blk->scales_h, 2);
-      for (std::size_t j = 0; j < 4; ++j) o[X16IQ4XS::kScalesL + 16 * j + r] = blk->scales_l[j];
-      for (std::size_t k = 0; k < 32; ++k) std::memcpy(o + X16IQ4XS::kQs + 64 * k + 4 * r, blk->qs + 4 * k, 4);
-    }
-  }
-}
-
-void deinterleave_iq4_xs(const std::uint8_t* tile, std::size_t b0, std::size_t nb, std::uint8_t* dst,
-                         std::size_t dst_rb) {
-  for (std::size_t b = 0; b < nb; ++b) {
-    const std::uint8_t* p = tile + (b0 + b) * X16IQ4XS::kBytes;
-    for (std::size_t r = 0; r < 16; ++r) {
-      auto* blk = reinterpret_cast<BlockIQ4_XS*>(dst + r * dst_rb) + b;
-      std::memcpy(&blk->d, p + 2 * r, 2);
-      std::memcpy(&blk->scales_h, p + X16IQ4XS::kScalesH + 2 * r, 2);
-      for (std::size_t j = 0; j < 4; ++j) blk->scales_l[j] = p[X16IQ4XS::kScalesL + 16 * j + r];
-      for (std::size_t k = 0; k < 32; ++k) std::memcpy(blk->qs + 4 * k, p + X16IQ4XS::kQs + 64 * k + 4 * r, 4);
-    }
-  }
-}
-
-void interleave_q5_0(const std::uint8_t* src, std::size_t src_rb, std::size_t nb, std::uint8_t* tile) {
-  for (std::size_t b = 0; b < nb; ++b) {
-    std::uint8_t* o = tile + b * X16Q5_0::kBytes;
-    std::uint64_t qh[8] = {};
-    for (std::size_t r = 0; r < 16; ++r) {
-      const auto* blk = reinterpret_cast<const BlockQ5_0*>(src + r * src_rb) + b;
-      std::memcpy(o + 2 * r, &blk->d, 2);
-      std::uint32_t h;
-      std::memcpy(&h, blk->qh, 4);
-      for (std::size_t m = 0; m < 8; ++m)  // m = 2k + half: columns 16 half + 4k + [0, 4)
-        qh[m] |= static_cast<std::uint64_t>((h >> (16 * (m % 2) + 4 * (m / 2))) & 15u) << (4 * r);
-      for (std::size_t k = 0; k < 4; ++k) std::memcpy(o + X16Q5_0::kQs + 64 * k + 4 * r, blk->qs + 4 * k, 4);
-    }
-    std::memcpy(o + X16Q5_0::kQh, qh, sizeof qh);
-  }
-}
-
-void deinterleave_q5_0(const std::uint8_t* tile, std::size_t b0, std::size_t nb, std::uint8_t* dst,
-                       std::size_t dst_rb) {
-  for (std::size_t b = 0; b < nb; ++b) {
-    const std::uint8_t* p = tile + (b0 + b) * X16Q5_0::kBytes;
-    std::uint64_t qh[8];
-    std::memcpy(qh, p + X16Q5_0::kQh, sizeof qh);
-    for (std::size_t r = 0; r < 16; ++r) {
-      auto* blk = reinterpret_cast<BlockQ5_0*>(dst + r * dst_rb) + b;
-      std::memcpy(&blk->d, p + 2 * r, 2);
+      RowByte<kToTile>* qh = blk + r * rb + offsetof(BlockQ5_0, qh);
       std::uint32_t h = 0;
-      for (std::size_t m = 0; m < 8; ++m)
-        h |= static_cast<std::uint32_t>((qh[m] >> (4 * r)) & 15u) << (16 * (m % 2) + 4 * (m / 2));
-      std::memcpy(blk->qh, &h, 4);
-      for (std::size_t k = 0; k < 4; ++k) std::memcpy(blk->qs + 4 * k, p + X16Q5_0::kQs + 64 * k + 4 * r, 4);
+      if constexpr (kToTile) std::memcpy(&h, qh, 4);
+      for (unsigned m = 0; m < 8; ++m) {
+        const unsigned at = 16 * (m % 2) + 4 * (m / 2);
+        if constexpr (kToTile) masks[m] |= static_cast<std::uint64_t>((h >> at) & 15u) << (4 * r);
+        else h |= static_cast<std::uint32_t>((masks[m] >> (4 * r)) & 15u) << at;
+      }
+      if constexpr (!kToTile) std::memcpy(qh, &h, 4);
     }
+    if constexpr (kToTile) std::memcpy(t + X16Q5_0::kQh, masks, sizeof masks);
   }
 }
 
-void interleave_q4_0(const std::uint8_t* src, std::size_t src_rb, std::size_t nb, std::uint8_t* tile) {
-  for (std::size_t b = 0; b < nb; ++b) {
-    std::uint8_t* o = tile + b * X16Q4_0::kBytes;
-    for (std::size_t r = 0; r < 16; ++r) {
-      const auto* blk = reinterpret_cast<const BlockQ4_0*>(src + r * src_rb) + b;
-      std::memcpy(o + 2 * r, &blk->d, 2);
-      for (std::size_t k = 0; k < 4; ++k) std::memcpy(o + X16Q4_0::kQs + 64 * k + 4 * r, blk->qs + 4 * k, 4);
-    }
+// Field d of row r's block `blk` to or from the tile's block `t`.
+template <const Field& d, bool kToTile>
+void move_field(TileByte<kToTile>* t, RowByte<kToTile>* blk, std::size_t r) {
+  for (std::size_t k = 0; k < d.count; ++k) {
+    TileByte<kToTile>* in_tile = t + d.tile + d.stride * k + d.piece * r;
+    RowByte<kToTile>* in_row = blk + d.row + d.piece * k;
+    if constexpr (kToTile) std::memcpy(in_tile, in_row, d.piece);
+    else std::memcpy(in_row, in_tile, d.piece);
   }
 }
 
-void deinterleave_q4_0(const std::uint8_t* tile, std::size_t b0, std::size_t nb, std::uint8_t* dst,
-                       std::size_t dst_rb) {
+// Blocks [b0, b0 + nb) between 16 rows (row r at rows + r * rb, block b
+// at its b * f.block) and the x16 tile's blocks, one way or the other.
+template <const Format& f, bool kToTile, std::size_t... I>
+void move_blocks(TileByte<kToTile>* tile, std::size_t b0, std::size_t nb, RowByte<kToTile>* rows, std::size_t rb,
+                 std::index_sequence<I...>) {
   for (std::size_t b = 0; b < nb; ++b) {
-    const std::uint8_t* p = tile + (b0 + b) * X16Q4_0::kBytes;
-    for (std::size_t r = 0; r < 16; ++r) {
-      auto* blk = reinterpret_cast<BlockQ4_0*>(dst + r * dst_rb) + b;
-      std::memcpy(&blk->d, p + 2 * r, 2);
-      for (std::size_t k = 0; k < 4; ++k) std::memcpy(blk->qs + 4 * k, p + X16Q4_0::kQs + 64 * k + 4 * r, 4);
-    }
+    TileByte<kToTile>* t = tile + (b0 + b) * f.tile_block;
+    for (std::size_t r = 0; r < 16; ++r) (move_field<f.fields[I], kToTile>(t, rows + r * rb + b * f.block, r), ...);
+    if constexpr (f.type == GgmlType::Q5_K || f.type == GgmlType::Q5_0) move_qh<f.type, kToTile>(t, rows + b * f.block, rb);
+  }
+}
+
+template <const Format& f, bool kToTile>
+void move_blocks(TileByte<kToTile>* tile, std::size_t b0, std::size_t nb, RowByte<kToTile>* rows, std::size_t rb) {
+  move_blocks<f, kToTile>(tile, b0, nb, rows, rb, std::make_index_sequence<f.n_fields>());
+}
+
+// The tile at `tile`'s blocks [b0, b0 + nb) to or from 16 rows, for `type`;
+// false if it has no x16 format.
+template <bool kToTile>
+bool move(GgmlType type, TileByte<kToTile>* tile, std::size_t b0, std::size_t nb, RowByte<kToTile>* rows,
+          std::size_t rb) {
+  switch (type) {
+    case GgmlType::Q4_K: move_blocks<kQ4K, kToTile>(tile, b0, nb, rows, rb); return true;
+    case GgmlType::Q5_K: move_blocks<kQ5K, kToTile>(tile, b0, nb, rows, rb); return true;
+    case GgmlType::IQ4_XS: move_blocks<kIQ4XS, kToTile>(tile, b0, nb, rows, rb); return true;
+    case GgmlType::Q5_0: move_blocks<kQ5_0, kToTile>(tile, b0, nb, rows, rb); return true;
+    case GgmlType::Q4_0: move_blocks<kQ4_0, kToTile>(tile, b0, nb, rows, rb); return true;
+    default: return false;
   }
 }
 
 }  // namespace
 
 bool matvec_x16_type(GgmlType type) {
-  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::IQ4_XS || type == GgmlType::Q5_0 ||
-         type == GgmlType::Q4_0;
+  return move<false>(type, nullptr, 0, 0, nullptr, 0);  // no blocks: the type's answer alone
 }
 
 void matvec_x16_check_args(GgmlType type, std::size_t rows, std::size_t cols) {
@@ -178,23 +199,13 @@ void matvec_x16_interleave(GgmlType type, void* w, std::size_t rows, std::size_t
     std::uint8_t* rows16 = tmp.data() + static_cast<std::size_t>(omp_get_thread_num()) * 16 * rb;
     std::uint8_t* tile = base + static_cast<std::size_t>(i) * 16 * rb;
     std::memcpy(rows16, tile, 16 * rb);
-    if (type == GgmlType::Q4_K) interleave_k45<BlockQ4_K, X16Q4K>(rows16, rb, nb, tile);
-    else if (type == GgmlType::Q5_K) interleave_k45<BlockQ5_K, X16Q5K>(rows16, rb, nb, tile);
-    else if (type == GgmlType::IQ4_XS) interleave_iq4_xs(rows16, rb, nb, tile);
-    else if (type == GgmlType::Q5_0) interleave_q5_0(rows16, rb, nb, tile);
-    else interleave_q4_0(rows16, rb, nb, tile);
+    move<true>(type, tile, 0, nb, rows16, rb);
   }
 }
 
 void matvec_x16_deinterleave(GgmlType type, const void* tile, std::size_t b0, std::size_t nb, void* dst,
                              std::size_t dst_rb) {
-  const auto* t = static_cast<const std::uint8_t*>(tile);
-  auto* d = static_cast<std::uint8_t*>(dst);
-  if (type == GgmlType::Q4_K) deinterleave_k45<BlockQ4_K, X16Q4K>(t, b0, nb, d, dst_rb);
-  else if (type == GgmlType::Q5_K) deinterleave_k45<BlockQ5_K, X16Q5K>(t, b0, nb, d, dst_rb);
-  else if (type == GgmlType::IQ4_XS) deinterleave_iq4_xs(t, b0, nb, d, dst_rb);
-  else if (type == GgmlType::Q5_0) deinterleave_q5_0(t, b0, nb, d, dst_rb);
-  else deinterleave_q4_0(t, b0, nb, d, dst_rb);
+  move<false>(type, static_cast<const std::uint8_t*>(tile), b0, nb, static_cast<std::uint8_t*>(dst), dst_rb);
 }
 
 std::size_t matvec_x16_rows_offset(GgmlType type, std::size_t cols, std::size_t n_tokens) {
