@@ -121,7 +121,7 @@ void matvec_check_args(GgmlType type, std::size_t cols);
 
 // ------------------------------------------- row-interleaved weights (x16)
 // Decode reads every weight once per token, and the row kernels above spend
-// more instructions per Q4_K, Q5_K, IQ4_XS, Q5_0 or Q4_0 weight than the
+// more instructions per Q4_K, Q5_K, IQ4_XS or block-32 4- and 5-bit weight than the
 // memory needs time to deliver it: per block, a row's scales are unpacked
 // in scalar code and each load feeds one row. Interleaved by 16 rows, one
 // 64-byte load holds 4 bytes of each of 16 rows, a vpdpbusd against one
@@ -156,6 +156,14 @@ void matvec_check_args(GgmlType type, std::size_t cols);
 //   Q4_0, 288 bytes per 32 columns: Q5_0's without qh
 //     u16 d[16]
 //     u8  qs[4][16][4]
+//   IQ4_NL, 288 bytes per 32 columns: as Q4_0
+//   Q5_1, 384 bytes per 32 columns: Q5_0's with the mins
+//     u16 d[16], m[16]
+//     u64 qh[8]
+//     u8  qs[4][16][4]
+//   Q4_1, 320 bytes per 32 columns: Q5_1's without qh
+//     u16 d[16], m[16]
+//     u8  qs[4][16][4]
 // Little-endian fields, as GGUF's. The same, as byte counts and offsets:
 struct X16Q4K {
   static constexpr std::size_t kBytes = 2304, kDmin = 32, kScales = 64, kQs = 256;
@@ -172,8 +180,18 @@ struct X16Q5_0 {
 struct X16Q4_0 {
   static constexpr std::size_t kBytes = 288, kQs = 32;
 };
+struct X16IQ4NL {
+  static constexpr std::size_t kBytes = 288, kQs = 32;
+};
+struct X16Q5_1 {
+  static constexpr std::size_t kBytes = 384, kM = 32, kQh = 64, kQs = 128;
+};
+struct X16Q4_1 {
+  static constexpr std::size_t kBytes = 320, kM = 32, kQs = 64;
+};
 
-// True for the types with an x16 layout (Q4_K, Q5_K, IQ4_XS, Q5_0, Q4_0).
+// True for the types with an x16 layout (Q4_K, Q5_K, IQ4_XS, Q5_0, Q4_0,
+// IQ4_NL, Q5_1, Q4_1).
 bool matvec_x16_type(GgmlType type);
 // Throws std::invalid_argument naming what is wrong unless type has an x16
 // layout, rows is a multiple of 16 and cols of the type's block size.

@@ -258,6 +258,21 @@ void matvec_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   matmul_body<Arch>(type, w, rows, cols, x, cols, 1, y, rows, scratch, threads);
 }
 
+// f(std::integral_constant<GgmlType, type>) for the x16 types (matvec_x16_type).
+template <class F>
+void with_x16_type(GgmlType type, F&& f) {
+  switch (type) {
+    case GgmlType::Q4_K: return f(std::integral_constant<GgmlType, GgmlType::Q4_K>{});
+    case GgmlType::Q5_K: return f(std::integral_constant<GgmlType, GgmlType::Q5_K>{});
+    case GgmlType::IQ4_XS: return f(std::integral_constant<GgmlType, GgmlType::IQ4_XS>{});
+    case GgmlType::Q5_0: return f(std::integral_constant<GgmlType, GgmlType::Q5_0>{});
+    case GgmlType::Q5_1: return f(std::integral_constant<GgmlType, GgmlType::Q5_1>{});
+    case GgmlType::Q4_1: return f(std::integral_constant<GgmlType, GgmlType::Q4_1>{});
+    case GgmlType::IQ4_NL: return f(std::integral_constant<GgmlType, GgmlType::IQ4_NL>{});
+    default: return f(std::integral_constant<GgmlType, GgmlType::Q4_0>{});
+  }
+}
+
 // True where matmul_x16_body has tile kernels for `type` (AVX-512 VNNI).
 template <class Arch>
 bool x16_fast(GgmlType type) {
@@ -286,12 +301,7 @@ void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t
     auto* xq = reinterpret_cast<ActQ8*>(xb);
     auto* xs = reinterpret_cast<std::int32_t*>(xb + n_tokens * act);
     quantize_tokens<Arch>(false, x, ldx, n_tokens, cols, xb, act, xs, nth);
-    if (type == GgmlType::Q4_K) q8_gemm<Arch, GgmlType::Q4_K, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
-    else if (type == GgmlType::Q5_K) q8_gemm<Arch, GgmlType::Q5_K, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
-    else if (type == GgmlType::IQ4_XS)
-      q8_gemm<Arch, GgmlType::IQ4_XS, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
-    else if (type == GgmlType::Q5_0) q8_gemm<Arch, GgmlType::Q5_0, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
-    else q8_gemm<Arch, GgmlType::Q4_0, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth);
+    with_x16_type(type, [&](auto T) { q8_gemm<Arch, T.value, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth); });
     return;
   }
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
@@ -311,11 +321,7 @@ void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t
             xv[j] = xb + (t0 + static_cast<std::size_t>(j)) * act;
             yo[j] = y + (t0 + static_cast<std::size_t>(j)) * ldy + 16 * i;
           }
-          if (type == GgmlType::Q4_K) tile_x16<GgmlType::Q4_K>(n, wb + i * 16 * rb, cols, xv, yo);
-          else if (type == GgmlType::Q5_K) tile_x16<GgmlType::Q5_K>(n, wb + i * 16 * rb, cols, xv, yo);
-          else if (type == GgmlType::IQ4_XS) tile_x16<GgmlType::IQ4_XS>(n, wb + i * 16 * rb, cols, xv, yo);
-          else if (type == GgmlType::Q5_0) tile_x16<GgmlType::Q5_0>(n, wb + i * 16 * rb, cols, xv, yo);
-          else tile_x16<GgmlType::Q4_0>(n, wb + i * 16 * rb, cols, xv, yo);
+          with_x16_type(type, [&](auto T) { tile_x16<T.value>(n, wb + i * 16 * rb, cols, xv, yo); });
         }
       }
     });

@@ -292,19 +292,17 @@ void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::si
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-// q8_pack_tile's packing for AVX-512 (TR 32 rows, integers + 128) of Q4_K,
-// Q5_K, IQ4_XS, Q5_0 or Q4_0 straight from x16 tiles (matvec.h), with no
+// q8_pack_tile's packing for AVX-512 (TR 32 rows, integers + 128) of the
+// x16 types (matvec_x16_type) straight from their tiles (matvec.h), with no
 // copy in the original layout between: the tiles' words already lie 4 bytes
 // per row, so each of a group's 8 steps is one 64-byte load per 16-row
-// tile, its nibbles masked (Q5_K's and Q5_0's fifth bits added through byte
-// masks from qh; IQ4_XS's looked up). w: the first tile, rb bytes per row;
+// tile, its nibbles masked (fifth bits added through byte masks from qh;
+// IQ4_XS's and IQ4_NL's looked up). w: the first tile, rb bytes per row;
 // nr: 16 or 32 rows. The same bytes as q8_pack_tile on the original rows.
 namespace {
 template <GgmlType T>
 void q8_pack_x16(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::size_t g0, std::size_t ng,
                  std::uint8_t* dst) {
-  static_assert(T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::IQ4_XS || T == GgmlType::Q5_0 ||
-                T == GgmlType::Q4_0);
   using D = Q8Dot<xsimd::avx512bw>;
   constexpr int TR = D::V * D::MR, kS = packed_scales(T), kO = packed_offsets(T);
   static_assert(TR == 32 && kS == 1 && D::kFlip == 0x80808080u);
@@ -357,19 +355,31 @@ void q8_pack_x16(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::siz
         }
       } else {
         // Step k: columns 4k.. of the group, the low nibbles of qs word k % 4
-        // (k < 4) or its high ones, Q5_0's fifth bits in qh[2 (k % 4) + k /
-        // 4]; stored (q - 16) + 128 = q + 112 (Q4_0: (q - 8) + 128).
-        constexpr bool kFive = T == GgmlType::Q5_0;
-        const std::uint8_t* p = tile + (g0 + g) * (kFive ? X16Q5_0::kBytes : X16Q4_0::kBytes);
+        // (k < 4) or its high ones, the fifth bits in qh[2 (k % 4) + k / 4];
+        // stored q + 128 with a min (Q4_1, Q5_1), else with the offset taken
+        // out: (q - 16) + 128 = q + 112 (Q5_0), (q - 8) + 128 (Q4_0); IQ4_NL's
+        // values looked up, + 128.
+        using X = X16B32<T>;
+        constexpr bool kFive = T == GgmlType::Q5_0 || T == GgmlType::Q5_1;
+        constexpr bool kMin = T == GgmlType::Q4_1 || T == GgmlType::Q5_1, kNl = T == GgmlType::IQ4_NL;
+        static_assert(kO == (kMin ? 1 : 0));
+        const std::uint8_t* p = tile + (g0 + g) * X::kBytes;
         _mm512_storeu_ps(d + 16 * h, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+        if constexpr (kMin)
+          _mm512_storeu_ps(o + 16 * h, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + X::kM))));
         std::uint64_t qh[8];
-        if constexpr (kFive) std::memcpy(qh, p + X16Q5_0::kQh, sizeof qh);
-        const __m512i off = _mm512_set1_epi8(kFive ? 112 : 120), k16 = _mm512_set1_epi8(16);
+        if constexpr (kFive) std::memcpy(qh, p + X::kQh, sizeof qh);
+        const __m512i off = _mm512_set1_epi8(static_cast<char>(kMin ? 128 : kFive ? 112 : 120)), k16 = _mm512_set1_epi8(16);
+        [[maybe_unused]] const __m512i tbl = kNl ? iq4_table_u8() : off;
         for (int k = 0; k < 8; ++k) {
-          const __m512i v = _mm512_loadu_si512(p + (kFive ? X16Q5_0::kQs : X16Q4_0::kQs) + 64 * (k % 4));
+          const __m512i v = _mm512_loadu_si512(p + X::kQs + 64 * (k % 4));
           __m512i n = k < 4 ? _mm512_and_si512(v, m4) : _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-          n = _mm512_add_epi8(n, off);
-          if constexpr (kFive) n = _mm512_mask_add_epi8(n, _cvtu64_mask64(qh[2 * (k % 4) + k / 4]), n, k16);
+          if constexpr (kNl) {
+            n = _mm512_shuffle_epi8(tbl, n);
+          } else {
+            n = _mm512_add_epi8(n, off);
+            if constexpr (kFive) n = _mm512_mask_add_epi8(n, _cvtu64_mask64(qh[2 * (k % 4) + k / 4]), n, k16);
+          }
           _mm512_storeu_si512(step(k), n);
         }
       }
@@ -498,8 +508,14 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
   constexpr std::size_t kGroupBytes = T == GgmlType::Q4_K     ? sizeof(BlockQ4_K) / 8
                                       : T == GgmlType::Q5_K   ? sizeof(BlockQ5_K) / 8
                                       : T == GgmlType::IQ4_XS ? sizeof(BlockIQ4_XS) / 8
-                                      : T == GgmlType::Q5_0 ? sizeof(BlockQ5_0)
-                                                            : sizeof(BlockQ4_0);
+                                      : T == GgmlType::Q5_0   ? sizeof(BlockQ5_0)
+                                      : T == GgmlType::Q5_1   ? sizeof(BlockQ5_1)
+                                      : T == GgmlType::Q4_1   ? sizeof(BlockQ4_1)
+                                      : T == GgmlType::IQ4_NL ? sizeof(BlockIQ4_NL)
+                                                              : sizeof(BlockQ4_0);
+  static_assert(!kPlain || T == GgmlType::Q4_0 || T == GgmlType::IQ4_NL || T == GgmlType::Q5_0 || T == GgmlType::Q5_1 ||
+                    T == GgmlType::Q4_1 || kBlockGroups == 8,
+                "kGroupBytes: a type of its own");
   constexpr std::size_t kPlainBytes = kPlain ? kQ8PackGroups * kGroupBytes * TR : 1;  // (TR, chunk)
   mv_parallel_for(threads, tiles, [&](std::ptrdiff_t tile) {
     alignas(64) std::uint8_t pk[kQ8PackGroups * pack_group_bytes(T) * TR];  // one column chunk of the tile, packed

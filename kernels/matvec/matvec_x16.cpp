@@ -21,7 +21,8 @@ namespace {
 
 static_assert(X16Q4K::kBytes == 16 * sizeof(BlockQ4_K) && X16Q5K::kBytes == 16 * sizeof(BlockQ5_K) &&
               X16IQ4XS::kBytes == 16 * sizeof(BlockIQ4_XS) && X16Q5_0::kBytes == 16 * sizeof(BlockQ5_0) &&
-              X16Q4_0::kBytes == 16 * sizeof(BlockQ4_0));
+              X16Q4_0::kBytes == 16 * sizeof(BlockQ4_0) && X16IQ4NL::kBytes == 16 * sizeof(BlockIQ4_NL) &&
+              X16Q5_1::kBytes == 16 * sizeof(BlockQ5_1) && X16Q4_1::kBytes == 16 * sizeof(BlockQ4_1));
 
 // A field of a row's block as the tile lays it out: `count` pieces of
 // `piece` bytes at byte `row` of the row's block; row r's piece
@@ -30,8 +31,8 @@ struct Field {
   std::size_t row, piece, count, tile, stride;
 };
 
-// One type's x16 format (matvec.h): its byte fields; Q5_K's and Q5_0's
-// high bits the tile transposes (move_qh).
+// One type's x16 format (matvec.h): its byte fields; the fifth bits of
+// Q5_K, Q5_0 and Q5_1 the tile transposes (move_qh).
 struct Format {
   GgmlType type;
   std::size_t block, tile_block;  // bytes of a row's block, of the tile's (16 rows)
@@ -63,6 +64,19 @@ constexpr Format kQ5_0{GgmlType::Q5_0, sizeof(BlockQ5_0), X16Q5_0::kBytes,
 constexpr Format kQ4_0{GgmlType::Q4_0, sizeof(BlockQ4_0), X16Q4_0::kBytes,
                        {{offsetof(BlockQ4_0, d), 2, 1, 0, 0}, {offsetof(BlockQ4_0, qs), 4, 4, X16Q4_0::kQs, 64}},
                        2};
+constexpr Format kIQ4NL{GgmlType::IQ4_NL, sizeof(BlockIQ4_NL), X16IQ4NL::kBytes,
+                        {{offsetof(BlockIQ4_NL, d), 2, 1, 0, 0}, {offsetof(BlockIQ4_NL, qs), 4, 4, X16IQ4NL::kQs, 64}},
+                        2};
+constexpr Format kQ5_1{GgmlType::Q5_1, sizeof(BlockQ5_1), X16Q5_1::kBytes,
+                       {{offsetof(BlockQ5_1, d), 2, 1, 0, 0},
+                        {offsetof(BlockQ5_1, m), 2, 1, X16Q5_1::kM, 0},
+                        {offsetof(BlockQ5_1, qs), 4, 4, X16Q5_1::kQs, 64}},
+                       3};
+constexpr Format kQ4_1{GgmlType::Q4_1, sizeof(BlockQ4_1), X16Q4_1::kBytes,
+                       {{offsetof(BlockQ4_1, d), 2, 1, 0, 0},
+                        {offsetof(BlockQ4_1, m), 2, 1, X16Q4_1::kM, 0},
+                        {offsetof(BlockQ4_1, qs), 4, 4, X16Q4_1::kQs, 64}},
+                       3};
 
 // Bit j of each of 8 bytes (x little-endian) as 8 bits, and its inverse:
 // bit i of b as byte i (0 or 1).
@@ -84,7 +98,7 @@ using RowByte = std::conditional_t<kToTile, const std::uint8_t, std::uint8_t>;
 // The high bits of 16 rows' blocks (row r's at blk + r * rb) to (kToTile)
 // or from the tile's block `t`, which holds them as 64-bit masks of 4 bits
 // a row: Q5_K's bit j of qh[c] at bit 4r + c % 4 of mask [j][c / 4]; Q5_0's
-// bits 16h + 4k + [0, 4) of qh at bits 4r + [0, 4) of mask 2k + h.
+// (and Q5_1's) bits 16h + 4k + [0, 4) of qh at bits 4r + [0, 4) of mask 2k + h.
 template <GgmlType type, bool kToTile>
 void move_qh(TileByte<kToTile>* t, RowByte<kToTile>* blk, std::size_t rb) {
   if constexpr (type == GgmlType::Q5_K) {
@@ -111,11 +125,13 @@ void move_qh(TileByte<kToTile>* t, RowByte<kToTile>* blk, std::size_t rb) {
     }
     if constexpr (kToTile) std::memcpy(t + X16Q5K::kQh, masks, sizeof masks);
   } else {
-    static_assert(type == GgmlType::Q5_0);
+    static_assert(type == GgmlType::Q5_0 || type == GgmlType::Q5_1);
+    constexpr std::size_t kTileQh = type == GgmlType::Q5_0 ? X16Q5_0::kQh : X16Q5_1::kQh,
+                          kRowQh = type == GgmlType::Q5_0 ? offsetof(BlockQ5_0, qh) : offsetof(BlockQ5_1, qh);
     std::uint64_t masks[8] = {};
-    if constexpr (!kToTile) std::memcpy(masks, t + X16Q5_0::kQh, sizeof masks);
+    if constexpr (!kToTile) std::memcpy(masks, t + kTileQh, sizeof masks);
     for (std::size_t r = 0; r < 16; ++r) {
-      RowByte<kToTile>* qh = blk + r * rb + offsetof(BlockQ5_0, qh);
+      RowByte<kToTile>* qh = blk + r * rb + kRowQh;
       std::uint32_t h = 0;
       if constexpr (kToTile) std::memcpy(&h, qh, 4);
       for (unsigned m = 0; m < 8; ++m) {
@@ -125,7 +141,7 @@ void move_qh(TileByte<kToTile>* t, RowByte<kToTile>* blk, std::size_t rb) {
       }
       if constexpr (!kToTile) std::memcpy(qh, &h, 4);
     }
-    if constexpr (kToTile) std::memcpy(t + X16Q5_0::kQh, masks, sizeof masks);
+    if constexpr (kToTile) std::memcpy(t + kTileQh, masks, sizeof masks);
   }
 }
 
@@ -148,7 +164,8 @@ void move_blocks(TileByte<kToTile>* tile, std::size_t b0, std::size_t nb, RowByt
   for (std::size_t b = 0; b < nb; ++b) {
     TileByte<kToTile>* t = tile + (b0 + b) * f.tile_block;
     for (std::size_t r = 0; r < 16; ++r) (move_field<f.fields[I], kToTile>(t, rows + r * rb + b * f.block, r), ...);
-    if constexpr (f.type == GgmlType::Q5_K || f.type == GgmlType::Q5_0) move_qh<f.type, kToTile>(t, rows + b * f.block, rb);
+    if constexpr (f.type == GgmlType::Q5_K || f.type == GgmlType::Q5_0 || f.type == GgmlType::Q5_1)
+      move_qh<f.type, kToTile>(t, rows + b * f.block, rb);
   }
 }
 
@@ -168,6 +185,9 @@ bool move(GgmlType type, TileByte<kToTile>* tile, std::size_t b0, std::size_t nb
     case GgmlType::IQ4_XS: move_blocks<kIQ4XS, kToTile>(tile, b0, nb, rows, rb); return true;
     case GgmlType::Q5_0: move_blocks<kQ5_0, kToTile>(tile, b0, nb, rows, rb); return true;
     case GgmlType::Q4_0: move_blocks<kQ4_0, kToTile>(tile, b0, nb, rows, rb); return true;
+    case GgmlType::IQ4_NL: move_blocks<kIQ4NL, kToTile>(tile, b0, nb, rows, rb); return true;
+    case GgmlType::Q5_1: move_blocks<kQ5_1, kToTile>(tile, b0, nb, rows, rb); return true;
+    case GgmlType::Q4_1: move_blocks<kQ4_1, kToTile>(tile, b0, nb, rows, rb); return true;
     default: return false;
   }
 }

@@ -160,29 +160,46 @@ void tile_iq4_xs_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* con
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y[t], acc[t]);
 }
 
-// y[t][0, 16) = the tile's 16 rows of Q5_0 (kFive) or Q4_0 (nb groups of
-// 32) against token t (ActQ8), t < NT: the unsigned integers (Q5_0's fifth
-// bits added through byte masks straight from qh) dotted with the
-// activations, the offset (16 or 8) back through their sums: d (dx dot - off sx).
-template <int NT, bool kFive>
+// The x16 layout of a block-32 type (matvec.h).
+template <GgmlType T>
+using X16B32 = std::conditional_t<
+    T == GgmlType::Q5_0, X16Q5_0,
+    std::conditional_t<T == GgmlType::Q5_1, X16Q5_1,
+                       std::conditional_t<T == GgmlType::Q4_1, X16Q4_1,
+                                          std::conditional_t<T == GgmlType::IQ4_NL, X16IQ4NL, X16Q4_0>>>>;
+
+// y[t][0, 16) = the tile's 16 rows of a block-32 type T (Q4_0, Q5_0,
+// IQ4_NL, Q4_1, Q5_1; nb groups of 32) against token t (ActQ8), t < NT: the
+// unsigned integers (the fifth bits added through byte masks straight from
+// qh; IQ4_NL's values looked up + 128) dotted with the activations; per
+// group, d (dx dot - off sx) with the type's offset off (8, 16, 128), or
+// with a min, d dx dot + m sx.
+template <int NT, GgmlType T>
 void tile_b32_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8* const* xq, float* const* y) {
-  constexpr std::size_t kBytes = kFive ? X16Q5_0::kBytes : X16Q4_0::kBytes, kQs = kFive ? X16Q5_0::kQs : X16Q4_0::kQs;
-  constexpr float kOff = kFive ? 16.f : 8.f;
+  using X = X16B32<T>;
+  constexpr bool kFive = T == GgmlType::Q5_0 || T == GgmlType::Q5_1;
+  constexpr bool kMin = T == GgmlType::Q4_1 || T == GgmlType::Q5_1, kNl = T == GgmlType::IQ4_NL;
+  constexpr float kOff = kNl ? 128.f : kFive ? 16.f : 8.f;
   const __m512i m4 = _mm512_set1_epi8(15), k16 = _mm512_set1_epi8(16);
+  [[maybe_unused]] const __m512i tbl = kNl ? iq4_table_u8() : m4;
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (std::size_t g = 0; g < nb; ++g) {
-    const std::uint8_t* p = tile + g * kBytes;
+    const std::uint8_t* p = tile + g * X::kBytes;
     std::uint64_t qh[8];
-    if constexpr (kFive) std::memcpy(qh, p + X16Q5_0::kQh, sizeof qh);
+    if constexpr (kFive) std::memcpy(qh, p + X::kQh, sizeof qh);
     __m512i dl[NT], dh[NT];  // two dependency chains per token: low and high nibbles
     for (int t = 0; t < NT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
     for (int k = 0; k < 4; ++k) {
-      const __m512i v = _mm512_loadu_si512(p + kQs + 64 * k);
+      const __m512i v = _mm512_loadu_si512(p + X::kQs + 64 * k);
       __m512i l = _mm512_and_si512(v, m4), h = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
       if constexpr (kFive) {
         l = _mm512_mask_add_epi8(l, _cvtu64_mask64(qh[2 * k]), l, k16);
         h = _mm512_mask_add_epi8(h, _cvtu64_mask64(qh[2 * k + 1]), h, k16);
+      }
+      if constexpr (kNl) {
+        l = _mm512_shuffle_epi8(tbl, l);
+        h = _mm512_shuffle_epi8(tbl, h);
       }
       for (int t = 0; t < NT; ++t) {
         dl[t] = dot4(dl[t], l, bcast_word(xq[t][g].qs + 4 * k));
@@ -192,8 +209,14 @@ void tile_b32_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8* const* 
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     for (int t = 0; t < NT; ++t) {
       const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(dl[t], dh[t]));
-      const __m512 v = _mm512_fmsub_ps(dot, _mm512_set1_ps(xq[t][g].d), _mm512_set1_ps(kOff * xq[t][g].s));
-      acc[t] = _mm512_fmadd_ps(d, v, acc[t]);
+      if constexpr (kMin) {
+        const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + X::kM)));
+        acc[t] = _mm512_fmadd_ps(d, _mm512_mul_ps(dot, _mm512_set1_ps(xq[t][g].d)), acc[t]);
+        acc[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(xq[t][g].s), acc[t]);
+      } else {
+        const __m512 v = _mm512_fmsub_ps(dot, _mm512_set1_ps(xq[t][g].d), _mm512_set1_ps(kOff * xq[t][g].s));
+        acc[t] = _mm512_fmadd_ps(d, v, acc[t]);
+      }
     }
   }
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y[t], acc[t]);
@@ -209,7 +232,7 @@ void tile_x16(int n, const std::uint8_t* tile, std::size_t cols, const void* con
     else if constexpr (T == GgmlType::IQ4_XS)
       tile_iq4_xs_x16<NT>(tile, cols / 256, reinterpret_cast<const ActQ8K* const*>(xv), y);
     else
-      tile_b32_x16<NT, T == GgmlType::Q5_0>(tile, cols / 32, reinterpret_cast<const ActQ8* const*>(xv), y);
+      tile_b32_x16<NT, T>(tile, cols / 32, reinterpret_cast<const ActQ8* const*>(xv), y);
   };
   switch (n) {
     case 1: return run(std::integral_constant<int, 1>{});

@@ -22,7 +22,8 @@ namespace latte::kernels {
 namespace {
 
 // rows x cols of random bytes with finite fp16 scales (d in [-0.05, 0.05],
-// the K-quants' dmin in [0, 0.025]): every integer, scale and min pattern a file can hold.
+// the K-quants' dmin in [0, 0.025], Q4_1's and Q5_1's m in [-0.0125,
+// 0.0125]): every integer, scale and min pattern a file can hold.
 std::vector<std::uint8_t> random_matrix(GgmlType t, std::size_t rows, std::size_t cols, std::uint64_t seed) {
   const std::size_t rb = ggml_row_bytes(t, cols), bb = ggml_row_bytes(t, ggml_block_elems(t));
   const std::size_t nblk = rows * rb / bb;
@@ -38,6 +39,11 @@ std::vector<std::uint8_t> random_matrix(GgmlType t, std::size_t rows, std::size_
       const std::uint16_t m = f32_to_fp16(r[w.size() + 2 * b + 1] / 10240.f);
       std::memcpy(blk + offsetof(BlockQ4_K, dmin), &m, 2);
     }
+    if (t == GgmlType::Q4_1 || t == GgmlType::Q5_1) {
+      static_assert(offsetof(BlockQ4_1, m) == offsetof(BlockQ5_1, m));
+      const std::uint16_t m = f32_to_fp16((r[w.size() + 2 * b + 1] - 128.f) / 10240.f);
+      std::memcpy(blk + offsetof(BlockQ4_1, m), &m, 2);
+    }
   }
   return w;
 }
@@ -47,7 +53,8 @@ std::vector<std::uint8_t> interleaved(GgmlType t, std::vector<std::uint8_t> w, s
   return w;
 }
 
-const GgmlType kX16Types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::IQ4_XS, GgmlType::Q5_0, GgmlType::Q4_0};
+const GgmlType kX16Types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::IQ4_XS, GgmlType::Q5_0,
+                              GgmlType::Q4_0,  GgmlType::IQ4_NL, GgmlType::Q5_1,  GgmlType::Q4_1};
 bool k_quant(GgmlType t) { return ggml_block_elems(t) == 256; }
 
 TEST(MatvecX16, DeinterleaveGivesTheBytesBack) {
@@ -147,6 +154,50 @@ TEST(MatvecX16, LayoutAsDocumented) {
       for (int k = 0; k < 4; ++k) EXPECT_EQ(std::memcmp(p + 32 + 64 * k + 4 * r, b.qs + 4 * k, 4), 0);
     }
   }
+  {
+    const std::size_t rows = 16, cols = 64, rb = ggml_row_bytes(GgmlType::IQ4_NL, cols);
+    const auto w = random_matrix(GgmlType::IQ4_NL, rows, cols, 11);
+    const auto x = interleaved(GgmlType::IQ4_NL, w, rows, cols);
+    for (std::size_t r : {0, 13}) {  // group 1
+      const auto& b = reinterpret_cast<const BlockIQ4_NL*>(w.data() + r * rb)[1];
+      const std::uint8_t* p = x.data() + 288;
+      EXPECT_EQ(std::memcmp(p + 2 * r, &b.d, 2), 0);
+      for (int k = 0; k < 4; ++k) EXPECT_EQ(std::memcmp(p + 32 + 64 * k + 4 * r, b.qs + 4 * k, 4), 0);
+    }
+  }
+  {
+    const std::size_t rows = 16, cols = 96, rb = ggml_row_bytes(GgmlType::Q5_1, cols);
+    const auto w = random_matrix(GgmlType::Q5_1, rows, cols, 12);
+    const auto x = interleaved(GgmlType::Q5_1, w, rows, cols);
+    for (std::size_t r : {0, 7, 15}) {  // group 2
+      const auto& b = reinterpret_cast<const BlockQ5_1*>(w.data() + r * rb)[2];
+      const std::uint8_t* p = x.data() + 2 * 384;
+      EXPECT_EQ(std::memcmp(p + 2 * r, &b.d, 2), 0);
+      EXPECT_EQ(std::memcmp(p + 32 + 2 * r, &b.m, 2), 0);
+      std::uint32_t h;
+      std::memcpy(&h, b.qh, 4);
+      for (int k = 0; k < 4; ++k)
+        for (int half = 0; half < 2; ++half)
+          for (int j = 0; j < 4; ++j) {
+            std::uint64_t m;
+            std::memcpy(&m, p + 64 + 8 * (2 * k + half), 8);
+            EXPECT_EQ((m >> (4 * r + j)) & 1, (h >> (16 * half + 4 * k + j)) & 1) << r << " " << k << " " << j;
+          }
+      for (int k = 0; k < 4; ++k) EXPECT_EQ(std::memcmp(p + 128 + 64 * k + 4 * r, b.qs + 4 * k, 4), 0);
+    }
+  }
+  {
+    const std::size_t rows = 16, cols = 64, rb = ggml_row_bytes(GgmlType::Q4_1, cols);
+    const auto w = random_matrix(GgmlType::Q4_1, rows, cols, 13);
+    const auto x = interleaved(GgmlType::Q4_1, w, rows, cols);
+    for (std::size_t r : {2, 15}) {  // group 1
+      const auto& b = reinterpret_cast<const BlockQ4_1*>(w.data() + r * rb)[1];
+      const std::uint8_t* p = x.data() + 320;
+      EXPECT_EQ(std::memcmp(p + 2 * r, &b.d, 2), 0);
+      EXPECT_EQ(std::memcmp(p + 32 + 2 * r, &b.m, 2), 0);
+      for (int k = 0; k < 4; ++k) EXPECT_EQ(std::memcmp(p + 64 + 64 * k + 4 * r, b.qs + 4 * k, 4), 0);
+    }
+  }
 }
 
 // matmul_x16 of `isa` on x16 weights against the reference on the original:
@@ -197,7 +248,7 @@ TEST(MatvecX16, EveryIsaAnyBitsTokensAndThreads) {
   for (Isa isa : supported_isas()) {
     for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::IQ4_XS})
       for (std::size_t nblk : {1, 2, 3, 5}) check_x16(isa, t, 16, 256 * nblk, 1, 1, nblk);
-    for (GgmlType t : {GgmlType::Q5_0, GgmlType::Q4_0})
+    for (GgmlType t : {GgmlType::Q5_0, GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::Q5_1, GgmlType::Q4_1})
       for (std::size_t nblk : {1, 2, 3, 7, 33, 44}) check_x16(isa, t, 16, 32 * nblk, 1, 1, nblk);
     for (GgmlType t : kX16Types) {
       const std::size_t cols = k_quant(t) ? 1280 : 1408;  // block 32: V2-Lite's expert down projections
