@@ -121,7 +121,7 @@ void matvec_check_args(GgmlType type, std::size_t cols);
 
 // ------------------------------------------- row-interleaved weights (x16)
 // Decode reads every weight once per token, and the row kernels above spend
-// more instructions per Q4_K, Q5_K, IQ4_XS or block-32 4- and 5-bit weight than the
+// more instructions per Q4_K, Q5_K, Q6_K, IQ4_XS or block-32 4- and 5-bit weight than the
 // memory needs time to deliver it: per block, a row's scales are unpacked
 // in scalar code and each load feeds one row. Interleaved by 16 rows, one
 // 64-byte load holds 4 bytes of each of 16 rows, a vpdpbusd against one
@@ -148,6 +148,11 @@ void matvec_check_args(GgmlType type, std::size_t cols);
 //     u64 qh[8][8]                   bit 4r + i of qh[j][k] = row r's fifth
 //         bit of column 32j + 4k + i (bit j of its qh[4k + i])
 //     u8  qs[32][16][4]              as Q4_K's
+//   Q6_K, 3360 bytes per 256 columns:
+//     u16 d[16]
+//     i8  scales[16][16]             scales[j][r] = row r's scales[j]
+//     u8  ql[32][16][4]              ql[k][r][i] = row r's ql[4k + i]
+//     u8  qh[16][16][4]              qh[m][r][i] = row r's qh[4m + i]
 //   IQ4_XS, 2176 bytes per 256 columns:
 //     u16 d[16], scales_h[16]
 //     u8  scales_l[4][16]
@@ -171,6 +176,9 @@ struct X16Q4K {
 struct X16Q5K {
   static constexpr std::size_t kBytes = 2816, kDmin = 32, kScales = 64, kQh = 256, kQs = 768;
 };
+struct X16Q6K {
+  static constexpr std::size_t kBytes = 3360, kScales = 32, kQl = 288, kQh = 2336;
+};
 struct X16IQ4XS {
   static constexpr std::size_t kBytes = 2176, kScalesH = 32, kScalesL = 64, kQs = 128;
 };
@@ -190,8 +198,8 @@ struct X16Q4_1 {
   static constexpr std::size_t kBytes = 320, kM = 32, kQs = 64;
 };
 
-// True for the types with an x16 layout (Q4_K, Q5_K, IQ4_XS, Q5_0, Q4_0,
-// IQ4_NL, Q5_1, Q4_1).
+// True for the types with an x16 layout (Q4_K, Q5_K, Q6_K, IQ4_XS, Q5_0,
+// Q4_0, IQ4_NL, Q5_1, Q4_1).
 bool matvec_x16_type(GgmlType type);
 // Throws std::invalid_argument naming what is wrong unless type has an x16
 // layout, rows is a multiple of 16 and cols of the type's block size.

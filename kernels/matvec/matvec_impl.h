@@ -264,6 +264,7 @@ void with_x16_type(GgmlType type, F&& f) {
   switch (type) {
     case GgmlType::Q4_K: return f(std::integral_constant<GgmlType, GgmlType::Q4_K>{});
     case GgmlType::Q5_K: return f(std::integral_constant<GgmlType, GgmlType::Q5_K>{});
+    case GgmlType::Q6_K: return f(std::integral_constant<GgmlType, GgmlType::Q6_K>{});
     case GgmlType::IQ4_XS: return f(std::integral_constant<GgmlType, GgmlType::IQ4_XS>{});
     case GgmlType::Q5_0: return f(std::integral_constant<GgmlType, GgmlType::Q5_0>{});
     case GgmlType::Q5_1: return f(std::integral_constant<GgmlType, GgmlType::Q5_1>{});
@@ -307,7 +308,7 @@ void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
   if constexpr (uses_zmm_rows<Arch>()) {
     // [n_tokens] ActQ8K (cols/256 each) for the 256-element blocks, ActQ8 (cols/32 each) for Q5_0 and Q4_0
-    const bool k = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::IQ4_XS;
+    const bool k = ggml_block_elems(type) == 256;  // the K-quants and IQ4_XS
     const std::size_t act = k ? cols / 256 * sizeof(ActQ8K) : cols / 32 * sizeof(ActQ8);
     quantize_tokens<Arch>(k, x, ldx, n_tokens, cols, xb, act, nullptr, nth);
     const std::size_t tiles = rows / 16;

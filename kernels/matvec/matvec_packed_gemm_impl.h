@@ -503,11 +503,14 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
   const std::size_t groups = cols / 32;
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + TR - 1) / TR);
   // x16 (matvec_x16_type) taken back: groups per block of the type; the chunk's rows in the original layout
-  constexpr bool kPlain = kX16 && !uses_zmm_rows<Arch>();
-  constexpr std::size_t kBlockGroups = T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::IQ4_XS ? 8 : 1;
-  constexpr std::size_t kGroupBytes = T == GgmlType::Q4_K     ? sizeof(BlockQ4_K) / 8
-                                      : T == GgmlType::Q5_K   ? sizeof(BlockQ5_K) / 8
-                                      : T == GgmlType::IQ4_XS ? sizeof(BlockIQ4_XS) / 8
+  // (Q6_K's tiles too: not packed straight from them yet)
+  constexpr bool kPlain = kX16 && (!uses_zmm_rows<Arch>() || T == GgmlType::Q6_K);
+  constexpr std::size_t kBlockGroups =
+      T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K || T == GgmlType::IQ4_XS ? 8 : 1;
+  constexpr std::size_t kBlockBytes = T == GgmlType::Q4_K     ? sizeof(BlockQ4_K)
+                                      : T == GgmlType::Q5_K   ? sizeof(BlockQ5_K)
+                                      : T == GgmlType::Q6_K   ? sizeof(BlockQ6_K)
+                                      : T == GgmlType::IQ4_XS ? sizeof(BlockIQ4_XS)
                                       : T == GgmlType::Q5_0   ? sizeof(BlockQ5_0)
                                       : T == GgmlType::Q5_1   ? sizeof(BlockQ5_1)
                                       : T == GgmlType::Q4_1   ? sizeof(BlockQ4_1)
@@ -515,8 +518,9 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
                                                               : sizeof(BlockQ4_0);
   static_assert(!kPlain || T == GgmlType::Q4_0 || T == GgmlType::IQ4_NL || T == GgmlType::Q5_0 || T == GgmlType::Q5_1 ||
                     T == GgmlType::Q4_1 || kBlockGroups == 8,
-                "kGroupBytes: a type of its own");
-  constexpr std::size_t kPlainBytes = kPlain ? kQ8PackGroups * kGroupBytes * TR : 1;  // (TR, chunk)
+                "kBlockBytes: a type of its own");
+  static_assert(kQ8PackGroups % kBlockGroups == 0);
+  constexpr std::size_t kPlainBytes = kPlain ? kQ8PackGroups / kBlockGroups * kBlockBytes * TR : 1;  // (TR, chunk)
   mv_parallel_for(threads, tiles, [&](std::ptrdiff_t tile) {
     alignas(64) std::uint8_t pk[kQ8PackGroups * pack_group_bytes(T) * TR];  // one column chunk of the tile, packed
     alignas(64) std::uint8_t plain[kPlainBytes];
@@ -535,7 +539,7 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
       } else
 #endif
       if constexpr (kPlain) {
-        const std::size_t crb = rb / groups * ng;  // the chunk's bytes per row
+        const std::size_t crb = rb / (groups / kBlockGroups) * (ng / kBlockGroups);  // the chunk's bytes per row
         for (int i = 0; i < nr; i += 16)
           matvec_x16_deinterleave(T, w + (r0 + static_cast<std::size_t>(i)) * rb, g0 / kBlockGroups, ng / kBlockGroups,
                                   plain + static_cast<std::size_t>(i) * crb, crb);

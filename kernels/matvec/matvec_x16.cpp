@@ -20,6 +20,7 @@ namespace latte::kernels {
 namespace {
 
 static_assert(X16Q4K::kBytes == 16 * sizeof(BlockQ4_K) && X16Q5K::kBytes == 16 * sizeof(BlockQ5_K) &&
+              X16Q6K::kBytes == 16 * sizeof(BlockQ6_K) &&
               X16IQ4XS::kBytes == 16 * sizeof(BlockIQ4_XS) && X16Q5_0::kBytes == 16 * sizeof(BlockQ5_0) &&
               X16Q4_0::kBytes == 16 * sizeof(BlockQ4_0) && X16IQ4NL::kBytes == 16 * sizeof(BlockIQ4_NL) &&
               X16Q5_1::kBytes == 16 * sizeof(BlockQ5_1) && X16Q4_1::kBytes == 16 * sizeof(BlockQ4_1));
@@ -51,6 +52,12 @@ constexpr Format kQ5K{GgmlType::Q5_K, sizeof(BlockQ5_K), X16Q5K::kBytes,
                        {offsetof(BlockQ5_K, dmin), 2, 1, X16Q5K::kDmin, 0},
                        {offsetof(BlockQ5_K, scales), 1, 12, X16Q5K::kScales, 16},
                        {offsetof(BlockQ5_K, qs), 4, 32, X16Q5K::kQs, 64}},
+                      4};
+constexpr Format kQ6K{GgmlType::Q6_K, sizeof(BlockQ6_K), X16Q6K::kBytes,
+                      {{offsetof(BlockQ6_K, d), 2, 1, 0, 0},
+                       {offsetof(BlockQ6_K, scales), 1, 16, X16Q6K::kScales, 16},
+                       {offsetof(BlockQ6_K, ql), 4, 32, X16Q6K::kQl, 64},
+                       {offsetof(BlockQ6_K, qh), 4, 16, X16Q6K::kQh, 64}},
                       4};
 constexpr Format kIQ4XS{GgmlType::IQ4_XS, sizeof(BlockIQ4_XS), X16IQ4XS::kBytes,
                         {{offsetof(BlockIQ4_XS, d), 2, 1, 0, 0},
@@ -182,6 +189,7 @@ bool move(GgmlType type, TileByte<kToTile>* tile, std::size_t b0, std::size_t nb
   switch (type) {
     case GgmlType::Q4_K: move_blocks<kQ4K, kToTile>(tile, b0, nb, rows, rb); return true;
     case GgmlType::Q5_K: move_blocks<kQ5K, kToTile>(tile, b0, nb, rows, rb); return true;
+    case GgmlType::Q6_K: move_blocks<kQ6K, kToTile>(tile, b0, nb, rows, rb); return true;
     case GgmlType::IQ4_XS: move_blocks<kIQ4XS, kToTile>(tile, b0, nb, rows, rb); return true;
     case GgmlType::Q5_0: move_blocks<kQ5_0, kToTile>(tile, b0, nb, rows, rb); return true;
     case GgmlType::Q4_0: move_blocks<kQ4_0, kToTile>(tile, b0, nb, rows, rb); return true;

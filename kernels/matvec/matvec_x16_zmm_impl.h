@@ -103,6 +103,61 @@ void tile_k45_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* const*
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y[t], _mm512_sub_ps(acc[t], accm[t]));
 }
 
+// y[t][0, 16) = the tile's 16 rows of Q6_K (nb blocks of 256) against
+// token t (ActQ8K), t < NT. Per half n and activation word w, one load each
+// of ql words 16n + w and 16n + 8 + w and qh word 8n + w gives the 6-bit
+// integers (0..63) of 4 columns in each quarter q of the half (columns
+// 128n + 32q + 4w..: low nibbles of the first for q = 0, of the second for
+// q = 1, high ones for 2 and 3; their 2 high bits at bits 2q of qh), so
+// sub-block 8n + 2q + w / 4 sums 4 dot steps. Per block and row: sum over
+// sub-blocks j of sc_j (dot_j - 32 sums16_j), exact in int32 (16 x 128 x
+// (16 x 63 x 127 + 32 x 16 x 127) < 2^31), times d dx.
+template <int NT>
+void tile_q6_k_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* const* xk, float* const* y) {
+  const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (std::size_t b = 0; b < nb; ++b) {
+    const std::uint8_t* p = tile + b * X16Q6K::kBytes;
+    for (std::size_t o = 0; o < X16Q6K::kBytes; o += 64)  // as tile_k45_x16
+      _mm_prefetch(reinterpret_cast<const char*>(p + X16Q6K::kBytes + o), _MM_HINT_T0);
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    __m512i sc[16];  // sub-block j's scales, an int32 lane per row
+    for (int j = 0; j < 16; ++j)
+      sc[j] = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + X16Q6K::kScales + 16 * j)));
+    __m512i ai[NT];  // sum_j sc_j (dot_j - 32 sums16_j)
+    for (int t = 0; t < NT; ++t) {
+      __m512i corr = _mm512_setzero_si512();
+      for (int j = 0; j < 16; ++j) corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(sc[j], _mm512_set1_epi32(xk[t][b].sums16[j])));
+      ai[t] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(corr, 5));
+    }
+    for (int n = 0; n < 2; ++n)
+      for (int h = 0; h < 2; ++h) {  // words w = 4h..4h+3: sub-blocks 8n + 2q + h
+        __m512i dq[4][NT];
+        for (int q = 0; q < 4; ++q)
+          for (int t = 0; t < NT; ++t) dq[q][t] = _mm512_setzero_si512();
+        for (int w = 4 * h; w < 4 * h + 4; ++w) {
+          const __m512i a = _mm512_loadu_si512(p + X16Q6K::kQl + 64 * (16 * n + w));
+          const __m512i c = _mm512_loadu_si512(p + X16Q6K::kQl + 64 * (16 * n + 8 + w));
+          const __m512i hb = _mm512_loadu_si512(p + X16Q6K::kQh + 64 * (8 * n + w));
+          // low nibble | high bits moved to bits 4-5 (0xF8: a & m4 | hb' & m30 as one ternary op)
+          __m512i v[4];
+          v[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(a, m4), _mm512_slli_epi16(hb, 4), m30, 0xF8);
+          v[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(c, m4), _mm512_slli_epi16(hb, 2), m30, 0xF8);
+          v[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(a, 4), m4), hb, m30, 0xF8);
+          v[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(c, 4), m4), _mm512_srli_epi16(hb, 2), m30, 0xF8);
+          for (int q = 0; q < 4; ++q)
+            for (int t = 0; t < NT; ++t) dq[q][t] = dot4(dq[q][t], v[q], bcast_word(xk[t][b].qs + 128 * n + 32 * q + 4 * w));
+        }
+        for (int q = 0; q < 4; ++q)
+          for (int t = 0; t < NT; ++t) ai[t] = _mm512_add_epi32(ai[t], _mm512_mullo_epi32(dq[q][t], sc[8 * n + 2 * q + h]));
+      }
+    for (int t = 0; t < NT; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ai[t]), _mm512_mul_ps(d, _mm512_set1_ps(xk[t][b].d)), acc[t]);
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y[t], acc[t]);
+}
+
 // Sub-block j's scales (ls - 32) of an IQ4_XS x16 block's 16 rows, an int32 lane each.
 inline __m512i x16_iq4_xs_scales(const std::uint8_t* p, int j) {
   const __m512i sh = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + X16IQ4XS::kScalesH)));
@@ -229,6 +284,8 @@ void tile_x16(int n, const std::uint8_t* tile, std::size_t cols, const void* con
     constexpr int NT = decltype(nt_)::value;
     if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K)
       tile_k45_x16<NT, T == GgmlType::Q5_K>(tile, cols / 256, reinterpret_cast<const ActQ8K* const*>(xv), y);
+    else if constexpr (T == GgmlType::Q6_K)
+      tile_q6_k_x16<NT>(tile, cols / 256, reinterpret_cast<const ActQ8K* const*>(xv), y);
     else if constexpr (T == GgmlType::IQ4_XS)
       tile_iq4_xs_x16<NT>(tile, cols / 256, reinterpret_cast<const ActQ8K* const*>(xv), y);
     else

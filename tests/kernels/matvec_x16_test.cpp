@@ -33,7 +33,7 @@ std::vector<std::uint8_t> random_matrix(GgmlType t, std::size_t rows, std::size_
   for (std::size_t b = 0; b < nblk; ++b) {
     std::uint8_t* blk = w.data() + b * bb;
     const std::uint16_t d = f32_to_fp16((r[w.size() + 2 * b] - 128.f) / 2560.f);
-    std::memcpy(blk, &d, 2);  // d first in every type here
+    std::memcpy(blk + (t == GgmlType::Q6_K ? offsetof(BlockQ6_K, d) : 0), &d, 2);  // d first in the others
     if (t == GgmlType::Q4_K || t == GgmlType::Q5_K) {
       static_assert(offsetof(BlockQ4_K, dmin) == offsetof(BlockQ5_K, dmin));
       const std::uint16_t m = f32_to_fp16(r[w.size() + 2 * b + 1] / 10240.f);
@@ -53,8 +53,8 @@ std::vector<std::uint8_t> interleaved(GgmlType t, std::vector<std::uint8_t> w, s
   return w;
 }
 
-const GgmlType kX16Types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::IQ4_XS, GgmlType::Q5_0,
-                              GgmlType::Q4_0,  GgmlType::IQ4_NL, GgmlType::Q5_1,  GgmlType::Q4_1};
+const GgmlType kX16Types[] = {GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::Q5_0,
+                              GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::Q5_1, GgmlType::Q4_1};
 bool k_quant(GgmlType t) { return ggml_block_elems(t) == 256; }
 
 TEST(MatvecX16, DeinterleaveGivesTheBytesBack) {
@@ -129,6 +129,19 @@ TEST(MatvecX16, LayoutAsDocumented) {
             EXPECT_EQ((m >> (4 * r + i)) & 1, (b.qh[4 * k + i] >> j) & 1u) << r << " " << j << " " << k << " " << i;
         }
       for (int k = 0; k < 32; ++k) EXPECT_EQ(std::memcmp(p + 768 + 64 * k + 4 * r, b.qs + 4 * k, 4), 0) << "qs " << k;
+    }
+  }
+  {
+    const std::size_t rows = 32, cols = 512, rb = ggml_row_bytes(GgmlType::Q6_K, cols);
+    const auto w = random_matrix(GgmlType::Q6_K, rows, cols, 14);
+    const auto x = interleaved(GgmlType::Q6_K, w, rows, cols);
+    for (std::size_t r : {0, 10, 15}) {  // block 1 of rows 16, 26, 31 (tile 1)
+      const auto& b = reinterpret_cast<const BlockQ6_K*>(w.data() + (16 + r) * rb)[1];
+      const std::uint8_t* p = x.data() + 16 * rb + 3360;
+      EXPECT_EQ(std::memcmp(p + 2 * r, &b.d, 2), 0);
+      for (int j = 0; j < 16; ++j) EXPECT_EQ(static_cast<std::int8_t>(p[32 + 16 * j + r]), b.scales[j]) << "scales " << j;
+      for (int k = 0; k < 32; ++k) EXPECT_EQ(std::memcmp(p + 288 + 64 * k + 4 * r, b.ql + 4 * k, 4), 0) << "ql " << k;
+      for (int m = 0; m < 16; ++m) EXPECT_EQ(std::memcmp(p + 2336 + 64 * m + 4 * r, b.qh + 4 * m, 4), 0) << "qh " << m;
     }
   }
   {
@@ -246,7 +259,7 @@ void check_x16(Isa isa, GgmlType t, std::size_t rows, std::size_t cols, std::siz
 
 TEST(MatvecX16, EveryIsaAnyBitsTokensAndThreads) {
   for (Isa isa : supported_isas()) {
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::IQ4_XS})
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS})
       for (std::size_t nblk : {1, 2, 3, 5}) check_x16(isa, t, 16, 256 * nblk, 1, 1, nblk);
     for (GgmlType t : {GgmlType::Q5_0, GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::Q5_1, GgmlType::Q4_1})
       for (std::size_t nblk : {1, 2, 3, 7, 33, 44}) check_x16(isa, t, 16, 32 * nblk, 1, 1, nblk);

@@ -523,8 +523,9 @@ void check_read_into_memory(GgmlType type) {
 
 TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
   check_read_into_memory(GgmlType::Q4_K);  // the heads and expert down projections Q5_0
-  check_read_into_memory(GgmlType::Q5_K);  // those Q5_1, on the row kernels
-  check_read_into_memory(GgmlType::IQ4_XS);  // those IQ4_NL, on the row kernels
+  check_read_into_memory(GgmlType::Q5_K);  // those Q5_1
+  check_read_into_memory(GgmlType::Q6_K);  // those Q8_0, on the row kernels
+  check_read_into_memory(GgmlType::IQ4_XS);  // those IQ4_NL
   check_read_into_memory(GgmlType::Q4_0);
 }
 
