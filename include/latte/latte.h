@@ -86,7 +86,7 @@ typedef struct latte_model_options {
    * private memory on huge pages (slower load, the model's size in private
    * memory, faster decode where decode is bound by weight reads), where
    * the matrices decode streams are re-laid out in place for this CPU's
-   * kernels (Q4_K, Q5_K, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL
+   * kernels (Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL
    * interleaved by 16 rows with AVX-512 VNNI; no second copy; the same
    * results up to float summation order).
    * A mapped file truncated or rewritten in place while loaded raises
