@@ -305,18 +305,18 @@ void q8_pack_x16(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::siz
                  std::uint8_t* dst) {
   using D = Q8Dot<xsimd::avx512bw>;
   constexpr int TR = D::V * D::MR, kS = packed_scales(T), kO = packed_offsets(T);
-  static_assert(TR == 32 && kS == 1 && D::kFlip == 0x80808080u);
+  static_assert(TR == 32 && kS == (T == GgmlType::Q6_K ? 2 : 1) && D::kFlip == 0x80808080u);
   constexpr std::size_t kGB = pack_group_bytes(T) * TR;
   const __m512i m4 = _mm512_set1_epi8(15), flip = _mm512_set1_epi8(-128), sign = _mm512_set1_epi32(INT32_MIN);
   for (std::size_t g = 0; g < ng; ++g) {
     std::uint8_t* blk = dst + g * kGB;
-    float* d = reinterpret_cast<float*>(blk);    // (TR) the rows' scales
-    float* o = d + TR;                           // (kO, TR) the rows' offsets
+    float* d = reinterpret_cast<float*>(blk);    // (kS, TR) the rows' scales
+    float* o = d + kS * TR;                      // (kO, TR) the rows' offsets
     std::uint8_t* q = blk + 4 * (kS + kO) * TR;  // (8, TR, 4)
     for (std::size_t h = 0; h < 2; ++h) {        // rows [16 h, 16 h + 16): a tile, or none (zeros)
       auto step = [&](int k) { return q + (static_cast<std::size_t>(k) * TR + 16 * h) * 4; };
       if (16 * h >= nr) {
-        _mm512_storeu_ps(d + 16 * h, _mm512_setzero_ps());
+        for (int s = 0; s < kS; ++s) _mm512_storeu_ps(d + s * TR + 16 * h, _mm512_setzero_ps());
         if constexpr (kO == 1) _mm512_storeu_ps(o + 16 * h, _mm512_setzero_ps());
         for (int k = 0; k < 8; ++k) _mm512_storeu_si512(step(k), flip);
         continue;
@@ -339,6 +339,28 @@ void q8_pack_x16(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::siz
           if constexpr (T == GgmlType::Q5_K)
             n = _mm512_mask_add_epi8(n, x16_q5_k_bits(p, static_cast<int>(j), k), n, _mm512_set1_epi8(16));
           _mm512_storeu_si512(step(k), _mm512_or_si512(n, flip));
+        }
+      } else if constexpr (T == GgmlType::Q6_K) {
+        // Group gi of the block: quarter j of half n (columns 32 gi..), its
+        // sub-blocks 2 gi and 2 gi + 1; step k: ql word 16n + 8 (j % 2) + k
+        // (low nibbles for j < 2, else high), bits 2j of qh word 8n + k;
+        // stored (q - 32) + 128 = q + 96.
+        const std::size_t b = (g0 + g) / 8, gi = (g0 + g) % 8, n = gi / 4, j = gi % 4;
+        const std::uint8_t* p = tile + b * X16Q6K::kBytes;
+        const __m512 dd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        for (int s = 0; s < 2; ++s) {
+          const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + X16Q6K::kScales + 16 * (2 * gi + s)));
+          _mm512_storeu_ps(d + s * TR + 16 * h, _mm512_mul_ps(dd, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc))));
+        }
+        const __m128i shift = _mm_cvtsi32_si128(static_cast<int>(2 * j));
+        const __m512i m30 = _mm512_set1_epi8(0x30), k96 = _mm512_set1_epi8(96);
+        for (int k = 0; k < 8; ++k) {
+          const __m512i a = _mm512_loadu_si512(p + X16Q6K::kQl + 64 * (16 * n + 8 * (j % 2) + static_cast<std::size_t>(k)));
+          const __m512i hb = _mm512_loadu_si512(p + X16Q6K::kQh + 64 * (8 * n + static_cast<std::size_t>(k)));
+          const __m512i nib = j < 2 ? _mm512_and_si512(a, m4) : _mm512_and_si512(_mm512_srli_epi16(a, 4), m4);
+          // bits 2j, 2j + 1 of each byte to bits 4-5 (the 16-bit shifts keep them in their byte)
+          const __m512i hi = _mm512_slli_epi16(_mm512_srl_epi16(hb, shift), 4);
+          _mm512_storeu_si512(step(k), _mm512_add_epi8(_mm512_ternarylogic_epi32(nib, hi, m30, 0xF8), k96));
         }
       } else if constexpr (T == GgmlType::IQ4_XS) {
         // Sub-block j: step k, columns 4k.. of it, the low nibbles of qs
@@ -503,8 +525,7 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
   const std::size_t groups = cols / 32;
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + TR - 1) / TR);
   // x16 (matvec_x16_type) taken back: groups per block of the type; the chunk's rows in the original layout
-  // (Q6_K's tiles too: not packed straight from them yet)
-  constexpr bool kPlain = kX16 && (!uses_zmm_rows<Arch>() || T == GgmlType::Q6_K);
+  constexpr bool kPlain = kX16 && !uses_zmm_rows<Arch>();
   constexpr std::size_t kBlockGroups =
       T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K || T == GgmlType::IQ4_XS ? 8 : 1;
   constexpr std::size_t kBlockBytes = T == GgmlType::Q4_K     ? sizeof(BlockQ4_K)
