@@ -152,9 +152,10 @@ void move_qh(TileByte<kToTile>* t, RowByte<kToTile>* blk, std::size_t rb) {
   }
 }
 
-// Field d of row r's block `blk` to or from the tile's block `t`.
-template <const Field& d, bool kToTile>
+// Field I of f, of row r's block `blk`, to or from the tile's block `t`.
+template <const Format& f, std::size_t I, bool kToTile>
 void move_field(TileByte<kToTile>* t, RowByte<kToTile>* blk, std::size_t r) {
+  constexpr Field d = f.fields[I];
   for (std::size_t k = 0; k < d.count; ++k) {
     TileByte<kToTile>* in_tile = t + d.tile + d.stride * k + d.piece * r;
     RowByte<kToTile>* in_row = blk + d.row + d.piece * k;
@@ -170,7 +171,7 @@ void move_blocks(TileByte<kToTile>* tile, std::size_t b0, std::size_t nb, RowByt
                  std::index_sequence<I...>) {
   for (std::size_t b = 0; b < nb; ++b) {
     TileByte<kToTile>* t = tile + (b0 + b) * f.tile_block;
-    for (std::size_t r = 0; r < 16; ++r) (move_field<f.fields[I], kToTile>(t, rows + r * rb + b * f.block, r), ...);
+    for (std::size_t r = 0; r < 16; ++r) (move_field<f, I, kToTile>(t, rows + r * rb + b * f.block, r), ...);
     if constexpr (f.type == GgmlType::Q5_K || f.type == GgmlType::Q5_0 || f.type == GgmlType::Q5_1)
       move_qh<f.type, kToTile>(t, rows + b * f.block, rb);
   }
