@@ -232,8 +232,7 @@ using X16B32 = std::conditional_t<
 template <int NT, GgmlType T>
 void tile_b32_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8* const* xq, float* const* y) {
   using X = X16B32<T>;
-  constexpr bool kFive = T == GgmlType::Q5_0 || T == GgmlType::Q5_1;
-  constexpr bool kMin = T == GgmlType::Q4_1 || T == GgmlType::Q5_1, kNl = T == GgmlType::IQ4_NL;
+  constexpr bool kFive = Block32<T>::kFive, kMin = Block32<T>::kHasMin, kNl = Block32<T>::kIq4;
   constexpr float kOff = kNl ? 128.f : kFive ? 16.f : 8.f;
   const __m512i m4 = _mm512_set1_epi8(15), k16 = _mm512_set1_epi8(16);
   [[maybe_unused]] const __m512i tbl = kNl ? iq4_table_u8() : m4;
@@ -262,10 +261,11 @@ void tile_b32_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8* const* 
       }
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    [[maybe_unused]] __m512 m;
+    if constexpr (kMin) m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + X::kM)));
     for (int t = 0; t < NT; ++t) {
       const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(dl[t], dh[t]));
       if constexpr (kMin) {
-        const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + X::kM)));
         acc[t] = _mm512_fmadd_ps(d, _mm512_mul_ps(dot, _mm512_set1_ps(xq[t][g].d)), acc[t]);
         acc[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(xq[t][g].s), acc[t]);
       } else {

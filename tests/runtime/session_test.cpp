@@ -11,6 +11,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -399,11 +400,13 @@ int expect_interleaved_products_agree(const Model& x16, const Model& mapped) {
     const LayerWeights &a = x16.layer(l), &b = mapped.layer(l);
     const char* names[] = {"wq", "wq_a", "wq_b", "wkv_a", "wo", "dense gate", "dense up", "dense down",
                            "shared gate", "shared up", "shared down"};
-    const WeightRef* wa[] = {&a.wq, &a.wq_a, &a.wq_b, &a.wkv_a, &a.wo, &a.dense.gate, &a.dense.up, &a.dense.down,
-                             &a.shared.gate, &a.shared.up, &a.shared.down};
-    const WeightRef* wb[] = {&b.wq, &b.wq_a, &b.wq_b, &b.wkv_a, &b.wo, &b.dense.gate, &b.dense.up, &b.dense.down,
-                             &b.shared.gate, &b.shared.up, &b.shared.down};
-    for (int k = 0; k < 11; ++k)
+    auto matrices = [](const LayerWeights& L) {  // in names' order
+      return std::array{&L.wq, &L.wq_a, &L.wq_b, &L.wkv_a, &L.wo, &L.dense.gate, &L.dense.up, &L.dense.down,
+                        &L.shared.gate, &L.shared.up, &L.shared.down};
+    };
+    const auto wa = matrices(a), wb = matrices(b);
+    static_assert(wa.size() == std::size(names));
+    for (std::size_t k = 0; k < wa.size(); ++k)
       if (!wb[k]->empty()) check(names[k], l, *wa[k], *wb[k], 1, nullptr, nullptr);
     check("W_UK^T heads", l, a.wuk_t.head, b.wuk_t.head, p.mla.n_heads, &a.wuk_t, &b.wuk_t);
     check("W_UV heads", l, a.wuv.head, b.wuv.head, p.mla.n_heads, &a.wuv, &b.wuv);
