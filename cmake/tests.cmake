@@ -30,6 +30,15 @@ else()
 endif()
 add_executable(test_runtime ${LATTE_RUNTIME_TESTS})
 target_link_libraries(test_runtime PRIVATE latte_tools latte_reference latte_internal ${LATTE_GTEST_MAIN})
+# Apps may run sessions from their own OpenMP threads: the tests do too,
+# wherever the compiler has OpenMP (Latte itself does not need it).
+find_package(OpenMP)
+if(OpenMP_CXX_FOUND)
+  target_link_libraries(test_runtime PRIVATE OpenMP::OpenMP_CXX)
+  target_compile_definitions(test_runtime PRIVATE LATTE_TEST_OPENMP=1)
+else()
+  target_compile_definitions(test_runtime PRIVATE LATTE_TEST_OPENMP=0)
+endif()
 # The tests start these programs through a shell; in a cross build, under
 # the emulator (qemu-user: no binfmt_misc is assumed).
 set(_run_prefix "")

@@ -1,25 +1,33 @@
 #include "tools/read_bandwidth.h"
 
-#include <omp.h>
-
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <vector>
+
+#include "platform/thread_pool.h"
 
 namespace latte {
 
 std::uint32_t read_words(const std::uint32_t* p, std::size_t n, int threads) {
-  std::uint32_t sum = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : sum)
-  for (std::size_t i = 0; i < n; ++i) sum += p[i];
-  return sum;
+  std::atomic<std::uint32_t> total{0};
+  parallel_slots(threads, [&](int s, int ns) {
+    std::uint32_t sum = 0;
+    for (std::size_t i = n * s / ns; i < n * (s + 1) / ns; ++i) sum += p[i];
+    total.fetch_add(sum, std::memory_order_relaxed);
+  });
+  return total.load();
 }
 
 double measure_read_bandwidth(std::size_t bytes, int threads, int passes) {
+  // A pool of exactly `threads`, as a session of that many runs on.
+  ThreadPool pool(std::max(threads, 1), /*allow_fewer=*/true);
+  const PoolScope scope(pool);
   const std::size_t n = bytes / sizeof(std::uint32_t);
   std::vector<std::uint32_t> buf(n);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::size_t i = 0; i < n; ++i) buf[i] = static_cast<std::uint32_t>(i);
+  parallel_slots(threads, [&](int s, int ns) {
+    for (std::size_t i = n * s / ns; i < n * (s + 1) / ns; ++i) buf[i] = static_cast<std::uint32_t>(i);
+  });
   double best = 0;
   volatile std::uint32_t sink = 0;
   for (int pass = 0; pass < passes; ++pass) {

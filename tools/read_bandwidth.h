@@ -8,8 +8,8 @@
 
 namespace latte {
 
-// One plain read of p[0, n) by `threads` OpenMP threads, each a contiguous
-// part (as the decode matvecs split a matrix). Integer sums, which the
+// One plain read of p[0, n) in `threads` slots of the calling thread's pool,
+// each a contiguous part (as the decode matvecs split a matrix). Integer sums, which the
 // compiler may widen and reorder, so the loop is bound by the loads: a float
 // sum is an add chain, which capped one thread below what the memory gives.
 // Returns the sum, so the reads cannot be dropped.

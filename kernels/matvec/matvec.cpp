@@ -2,7 +2,7 @@
 // the per-ISA tables. Baseline flags: no SIMD body here (matvec__<isa>.cpp).
 #include "kernels/matvec/matvec.h"
 
-#include <omp.h>
+#include "platform/thread_pool.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -70,23 +70,20 @@ void matmul_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols
   matvec_check_args(type, cols);
   const std::size_t rb = ggml_row_bytes(type, cols);
   const auto* wb = static_cast<const std::uint8_t*>(w);
-  const int team = threads > 1 ? threads : 1;
-  // Allocated here: a std::bad_alloc thrown inside the parallel region would
-  // terminate the process instead of reaching the caller.
+  const int team = threads > 1 ? static_cast<int>(std::min<std::size_t>(threads, rows)) : 1;
+  // Allocated here: the region's slots call nothing that throws.
   std::vector<float> rows_buf(static_cast<std::size_t>(team) * cols);  // (team, cols) dequantized rows
-#pragma omp parallel num_threads(team) if (team > 1)
-  {
-    float* row = rows_buf.data() + static_cast<std::size_t>(omp_get_thread_num()) * cols;  // [cols]
-#pragma omp for schedule(static)
-    for (std::size_t r = 0; r < rows; ++r) {
+  parallel_slots(team, [&](int t, int nt) {
+    float* row = rows_buf.data() + static_cast<std::size_t>(t) * cols;  // [cols]
+    for (std::size_t r = rows * t / nt; r < rows * (t + 1) / nt; ++r) {
       dequantize_row_ref(type, wb + r * rb, row, cols);
-      for (std::size_t t = 0; t < n_tokens; ++t) {
+      for (std::size_t tk = 0; tk < n_tokens; ++tk) {
         double acc = 0;
-        for (std::size_t c = 0; c < cols; ++c) acc += static_cast<double>(row[c]) * x[t * ldx + c];
-        y[t * ldy + r] = static_cast<float>(acc);
+        for (std::size_t c = 0; c < cols; ++c) acc += static_cast<double>(row[c]) * x[tk * ldx + c];
+        y[tk * ldy + r] = static_cast<float>(acc);
       }
     }
-  }
+  });
 }
 
 void matvec_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,

@@ -15,9 +15,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include <omp.h>
-
 #include "kernels/matvec/matvec.h"
+#include "kernels/parallel_impl.h"
 #include "quant/ggml_blocks.h"
 
 namespace latte::kernels {
@@ -39,30 +38,25 @@ constexpr bool uses_zmm_rows() {
 #endif
 }
 
-// Work on nth threads of a new OpenMP team, or on the calling thread alone
-// where there is one: an `if (false)` region still makes a team of one, which
-// costs libgomp an allocation and a futex wake, thousands of times per decoded
-// token when the runtime calls these kernels from its own parallel region.
-// mv_parallel: body(t, nt) once per thread of the team.
+// Work on nth slots of a region on the calling thread's pool
+// (kernels/parallel_impl.h), or on the calling thread alone where nth <= 1:
+// the runtime calls these kernels from its own regions with one thread.
+// mv_parallel: body(t, nt) once per slot.
 template <class F>
 void mv_parallel(int nth, F&& body) {
-  if (nth <= 1) {
-    body(std::size_t{0}, std::size_t{1});
-    return;
-  }
-#pragma omp parallel num_threads(nth)
-  body(static_cast<std::size_t>(omp_get_thread_num()), static_cast<std::size_t>(omp_get_num_threads()));
+  isa_parallel(nth, [&](int t, int nt) { body(static_cast<std::size_t>(t), static_cast<std::size_t>(nt)); });
 }
 
-// mv_parallel_for: body(i) for every i < n, in static runs per thread.
+// mv_parallel_for: body(i) for every i < n, in static runs per slot.
 template <class F>
 void mv_parallel_for(int nth, std::ptrdiff_t n, F&& body) {
   if (nth <= 1 || n <= 1) {
     for (std::ptrdiff_t i = 0; i < n; ++i) body(i);
     return;
   }
-#pragma omp parallel for schedule(static) num_threads(nth)
-  for (std::ptrdiff_t i = 0; i < n; ++i) body(i);
+  isa_parallel(static_cast<int>(n < nth ? n : nth), [&](int t, int nt) {
+    for (std::ptrdiff_t i = n * t / nt; i < n * (t + 1) / nt; ++i) body(i);
+  });
 }
 
 // IQ4_NL's table, copied by value into this file's own (internal) array:

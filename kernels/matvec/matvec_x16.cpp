@@ -2,7 +2,7 @@
 // load, its inverse (what every path without x16 kernels reads through), the
 // argument checks and the reference. Baseline flags, scalar code: 4-byte
 // words moved whole, so a load re-lays out gigabytes in about a second.
-#include <omp.h>
+#include "platform/thread_pool.h"
 
 #include <cstddef>
 #include <cstring>
@@ -219,17 +219,18 @@ void matvec_x16_interleave(GgmlType type, void* w, std::size_t rows, std::size_t
   matvec_x16_check_args(type, rows, cols);
   const std::size_t rb = ggml_row_bytes(type, cols), nb = cols / ggml_block_elems(type);
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>(rows / 16);
-  // Allocated before the region: a bad_alloc inside it would end the process.
-  const int team = omp_get_max_threads();
+  // Allocated before the region: its slots call nothing that throws.
+  const int team = static_cast<int>(std::min<std::ptrdiff_t>(current_pool_threads(), tiles));
   std::vector<std::uint8_t> tmp(static_cast<std::size_t>(team) * 16 * rb);  // (team, 16 rows)
   auto* base = static_cast<std::uint8_t*>(w);
-#pragma omp parallel for schedule(static) num_threads(team) if (tiles > 1)
-  for (std::ptrdiff_t i = 0; i < tiles; ++i) {
-    std::uint8_t* rows16 = tmp.data() + static_cast<std::size_t>(omp_get_thread_num()) * 16 * rb;
-    std::uint8_t* tile = base + static_cast<std::size_t>(i) * 16 * rb;
-    std::memcpy(rows16, tile, 16 * rb);
-    move<true>(type, tile, 0, nb, rows16, rb);
-  }
+  parallel_slots(team, [&](int t, int nt) {
+    std::uint8_t* rows16 = tmp.data() + static_cast<std::size_t>(t) * 16 * rb;
+    for (std::ptrdiff_t i = tiles * t / nt; i < tiles * (t + 1) / nt; ++i) {
+      std::uint8_t* tile = base + static_cast<std::size_t>(i) * 16 * rb;
+      std::memcpy(rows16, tile, 16 * rb);
+      move<true>(type, tile, 0, nb, rows16, rb);
+    }
+  });
 }
 
 void matvec_x16_deinterleave(GgmlType type, const void* tile, std::size_t b0, std::size_t nb, void* dst,

@@ -31,7 +31,7 @@ struct MlaDecodeArgs {
   LatentLayerView cache{};
   std::int64_t n_ctx = 0;        // 0 gives a zero output
   float* out = nullptr;          // (n_heads, d_c)
-  int threads = 0;               // 0: omp_get_max_threads()
+  int threads = 0;               // 0: the current pool's (platform/thread_pool.h)
   void* scratch = nullptr;       // table.scratch_bytes(...) bytes, any alignment
 };
 

@@ -11,8 +11,6 @@
 #include "kernels/exp_f32_impl.h"
 #include "kernels/int8_impl.h"
 
-#include <omp.h>
-
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -21,6 +19,7 @@
 #include <utility>
 
 #include "kernels/mla_attn/mla_attn.h"
+#include "kernels/parallel_impl.h"
 
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
@@ -283,7 +282,7 @@ inline Plan make_plan(int nh, const LatentTileLayout& L, int threads) {
   return p;
 }
 
-inline int resolve_threads(int t) { return t > 0 ? t : omp_get_max_threads(); }
+inline int resolve_threads(int t) { return t > 0 ? t : ::latte::current_pool_threads(); }
 
 // The plan's offsets are 64-byte multiples from a 64-byte aligned base, and
 // the kernels find that base in any buffer: the size includes the slack.
@@ -1151,21 +1150,20 @@ void decode_core(const Plan& P, std::uint8_t* base, const float* q_lat, const fl
     return;
   }
   std::atomic<int> next{0};
-#pragma omp parallel num_threads(static_cast<int>(imin(items, P.nt)))
-  {
+  const int n = static_cast<int>(imin(items, P.nt));
+  isa_parallel(n, [&](int t, int) {
     // Items are taken dynamically (a thread slowed by another process does
     // not hold the others back), the next one already during the current
     // one's last block or tile when the item asks (see i8_item, f_item).
-    // Each thread's first item is its own, though: taken dynamically too,
+    // Each slot's first item is its own, though: taken dynamically too,
     // the thread that enters first takes item 0 and, asking for the next
     // one as soon as its last (there, only) block starts, item 1 as well,
     // so with one block per item (up to ~1K tokens with 2 threads) one
-    // thread does everything while the other waits at the barrier
+    // thread does everything while the other waits at the join
     // (docs/performance-log.md, "Figures moved out of code comments").
-    // Thread n - 1 - t takes item t: the workers usually enter before the
+    // Slot n - 1 - t takes item t: the workers usually enter before the
     // thread that quantized the query and opened the region, so the largest
     // chunk goes to one that starts first.
-    const int t = omp_get_thread_num(), n = omp_get_num_threads();
     int it = n - 1 - t;  // n <= items
     while (it < items) {
       int ahead = -1;
@@ -1175,9 +1173,9 @@ void decode_core(const Plan& P, std::uint8_t* base, const float* q_lat, const fl
       });
       it = ahead >= 0 ? ahead : n + next.fetch_add(1, std::memory_order_relaxed);
     }
-#pragma omp barrier
-    merge_heads<Arch>(P, base, n_cs, P.nh * t / n, P.nh * (t + 1) / n, out);
-  }
+  });
+  // Every item's part is written: the heads' merge, a second region.
+  isa_parallel(n, [&](int t, int) { merge_heads<Arch>(P, base, n_cs, P.nh * t / n, P.nh * (t + 1) / n, out); });
 }
 
 template <class Arch>
@@ -1205,10 +1203,12 @@ void mla_prefill_body(const MlaPrefillArgs& a) {
   if (a.n_q >= nt && nt > 1) {
     // One query per thread at a time: no merge, all cores busy.
     const Plan P1 = make_plan(a.n_heads, L, 1);
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-    for (int i = 0; i < a.n_q; ++i)
-      decode_core<Arch>(P1, base + static_cast<std::size_t>(omp_get_thread_num()) * P1.total, a.q_lat + i * nl,
-                        a.q_pe + i * nr, a.scale, a.cache, a.p0 + i + 1, a.out + i * nl);
+    std::atomic<int> next{0};
+    isa_parallel(nt, [&](int t, int) {
+      for (int i = next.fetch_add(1, std::memory_order_relaxed); i < a.n_q; i = next.fetch_add(1, std::memory_order_relaxed))
+        decode_core<Arch>(P1, base + static_cast<std::size_t>(t) * P1.total, a.q_lat + i * nl, a.q_pe + i * nr, a.scale,
+                          a.cache, a.p0 + i + 1, a.out + i * nl);
+    });
     return;
   }
   const Plan P = make_plan(a.n_heads, L, nt);

@@ -1,6 +1,6 @@
 #include "runtime/mla/latent_cache.h"
 
-#include <omp.h>
+#include <atomic>
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,6 +11,7 @@
 
 #include "platform/alloc_hook.h"
 #include "platform/memory.h"
+#include "platform/thread_pool.h"
 #include "runtime/error.h"
 
 namespace latte {
@@ -224,23 +225,25 @@ void LatentCache::shift(std::int64_t n_keep, std::int64_t n_discard, const RopeT
   // One k_pe row per thread, allocated before anything changes.
   std::vector<float> rows(static_cast<std::size_t>(nt) * cfg_.d_R);
   // Rows go down in increasing order, so each is read before it is written
-  // over. The layers are independent.
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-  for (int il = 0; il < n_layers; ++il) {
-    Layer& l = layers_[il];
-    float* k_pe = rows.data() + static_cast<std::size_t>(omp_get_thread_num()) * cfg_.d_R;
-    for (std::int64_t p = n_keep + n_discard; p < l.n; ++p) {
-      const std::int64_t q = p - n_discard;
-      const void* src = l.tiles[p / T];
-      void* dst = l.tiles[q / T];
-      const int ts = static_cast<int>(p % T), td = static_cast<int>(q % T);
-      latent_copy_row(layout_, src, ts, dst, td);
-      latent_load_rope(layout_, dst, td, k_pe);
-      rope_turn_apply(turn, k_pe);
-      latent_store_rope(layout_, dst, td, k_pe);
+  // over. The layers are independent: taken one at a time by the slots.
+  std::atomic<int> next{0};
+  parallel_slots(nt, [&](int slot, int) {
+    for (int il = next.fetch_add(1); il < n_layers; il = next.fetch_add(1)) {
+      Layer& l = layers_[il];
+      float* k_pe = rows.data() + static_cast<std::size_t>(slot) * cfg_.d_R;
+      for (std::int64_t p = n_keep + n_discard; p < l.n; ++p) {
+        const std::int64_t q = p - n_discard;
+        const void* src = l.tiles[p / T];
+        void* dst = l.tiles[q / T];
+        const int ts = static_cast<int>(p % T), td = static_cast<int>(q % T);
+        latent_copy_row(layout_, src, ts, dst, td);
+        latent_load_rope(layout_, dst, td, k_pe);
+        rope_turn_apply(turn, k_pe);
+        latent_store_rope(layout_, dst, td, k_pe);
+      }
+      l.n -= n_discard;
     }
-    l.n -= n_discard;
-  }
+  });
 }
 
 LatentLayerView LatentCache::view(int layer) const {

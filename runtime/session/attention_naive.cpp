@@ -5,9 +5,8 @@
 // (GemmStatus), thrown after it.
 #include "runtime/session/attention.h"
 
-#include <omp.h>
-
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 namespace latte {
@@ -41,9 +40,9 @@ void NaiveAttention::run(const MlaConfig& m, const LayerWeights& L, int layer, c
     for (int j = 0; j < nb; ++j)
       cache.read_row(layer, j0 + j, blk_c + static_cast<std::size_t>(j) * dc, blk_kpe + static_cast<std::size_t>(j) * dr);
     // K_nope (nb, n_h*d_nope) = C W_UK^T ; V (nb, n_h*d_v) = C W_UV^T
-    sgemm('T', nb, static_cast<std::int64_t>(nh) * dn, dc, 1.f, blk_c, dc, L.naive_wuk, dc, 0.f, blk_k,
+    sgemm(threads_, 'T', nb, static_cast<std::int64_t>(nh) * dn, dc, 1.f, blk_c, dc, L.naive_wuk, dc, 0.f, blk_k,
           static_cast<std::int64_t>(nh) * dn);
-    sgemm('T', nb, static_cast<std::int64_t>(nh) * dv, dc, 1.f, blk_c, dc, L.naive_wuv, dc, 0.f, blk_v,
+    sgemm(threads_, 'T', nb, static_cast<std::int64_t>(nh) * dv, dc, 1.f, blk_c, dc, L.naive_wuv, dc, 0.f, blk_v,
           static_cast<std::int64_t>(nh) * dv);
     // Queries that see none of this block (j0 > p0 + i) are skipped.
     const int i0 = static_cast<int>(std::max<std::int64_t>(0, j0 - p0));
@@ -51,33 +50,37 @@ void NaiveAttention::run(const MlaConfig& m, const LayerWeights& L, int layer, c
     if (nq <= 0) continue;
     GemmStatus gemm;  // what gemm_f32 returns; RegionError: what oneDNN throws (std::bad_alloc)
     RegionError err;
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
-    for (int hd = 0; hd < nh; ++hd) err.run([&] {
-      if (gemm.failed() || err.failed()) return;
-      float* S = scores + static_cast<std::size_t>(omp_get_thread_num()) * n * B;  // (nq, nb)
-      const float* qh0 = q + (static_cast<std::size_t>(i0) * nh + hd) * qh;
-      if (!gemm.gemm('T', nq, nb, dn, scale, qh0, static_cast<std::int64_t>(nh) * qh,
-                     blk_k + static_cast<std::size_t>(hd) * dn, static_cast<std::int64_t>(nh) * dn, 0.f, S, nb) ||
-          !gemm.gemm('T', nq, nb, dr, scale, qh0 + dn, static_cast<std::int64_t>(nh) * qh, blk_kpe, dr, 1.f, S, nb))
-        return;
-      for (int i = 0; i < nq; ++i) {
-        float* Si = S + static_cast<std::size_t>(i) * nb;
-        const std::int64_t visible = std::min<std::int64_t>(nb, p0 + i0 + i + 1 - j0);  // causal
-        float* st = stat + (static_cast<std::size_t>(i0 + i) * nh + hd) * 2;
-        float mx = st[0];
-        for (std::int64_t j = 0; j < visible; ++j) mx = std::max(mx, Si[j]);
-        const float corr = std::exp(st[0] - mx);  // 0 on the first block (-inf)
-        const float sum = smx_->exp_shift_sum(Si, static_cast<std::size_t>(visible), mx);
-        for (std::int64_t j = visible; j < nb; ++j) Si[j] = 0.f;
-        float* ai = acc + (static_cast<std::size_t>(i0 + i) * nh + hd) * dv;
-        for (int k = 0; k < dv; ++k) ai[k] *= corr;
-        st[0] = mx;
-        st[1] = st[1] * corr + sum;
-      }
-      // acc (nq, d_v) += P (nq, nb) V_h (nb, d_v)
-      gemm.gemm('N', nq, dv, nb, 1.f, S, nb, blk_v + static_cast<std::size_t>(hd) * dv,
-                static_cast<std::int64_t>(nh) * dv, 1.f, acc + (static_cast<std::size_t>(i0) * nh + hd) * dv,
-                static_cast<std::int64_t>(nh) * dv);
+    std::atomic<int> next{0};  // heads taken one at a time
+    parallel_slots(std::min(threads_, nh), [&](int slot, int) {
+      for (int hd = next.fetch_add(1); hd < nh; hd = next.fetch_add(1))
+        err.run([&] {
+          if (gemm.failed() || err.failed()) return;
+          float* S = scores + static_cast<std::size_t>(slot) * n * B;  // (nq, nb)
+          const float* qh0 = q + (static_cast<std::size_t>(i0) * nh + hd) * qh;
+          if (!gemm.gemm(1, 'T', nq, nb, dn, scale, qh0, static_cast<std::int64_t>(nh) * qh,
+                         blk_k + static_cast<std::size_t>(hd) * dn, static_cast<std::int64_t>(nh) * dn, 0.f, S, nb) ||
+              !gemm.gemm(1, 'T', nq, nb, dr, scale, qh0 + dn, static_cast<std::int64_t>(nh) * qh, blk_kpe, dr, 1.f, S,
+                         nb))
+            return;
+          for (int i = 0; i < nq; ++i) {
+            float* Si = S + static_cast<std::size_t>(i) * nb;
+            const std::int64_t visible = std::min<std::int64_t>(nb, p0 + i0 + i + 1 - j0);  // causal
+            float* st = stat + (static_cast<std::size_t>(i0 + i) * nh + hd) * 2;
+            float mx = st[0];
+            for (std::int64_t j = 0; j < visible; ++j) mx = std::max(mx, Si[j]);
+            const float corr = std::exp(st[0] - mx);  // 0 on the first block (-inf)
+            const float sum = smx_->exp_shift_sum(Si, static_cast<std::size_t>(visible), mx);
+            for (std::int64_t j = visible; j < nb; ++j) Si[j] = 0.f;
+            float* ai = acc + (static_cast<std::size_t>(i0 + i) * nh + hd) * dv;
+            for (int k = 0; k < dv; ++k) ai[k] *= corr;
+            st[0] = mx;
+            st[1] = st[1] * corr + sum;
+          }
+          // acc (nq, d_v) += P (nq, nb) V_h (nb, d_v)
+          gemm.gemm(1, 'N', nq, dv, nb, 1.f, S, nb, blk_v + static_cast<std::size_t>(hd) * dv,
+                    static_cast<std::int64_t>(nh) * dv, 1.f, acc + (static_cast<std::size_t>(i0) * nh + hd) * dv,
+                    static_cast<std::int64_t>(nh) * dv);
+        });
     });
     err.rethrow();
     gemm.throw_if_failed();

@@ -1,7 +1,6 @@
 // The feed-forward products (ffn.h). Rules: graph_common.h.
 #include "runtime/session/ffn.h"
 
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -46,12 +45,12 @@ bool FeedForward::one_token_fits(const FfnTerm* terms, int n_terms) const {
   return true;
 }
 
-// One parallel region with one barrier: each thread takes a run of every
-// term's ff rows (gate, up and the activation between them: no barrier
-// there), then a run of every term's output rows. Called as separate
-// products, an MoE layer took ~21 regions (3 per expert), and each join
-// waits for the slower thread. Each output row's arithmetic is the same as
-// the products' (same kernels per row, terms added in order).
+// Two parallel regions: each slot takes a run of every term's ff rows
+// (gate, up and the activation between them), then, once all of them are
+// done, a run of every term's output rows. Called as separate products, an
+// MoE layer took ~21 regions (3 per expert), and each join waits for the
+// slower thread. Each output row's arithmetic is the same as the products'
+// (same kernels per row, terms added in order).
 void FeedForward::one_token(const FfnTerm* terms, int n_terms, const float* x, int d, float* y) {
   std::size_t ff_total = 0, per = 0;
   for (int k = 0; k < n_terms; ++k) {
@@ -65,10 +64,8 @@ void FeedForward::one_token(const FfnTerm* terms, int n_terms, const float* x, i
   float* t_out = t_out_.get(d);   // (d) one term's output (not the caller's y)
   const int threads = wm_.threads();
   const bool swiglu = swiglu_;
-  RegionError err;  // each phase in its own run(): every thread must reach the barrier
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+  RegionError err;
+  parallel_slots(threads, [&](int t, int nt) {
     void* scratch = base + per * static_cast<std::size_t>(t);
     err.run([&] {
       std::size_t off = 0;
@@ -86,7 +83,10 @@ void FeedForward::one_token(const FfnTerm* terms, int n_terms, const float* x, i
         activation(ak + r0, bk + r0, nr);
       }
     });
-#pragma omp barrier
+  });
+  err.rethrow();
+  parallel_slots(threads, [&](int t, int nt) {
+    void* scratch = base + per * static_cast<std::size_t>(t);
     std::int64_t r0, r1;
     WeightMultiply::row_run(d, t, nt, r0, r1);
     if (r1 > r0 && !err.failed()) err.run([&] {
@@ -103,7 +103,7 @@ void FeedForward::one_token(const FfnTerm* terms, int n_terms, const float* x, i
           for (std::int64_t i = r0; i < r1; ++i) y[i] += w * t_out[i];
       }
     });
-  }
+  });
   err.rethrow();
 }
 

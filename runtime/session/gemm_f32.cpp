@@ -1,15 +1,18 @@
 // gemm_f32 (gemm_f32.h): oneDNN's sgemm where the build has it, else
-// gemm_f32_own. The only file of the runtime that includes oneDNN.
+// gemm_f32_own; either split over the thread pool's slots. The only file of
+// the runtime that includes oneDNN, or OpenMP (which oneDNN's build uses).
 #include "runtime/session/gemm_f32.h"
 
-#include <omp.h>
-
 #include <algorithm>
+#include <atomic>
+#include <new>
 #include <string>
 
 #include "kernels/dot_f32/dot_f32.h"
+#include "platform/thread_pool.h"
 
 #if LATTE_WITH_ONEDNN
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 #endif
 
@@ -32,56 +35,108 @@ void gemm_t_block(const kernels::DotF32Kernels& dk, std::int64_t i, std::int64_t
   }
 }
 
-void gemm_n_row(std::int64_t i, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t lda,
-                const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+// Row i of C, columns [j0, j1).
+void gemm_n_row(std::int64_t i, std::int64_t j0, std::int64_t j1, std::int64_t K, float alpha, const float* A,
+                std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
   float* c = C + i * ldc;
-  if (beta == 0.f) std::fill(c, c + N, 0.f);
+  if (beta == 0.f) std::fill(c + j0, c + j1, 0.f);
   else if (beta != 1.f)
-    for (std::int64_t j = 0; j < N; ++j) c[j] *= beta;
+    for (std::int64_t j = j0; j < j1; ++j) c[j] *= beta;
   for (std::int64_t k = 0; k < K; ++k) {
     const float a = alpha * A[i * lda + k];
     const float* b = B + k * ldb;
-    for (std::int64_t j = 0; j < N; ++j) c[j] += a * b[j];
+    for (std::int64_t j = j0; j < j1; ++j) c[j] += a * b[j];
   }
 }
 
-}  // namespace
+// Columns of C (B's rows for tb 'T') the slots' runs start at multiples of;
+// each run but the last is whole units, the last takes the rest, so a run
+// is never narrower than a unit. oneDNN's kernels then compute every
+// element as in one call over all columns (a run of one column would be
+// its matrix-vector path, which sums in another order).
+constexpr std::int64_t kSlotColumns = 16;
 
-Status gemm_f32_own(Isa isa, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-                    std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
-                    std::int64_t ldc) noexcept {
-  if (M <= 0 || N <= 0) return Status::ok;
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  if (tb == 'T') {
-    const kernels::DotF32Kernels& dk = kernels::dot_f32_kernels(isa);
-    const std::int64_t blocks = (N + kBlockRows - 1) / kBlockRows;
-    // Work items (block of B's rows, row of A), blocks outermost so a
-    // thread's consecutive items share the block.
-    const std::int64_t items = blocks * M;
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && items >= 8)
-    for (std::int64_t w = 0; w < items; ++w) {
-      const std::int64_t b = w / M, i = w % M;
-      gemm_t_block(dk, i, b * kBlockRows, std::min(N, (b + 1) * kBlockRows), K, alpha, A, lda, B, ldb, beta, C, ldc);
-    }
-    return Status::ok;
+// f(j0, j1) for C's columns [j0, j1), split over `threads` slots of the
+// current pool; the statuses' first failure (Status::ok if none).
+template <class F>
+Status split_columns(int threads, std::int64_t N, F&& f) noexcept {
+  const std::int64_t units = N / kSlotColumns;
+  const int slots = static_cast<int>(std::min<std::int64_t>(threads > 1 ? threads : 1, std::max<std::int64_t>(units, 1)));
+  if (slots <= 1) return f(std::int64_t{0}, N);
+  std::atomic<int> status{static_cast<int>(Status::ok)};
+  try {
+    parallel_slots(slots, [&](int s, int ns) {
+      const std::int64_t j0 = units * s / ns * kSlotColumns;
+      const std::int64_t j1 = s + 1 == ns ? N : units * (s + 1) / ns * kSlotColumns;
+      const Status st = f(j0, j1);
+      if (st != Status::ok) status.store(static_cast<int>(st));
+    });
+  } catch (const std::bad_alloc&) {
+    return Status::out_of_memory;
+  } catch (...) {
+    return Status::internal;
   }
-  if (tb != 'N') return Status::invalid_argument;
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && M >= 2)
-  for (std::int64_t i = 0; i < M; ++i) gemm_n_row(i, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  return Status::ok;
+  return static_cast<Status>(status.load());
 }
 
-Status gemm_f32(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-                std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) noexcept {
 #if LATTE_WITH_ONEDNN
-  switch (dnnl_sgemm('N', tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) {
+// oneDNN runs a GEMM on an OpenMP team of the calling thread's team size;
+// here every GEMM runs on one thread, split over the pool by Latte, so
+// libgomp never starts threads of its own.
+Status onednn_sgemm(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                    std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const dnnl_status_t st = dnnl_sgemm('N', tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  omp_set_num_threads(saved);
+  switch (st) {
     case dnnl_success: return Status::ok;
     case dnnl_out_of_memory: return Status::out_of_memory;
     case dnnl_invalid_arguments: return Status::invalid_argument;
     default: return Status::internal;
   }
+}
+#endif
+
+}  // namespace
+
+Status gemm_f32_own(Isa isa, int threads, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                    std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                    std::int64_t ldc) noexcept {
+  if (M <= 0 || N <= 0) return Status::ok;
+  if (tb == 'T') {
+    const kernels::DotF32Kernels& dk = kernels::dot_f32_kernels(isa);
+    // Each slot a run of C's columns; blocks of B's rows outermost so a
+    // slot's consecutive items share the block.
+    return split_columns(threads, N, [&](std::int64_t j0, std::int64_t j1) {
+      for (std::int64_t b0 = j0; b0 < j1; b0 += kBlockRows)
+        for (std::int64_t i = 0; i < M; ++i)
+          gemm_t_block(dk, i, b0, std::min(j1, b0 + kBlockRows), K, alpha, A, lda, B, ldb, beta, C, ldc);
+      return Status::ok;
+    });
+  }
+  if (tb != 'N') return Status::invalid_argument;
+  return split_columns(threads, N, [&](std::int64_t j0, std::int64_t j1) {
+    for (std::int64_t i = 0; i < M; ++i) gemm_n_row(i, j0, j1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return Status::ok;
+  });
+}
+
+Status gemm_f32(int threads, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) noexcept {
+#if LATTE_WITH_ONEDNN
+  if (M <= 0 || N <= 0) return Status::ok;
+  if (tb != 'T' && tb != 'N') return Status::invalid_argument;
+  return split_columns(threads, N, [&](std::int64_t j0, std::int64_t j1) {
+    try {
+      return onednn_sgemm(tb, M, j1 - j0, K, alpha, A, lda, tb == 'T' ? B + j0 * ldb : B + j0, ldb, beta, C + j0,
+                          ldc);
+    } catch (const std::bad_alloc&) {
+      return Status::out_of_memory;
+    }
+  });
 #else
-  return gemm_f32_own(active_isa(), tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  return gemm_f32_own(active_isa(), threads, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
 }
 

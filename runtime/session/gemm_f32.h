@@ -5,9 +5,10 @@
 // beta 0 ignores C's contents (NaN included), as BLAS does.
 // With oneDNN (LATTE_WITH_ONEDNN) gemm_f32 runs dnnl_sgemm; without it, and
 // always for gemm_f32_own, Latte's own loops over the dot_f32 kernels. Both
-// split over the calling thread's OpenMP team, one thread inside a parallel
-// region. Neither throws: the status says what went wrong (oneDNN can run out
-// of memory), so they can be called inside an OpenMP region.
+// split C's columns over `threads` slots of the calling thread's pool
+// (platform/thread_pool.h; one thread inside a region), each element's
+// arithmetic the same however they are split. Neither throws: the status
+// says what went wrong (oneDNN can run out of memory).
 #pragma once
 
 #include <cstdint>
@@ -17,11 +18,11 @@
 
 namespace latte {
 
-Status gemm_f32(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+Status gemm_f32(int threads, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                 std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) noexcept;
 
 // isa: whose dot_f32 kernels run (gemm_f32 passes active_isa()).
-Status gemm_f32_own(Isa isa, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+Status gemm_f32_own(Isa isa, int threads, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                     std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                     std::int64_t ldc) noexcept;
 

@@ -1,28 +1,30 @@
 // The helpers every part of the model graph shares (session*.cpp,
 // weight_multiply, ffn, moe, attention_*): chunk buffers, row loops over the
-// threads, the OpenMP exception guard, the thread-count scope, RMSNorm and
-// the NaN/inf guard on rows. Internal to runtime/session.
+// threads, the regions' error guard, RMSNorm and the NaN/inf guard on rows.
+// Internal to runtime/session.
 //
 // The graph's three rules, which every file of it keeps:
 //  1. Results are bit-identical however the work is split over threads: each
 //     output element's arithmetic (order of operations included) does not
 //     depend on the thread count or which thread computes it.
-//  2. Nothing is thrown out of an OpenMP region (the process would end):
-//     each thread runs its part through RegionError::run, which keeps the
-//     first exception, rethrown after the region; allocation and argument
-//     checks happen before a region wherever they can.
+//  2. Regions run on the session's thread pool (platform/thread_pool.h), in
+//     slots that never wait for one another; each slot runs its part
+//     through RegionError::run, which keeps the first exception (the other
+//     slots stop early on failed()), rethrown after the region; allocation
+//     and argument checks happen before a region wherever they can.
 //  3. Any error rolls the session back to its state before the call: the
 //     graph throws Error and leaves the rollback to Session::prefill, so
 //     nothing here may change session state other than the chunk's buffers
 //     and the cache rows at the chunk's positions.
 #pragma once
 
-#include <omp.h>
-
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+
+#include "platform/thread_pool.h"
 
 namespace latte {
 
@@ -38,10 +40,10 @@ struct AlignedBuffer {
   float* get(std::size_t want);
 };
 
-// An exception cannot leave an OpenMP region (the process would terminate):
-// each thread runs its part through run(), which keeps the first exception,
-// and the caller rethrows it after the region. A kernel compiled for the ref
-// ISA allocates, and oneDNN's GEMM can throw std::bad_alloc.
+// The first exception of a region's slots: each slot runs its part through
+// run(), the others see failed() and stop early, and the caller rethrows it
+// after the region. A kernel compiled for the ref ISA allocates, and
+// oneDNN's GEMM can throw std::bad_alloc.
 class RegionError {
  public:
   template <class F>
@@ -68,16 +70,16 @@ class RegionError {
 // chunks; a decode step's one row stays on the calling thread). Each row's
 // arithmetic is the same however the rows are split, so results do not
 // change. Run serially, these steps (norms, RoPE, SwiGLU, residual adds)
-// left the other threads spinning during a prefill chunk. f must not throw
-// (an exception cannot leave an OpenMP region).
+// left the other threads idle during a prefill chunk. f must not throw.
 template <class F>
 void for_rows(int n, int threads, F&& f) {
   if (n < 8 || threads <= 1) {
     for (int t = 0; t < n; ++t) f(t);
     return;
   }
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int t = 0; t < n; ++t) f(t);
+  parallel_slots(std::min(threads, n), [&](int s, int ns) {
+    for (int t = n * s / ns; t < n * (s + 1) / ns; ++t) f(t);
+  });
 }
 
 // f(i) for every element i of n rows of `width` floats, split by rows as
@@ -102,27 +104,5 @@ std::size_t first_non_finite(const float* x, std::size_t n);
 // row", "query").
 void refuse_non_finite_rows(const float* rows, int n, std::size_t width, int layer, std::int64_t p0,
                             const char* what = "latent row");
-
-// Sets the calling thread's OpenMP team size (which oneDNN's GEMMs follow
-// too) for one call and gives the caller's settings back after it. Dynamic
-// teams are off meanwhile: oneDNN splits a GEMM for the team size it asks
-// for and left the share of threads the runtime did not give unwritten
-// (OMP_DYNAMIC=true: wrong logits, no error).
-class OmpThreadsScope {
- public:
-  explicit OmpThreadsScope(int n) : saved_(omp_get_max_threads()), saved_dynamic_(omp_get_dynamic()) {
-    omp_set_dynamic(0);
-    omp_set_num_threads(n);
-  }
-  ~OmpThreadsScope() {
-    omp_set_num_threads(saved_);
-    omp_set_dynamic(saved_dynamic_);
-  }
-  OmpThreadsScope(const OmpThreadsScope&) = delete;
-  OmpThreadsScope& operator=(const OmpThreadsScope&) = delete;
-
- private:
-  int saved_, saved_dynamic_;
-};
 
 }  // namespace latte

@@ -2,7 +2,6 @@
 // Rules: graph_common.h.
 #include "runtime/session/moe.h"
 
-#include <omp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -181,47 +180,50 @@ void Moe::experts_parallel(const LayerWeights& L, const ExpertTokens& by_expert,
   const bool swiglu = ffn_.swiglu();
   std::atomic<int> next{0};
   RegionError err;
-#pragma omp parallel num_threads(threads)
-  err.run([&] {
-    ExpertBuffers& eb = expert_bufs_[omp_get_thread_num()];
-    void* scratch = eb.scratch.data();
-    for (int i = next.fetch_add(1); i < static_cast<int>(items.size()) && !err.failed(); i = next.fetch_add(1)) {
-      const Item it = items[static_cast<std::size_t>(i)];
-      const int e = it.e, nt = it.j1 - it.j0;
-      const auto& list = by_expert[e];
-      float* xe = eb.xe.p;  // (nt, d)
-      float* a = eb.a.p;    // (nt, ff)
-      float* b = eb.b.p;    // (nt, ff)
-      for (int j = 0; j < nt; ++j)
-        std::memcpy(xe + static_cast<std::size_t>(j) * d,
-                    x + static_cast<std::size_t>(list[static_cast<std::size_t>(it.j0 + j)].first) * d,
-                    sizeof(float) * d);
-      const WeightRef up = L.exp_up[e], down = L.exp_down[e];
-      wm_.product_rows(up, 0, up.rows, xe, d, nt, b, ff, scratch);
-      if (swiglu) {
-        const WeightRef gate = L.exp_gate[e];
-        wm_.product_rows(gate, 0, gate.rows, xe, d, nt, a, ff, scratch);
+  parallel_slots(threads, [&](int slot, int) {
+    err.run([&] {
+      ExpertBuffers& eb = expert_bufs_[slot];
+      void* scratch = eb.scratch.data();
+      for (int i = next.fetch_add(1); i < static_cast<int>(items.size()) && !err.failed(); i = next.fetch_add(1)) {
+        const Item it = items[static_cast<std::size_t>(i)];
+        const int e = it.e, nt = it.j1 - it.j0;
+        const auto& list = by_expert[e];
+        float* xe = eb.xe.p;  // (nt, d)
+        float* a = eb.a.p;    // (nt, ff)
+        float* b = eb.b.p;    // (nt, ff)
+        for (int j = 0; j < nt; ++j)
+          std::memcpy(xe + static_cast<std::size_t>(j) * d,
+                      x + static_cast<std::size_t>(list[static_cast<std::size_t>(it.j0 + j)].first) * d,
+                      sizeof(float) * d);
+        const WeightRef up = L.exp_up[e], down = L.exp_down[e];
+        wm_.product_rows(up, 0, up.rows, xe, d, nt, b, ff, scratch);
+        if (swiglu) {
+          const WeightRef gate = L.exp_gate[e];
+          wm_.product_rows(gate, 0, gate.rows, xe, d, nt, a, ff, scratch);
+        }
+        ffn_.activation(a, b, static_cast<std::size_t>(nt) * ff);
+        wm_.product_rows(down, 0, down.rows, a, ff, nt,
+                         out + (base[e] + static_cast<std::size_t>(it.j0)) * static_cast<std::size_t>(d), d, scratch);
       }
-      ffn_.activation(a, b, static_cast<std::size_t>(nt) * ff);
-      wm_.product_rows(down, 0, down.rows, a, ff, nt,
-                       out + (base[e] + static_cast<std::size_t>(it.j0)) * static_cast<std::size_t>(d), d, scratch);
-    }
+    });
   });
   err.rethrow();
-  // The serial order, each thread a run of the columns.
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int c0 = 0; c0 < d; c0 += 64) {
-    const int c1 = std::min(d, c0 + 64);
-    for (int e = 0; e < ne; ++e) {
-      const auto& list = by_expert[e];
-      for (std::size_t j = 0; j < list.size(); ++j) {
-        float* yt = y + static_cast<std::size_t>(list[j].first) * d;
-        const float* src = out + (base[e] + j) * static_cast<std::size_t>(d);
-        const float w = list[j].second;
-        for (int c = c0; c < c1; ++c) yt[c] += w * src[c];
+  // The serial order, each slot a run of the columns.
+  const int col_blocks = (d + 63) / 64;
+  parallel_slots(std::min(threads, col_blocks), [&](int s, int ns) {
+    for (int cb = col_blocks * s / ns; cb < col_blocks * (s + 1) / ns; ++cb) {
+      const int c0 = cb * 64, c1 = std::min(d, c0 + 64);
+      for (int e = 0; e < ne; ++e) {
+        const auto& list = by_expert[e];
+        for (std::size_t j = 0; j < list.size(); ++j) {
+          float* yt = y + static_cast<std::size_t>(list[j].first) * d;
+          const float* src = out + (base[e] + j) * static_cast<std::size_t>(d);
+          const float w = list[j].second;
+          for (int c = c0; c < c1; ++c) yt[c] += w * src[c];
+        }
       }
     }
-  }
+  });
 }
 
 }  // namespace latte

@@ -8,8 +8,6 @@
 // The rules every part of the graph keeps: graph_common.h.
 #include "runtime/session/session.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -17,6 +15,7 @@
 #include <string>
 
 #include "kernels/isa.h"
+#include "platform/thread_pool.h"
 #include "runtime/error.h"
 #include "runtime/session/graph_common.h"
 #include "runtime/session/session_graph.h"
@@ -50,11 +49,17 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
         return c;
       }()) {
   const ModelParams& p = model_->params();
-  // At most what OpenMP will give (OMP_THREAD_LIMIT: a larger team comes
-  // out smaller, and oneDNN's GEMMs would skip the missing threads' share)
-  // and kMaxThreads (OMP_NUM_THREADS may say more).
-  const int threads =
-      std::min({opts_.threads > 0 ? opts_.threads : omp_get_max_threads(), omp_get_thread_limit(), kMaxThreads});
+  // Threads asked for must all start; the default takes as many of one per
+  // CPU as the OS gives.
+  const bool asked = opts_.threads > 0;
+  try {
+    pool_ = std::make_unique<ThreadPool>(asked ? opts_.threads : std::min(available_cpus(), kMaxThreads), !asked);
+  } catch (const ThreadStartError& e) {
+    throw Error(Status::out_of_memory, std::string(e.what()) + " (ask for fewer threads)");
+  } catch (const std::bad_alloc&) {
+    throw Error(Status::out_of_memory, "the session's thread pool: out of memory");
+  }
+  const int threads = pool_->threads();
   prepare_gemm_f32();
   graph_ = std::make_unique<Graph>(p, active_isa(), threads, opts_.gemm_min_tokens, cache_.layout());
   graph_->rope = p.mla.rope;
@@ -96,7 +101,7 @@ void Session::shift(std::int64_t n_keep, std::int64_t n_discard) {
   // Every RoPE angle is linear in the position: turning a row by
   // -n_discard positions is what rotating it at its new position gives.
   const RopeTurn turn = rope_turn(graph_->rope, -static_cast<double>(n_discard));
-  const OmpThreadsScope team(graph_->threads());
+  const PoolScope team(*pool_);
   cache_.shift(n_keep, n_discard, turn, graph_->threads());
   tokens_.erase(tokens_.begin() + n_keep, tokens_.begin() + n_keep + n_discard);
   n_past_ -= n_discard;
@@ -159,7 +164,7 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
   // geometrically, or a decode step would copy the whole history.
   if (const std::size_t need = static_cast<std::size_t>(p0) + tokens.size(); tokens_.capacity() < need)
     tokens_.reserve(std::max(need, 2 * tokens_.capacity()));
-  const OmpThreadsScope team(graph_->threads());
+  const PoolScope team(*pool_);
   // The new logits go to the other buffer, so that on any error (below, or
   // out of memory in a later chunk) the session is back where it was,
   // logits included.

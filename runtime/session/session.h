@@ -19,12 +19,13 @@
 
 namespace latte {
 
-// The most threads a session takes (past it, thread creation fails or
-// crashes inside the OpenMP runtime rather than with a status).
+class ThreadPool;  // platform/thread_pool.h
+
+// The most threads a session takes.
 inline constexpr int kMaxThreads = 1024;
 
 struct SessionOptions {
-  int threads = 0;                  // 0: all cores (OpenMP's default); at most kMaxThreads
+  int threads = 0;                  // 0: one per available CPU (as many as start); at most kMaxThreads
   std::int64_t n_ctx = 4096;        // context capacity (tokens); <= 0: the model's maximum
   LatentStorage cache = LatentStorage::int8;
   int prefill_chunk = 512;          // tokens per prefill chunk
@@ -65,8 +66,8 @@ class Session {
   std::span<const std::int32_t> tokens() const { return tokens_; }
   std::int64_t n_past() const { return n_past_; }
   std::int64_t n_ctx() const { return opts_.n_ctx; }
-  // The threads the session runs with: SessionOptions::threads (0: OpenMP's
-  // default) capped by OMP_THREAD_LIMIT and kMaxThreads.
+  // The threads the session runs with: SessionOptions::threads, or with 0
+  // one per CPU the process may use (fewer where the OS refused some).
   int threads() const;
   void reset();  // forget every token
   // Forget the tokens at positions >= n_tokens (n_tokens <= n_past()).
@@ -129,6 +130,7 @@ class Session {
   std::shared_ptr<const Model> model_;
   SessionOptions opts_;
   LatentCache cache_;
+  std::unique_ptr<ThreadPool> pool_;  // the session's threads: every region of its calls
   std::unique_ptr<Graph> graph_;
   std::vector<float> last_logits_;
   std::vector<float> prev_logits_;  // prefill's other buffer: the logits to restore on error

@@ -3,8 +3,6 @@
 // failures. Rules: graph_common.h.
 #include "runtime/session/weight_multiply.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <limits>
 #include <new>
@@ -39,10 +37,10 @@ constexpr std::int64_t kGemmPanelRows = 256;
 
 }  // namespace
 
-bool GemmStatus::gemm(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-                      std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+bool GemmStatus::gemm(int threads, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+                      const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                       std::int64_t ldc) noexcept {
-  const Status st = gemm_f32(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  const Status st = gemm_f32(threads, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   if (st != Status::ok) status_.store(static_cast<int>(st));
   return st == Status::ok;
 }
@@ -51,17 +49,17 @@ void GemmStatus::throw_if_failed() const {
   if (const int st = status_.load(); st != static_cast<int>(Status::ok)) throw gemm_f32_error(static_cast<Status>(st));
 }
 
-void sgemm(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t lda,
-           const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+void sgemm(int threads, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
   GemmStatus status;
-  status.gemm(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  status.gemm(threads, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   status.throw_if_failed();
 }
 
 void prepare_gemm_f32() {
-  // oneDNN builds its GEMM kernels on its first call, inside its own
-  // parallel region, where a failed allocation would end the process: built
-  // here once, on one thread, where it is an error like any other.
+  // oneDNN builds its GEMM kernels on its first call; built here once, on
+  // the calling thread, where a failed allocation is an error like any
+  // other rather than inside a region.
   preload_unwinder();
   static std::atomic<bool> gemm_built{false};
   if (gemm_f32_is_onednn() && !gemm_built.load()) {
@@ -71,10 +69,9 @@ void prepare_gemm_f32() {
     if (!address_space_available(kGemmBuildBytes))
       throw Error(Status::out_of_memory, "oneDNN sgemm: cannot reserve " + std::to_string(kGemmBuildBytes >> 20) +
                                              " MiB to build its kernels in");
-    const OmpThreadsScope one(1);
     std::vector<float> m(3 * 32 * 32, 0.f);
     try {
-      sgemm('T', 32, 32, 32, 1.f, m.data(), 32, m.data() + 1024, 32, 0.f, m.data() + 2048, 32);
+      sgemm(1, 'T', 32, 32, 32, 1.f, m.data(), 32, m.data() + 1024, 32, 0.f, m.data() + 2048, 32);
     } catch (const std::bad_alloc&) {
       throw Error(Status::out_of_memory, "oneDNN sgemm: out of memory building its kernels");
     }
@@ -104,8 +101,8 @@ std::uint8_t* WeightMultiply::thread_scratch(std::size_t& per) {
 void WeightMultiply::linear(const WeightRef& w, const float* x, std::size_t ldx, int n, float* y, std::size_t ldy) {
   if (use_gemm(w.type, n)) {
     if (w.type == GgmlType::F32 && w.row_bytes == static_cast<std::size_t>(w.cols) * 4) {
-      sgemm('T', n, w.rows, w.cols, 1.f, x, static_cast<std::int64_t>(ldx), reinterpret_cast<const float*>(w.data),
-            w.cols, 0.f, y, static_cast<std::int64_t>(ldy));
+      sgemm(threads_, 'T', n, w.rows, w.cols, 1.f, x, static_cast<std::int64_t>(ldx),
+            reinterpret_cast<const float*>(w.data), w.cols, 0.f, y, static_cast<std::int64_t>(ldy));
       return;
     }
     float* panel = gemm_panel_.get(static_cast<std::size_t>(kGemmPanelRows) * w.cols);  // (rows, cols)
@@ -118,9 +115,8 @@ void WeightMultiply::linear(const WeightRef& w, const float* x, std::size_t ldx,
       // the others spun meanwhile (docs/performance-log.md, "Figures moved
       // out of runtime comments").
       RegionError err;
-#pragma omp parallel for num_threads(threads_) schedule(static)
-      for (int t = 0; t < threads_; ++t) {
-        const std::int64_t a = nr / unit * t / threads_ * unit, b = nr / unit * (t + 1) / threads_ * unit;
+      parallel_slots(threads_, [&](int t, int nt) {
+        const std::int64_t a = nr / unit * t / nt * unit, b = nr / unit * (t + 1) / nt * unit;
         err.run([&] {
           if (b <= a) return;
           const std::uint8_t* src = w.data + static_cast<std::size_t>(r0 + a) * w.row_bytes;
@@ -138,9 +134,9 @@ void WeightMultiply::linear(const WeightRef& w, const float* x, std::size_t ldx,
                             16 * static_cast<std::size_t>(w.cols));
           }
         });
-      }
+      });
       err.rethrow();
-      sgemm('T', n, nr, w.cols, 1.f, x, static_cast<std::int64_t>(ldx), panel, w.cols, 0.f, y + r0,
+      sgemm(threads_, 'T', n, nr, w.cols, 1.f, x, static_cast<std::int64_t>(ldx), panel, w.cols, 0.f, y + r0,
             static_cast<std::int64_t>(ldy));
     }
     return;
@@ -153,7 +149,7 @@ void WeightMultiply::linear(const WeightRef& w, const float* x, std::size_t ldx,
 // Below the GEMM size: one parallel region for all of the products, each
 // thread a contiguous run of every matrix's rows. Decode is bound by weight
 // bandwidth and runs ~30 regions per token, so each join saved is
-// measurable, with passive OpenMP waiting most of all.
+// measurable, with sleeping workers most of all.
 void WeightMultiply::linear_shared(std::initializer_list<LinearOut> outs, const float* x, std::size_t ldx, int n) {
   bool gemm = false;  // any of them: each then takes its own path in linear()
   for (const LinearOut& o : outs) gemm = gemm || use_gemm(o.w->type, n);
@@ -167,17 +163,17 @@ void WeightMultiply::linear_shared(std::initializer_list<LinearOut> outs, const 
   const LinearOut* list = outs.begin();
   const int n_out = static_cast<int>(outs.size());
   RegionError err;
-#pragma omp parallel num_threads(threads_)
-  err.run([&] {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    void* scratch = base + per * static_cast<std::size_t>(t);
-    for (int k = 0; k < n_out; ++k) {
-      const WeightRef& w = *list[k].w;
-      std::int64_t r0, r1;
-      row_run(w.rows, t, nt, r0, r1);
-      if (r1 <= r0) continue;
-      product_rows(w, r0, r1, x, ldx, n, list[k].y, list[k].ldy, scratch);
-    }
+  parallel_slots(threads_, [&](int t, int nt) {
+    err.run([&] {
+      void* scratch = base + per * static_cast<std::size_t>(t);
+      for (int k = 0; k < n_out; ++k) {
+        const WeightRef& w = *list[k].w;
+        std::int64_t r0, r1;
+        row_run(w.rows, t, nt, r0, r1);
+        if (r1 <= r0) continue;
+        product_rows(w, r0, r1, x, ldx, n, list[k].y, list[k].ldy, scratch);
+      }
+    });
   });
   err.rethrow();
 }
@@ -185,8 +181,8 @@ void WeightMultiply::linear_shared(std::initializer_list<LinearOut> outs, const 
 // Below the GEMM size, one parallel region over the heads (small matrices:
 // a region per head would cost more in fork/join than the product); from
 // it, each head through linear()'s GEMM path.
-void WeightMultiply::linear_heads(const HeadWeights& w, int heads, const float* x, std::size_t x_step,
-                                  std::size_t ldx, int n, float* y, std::size_t y_step, std::size_t ldy) {
+void WeightMultiply::linear_heads(const HeadWeights& w, int heads, const float* x, std::size_t x_step, std::size_t ldx,
+                                  int n, float* y, std::size_t y_step, std::size_t ldy) {
   if (use_gemm(w.head.type, n)) {
     for (int h = 0; h < heads; ++h) linear(w[h], x + h * x_step, ldx, n, y + h * y_step, ldy);
     return;
@@ -194,12 +190,13 @@ void WeightMultiply::linear_heads(const HeadWeights& w, int heads, const float* 
   std::size_t per = scratch_bytes(w.head, n);
   std::uint8_t* base = thread_scratch(per);
   RegionError err;
-#pragma omp parallel for num_threads(threads_) schedule(static)
-  for (int h = 0; h < heads; ++h) {
-    const WeightRef wh = w[h];
-    void* scratch = base + per * static_cast<std::size_t>(omp_get_thread_num());
-    err.run([&] { product_rows(wh, 0, wh.rows, x + h * x_step, ldx, n, y + h * y_step, ldy, scratch); });
-  }
+  parallel_slots(std::min(threads_, heads), [&](int t, int nt) {
+    void* scratch = base + per * static_cast<std::size_t>(t);
+    for (int h = heads * t / nt; h < heads * (t + 1) / nt; ++h) {
+      const WeightRef wh = w[h];
+      err.run([&] { product_rows(wh, 0, wh.rows, x + h * x_step, ldx, n, y + h * y_step, ldy, scratch); });
+    }
+  });
   err.rethrow();
 }
 

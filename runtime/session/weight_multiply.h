@@ -9,8 +9,8 @@
 // moe.cpp's expert scheduler run. Internal to runtime/session.
 //
 // Rules (graph_common.h): every output row's arithmetic is the same for any
-// thread split; nothing is thrown inside a region (RegionError, GemmStatus);
-// failures throw Error, and the session rolls back.
+// thread split; a region's failures are kept (RegionError, GemmStatus) and
+// thrown after it as Error, and the session rolls back.
 #pragma once
 
 #include <atomic>
@@ -28,12 +28,13 @@
 
 namespace latte {
 
-// gemm_f32 with a failure recorded rather than thrown, for calls inside an
-// OpenMP region: throw_if_failed() after it. Also what sgemm() runs.
+// gemm_f32 on one thread with a failure recorded rather than thrown, for
+// calls inside a region's slots: throw_if_failed() after it. Also what
+// sgemm() runs (over its threads).
 class GemmStatus {
  public:
-  // C = alpha A op(B) + beta C as gemm_f32; false on failure.
-  bool gemm(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t lda,
+  // C = alpha A op(B) + beta C as gemm_f32 over `threads` slots; false on failure.
+  bool gemm(int threads, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t lda,
             const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) noexcept;
   bool failed() const noexcept {
     return status_.load(std::memory_order_relaxed) != static_cast<int>(Status::ok);
@@ -45,8 +46,8 @@ class GemmStatus {
   std::atomic<int> status_{static_cast<int>(Status::ok)};
 };
 
-// gemm_f32 outside OpenMP regions, a failure thrown.
-void sgemm(char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t lda,
+// gemm_f32 over `threads` slots of the calling thread's pool, a failure thrown.
+void sgemm(int threads, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t lda,
            const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
 
 // With oneDNN, builds its GEMM kernels once per process on the calling

@@ -9,6 +9,7 @@
 // activations give (docs/performance-log.md, "Figures moved out of code
 // comments"). F32/F16/BF16: f32 accumulation, NMSE < 1e-10.
 #include "kernels/matvec/matvec.h"
+#include "platform/thread_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include <omp.h>
 
 #include "quant/fp16.h"
 #include "quant/ggml_blocks.h"
@@ -517,16 +517,12 @@ TEST(Matvec, OneThreadInsideTheCallersRegion) {
         std::vector<std::uint8_t> scratch((kTeam + 1) * sb);
         k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, want.data(), rows, scratch.data(), 1);
         std::vector<std::vector<float>> got(kTeam, std::vector<float>(n * rows, -7.f));
-        int team = 0;
-#pragma omp parallel num_threads(kTeam)
-        {
-          const int i = omp_get_thread_num();
-          if (i == 0) team = omp_get_num_threads();
+        ThreadPool pool(kTeam);
+        pool.run(kTeam, [&](int i, int) {
           k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, got[i].data(), rows,
                    scratch.data() + (i + 1) * sb, 1);
-        }
-        ASSERT_EQ(team, kTeam);
-        for (int i = 0; i < kTeam; ++i) EXPECT_EQ(got[i], want) << "thread " << i << " of the caller's team";
+        });
+        for (int i = 0; i < kTeam; ++i) EXPECT_EQ(got[i], want) << "slot " << i << " of the caller's region";
       }
     }
   }

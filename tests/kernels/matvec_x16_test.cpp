@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include <omp.h>
 
 #include "kernels/matvec/matvec.h"
+#include "platform/thread_pool.h"
 #include "quant/fp16.h"
 #include "quant/ggml_blocks.h"
 #include "tests/kernels/kernel_test_util.h"
@@ -323,13 +323,12 @@ TEST(MatvecX16, OneThreadInsideTheCallersRegion) {
         std::vector<std::uint8_t> scratch((kTeam + 1) * sb);
         k.matmul_x16(t, wx.data(), rows, cols, x.data(), cols, n, want.data(), rows, scratch.data(), 1);
         std::vector<std::vector<float>> got(kTeam, std::vector<float>(n * rows, -7.f));
-#pragma omp parallel num_threads(kTeam)
-        {
-          const int i = omp_get_thread_num();
+        ThreadPool pool(kTeam);
+        pool.run(kTeam, [&](int i, int) {
           k.matmul_x16(t, wx.data(), rows, cols, x.data(), cols, n, got[i].data(), rows,
                        scratch.data() + (i + 1) * sb, 1);
-        }
-        for (int i = 0; i < kTeam; ++i) EXPECT_EQ(got[i], want) << "thread " << i << " of the caller's team";
+        });
+        for (int i = 0; i < kTeam; ++i) EXPECT_EQ(got[i], want) << "slot " << i << " of the caller's region";
       }
     }
   }

@@ -355,17 +355,17 @@ TEST(Cli, BenchInterleavesAsManyStepsAsItDecodes) {
   EXPECT_NE(line.find("%)"), std::string::npos) << line;
 }
 
-// The threads bench reports are those its sessions ran with: OMP_THREAD_LIMIT
-// caps --threads (it used to report the 2 asked for while 1 ran).
+// The threads bench reports are those its sessions ran with: the default
+// is one per CPU the process may use (one under `taskset -c 0`, whatever
+// the machine has), and --threads N runs N whatever OpenMP's variables say.
 TEST(Cli, BenchReportsTheThreadsItRan) {
-  const std::string cmd = "OMP_THREAD_LIMIT=1 " + std::string(LATTE_CLI) + " bench -m " + kTestdata +
-                          "/tiny-dense.gguf --depths 0 -p 2 -n 1 --threads 2";
-  const Result json = run_command(cmd + " --json 2>/dev/null");
+  const std::string bench = std::string(LATTE_CLI) + " bench -m " + kTestdata + "/tiny-dense.gguf --depths 0 -p 2 -n 1";
+  const Result json = run_command("taskset -c 0 " + bench + " --json 2>/dev/null");
   ASSERT_EQ(json.code, 0) << json.output;
   EXPECT_NE(json.output.find("\"threads\": 1,"), std::string::npos) << json.output;
-  const Result text = run_command(cmd + " 2>/dev/null");
+  const Result text = run_command("OMP_THREAD_LIMIT=1 OMP_NUM_THREADS=1 " + bench + " --threads 3 2>/dev/null");
   ASSERT_EQ(text.code, 0) << text.output;
-  EXPECT_NE(text.output.find(", threads 1, "), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find(", threads 3, "), std::string::npos) << text.output;
 }
 
 // scripts/bench.sh passes extra options such as --prefill-chunk 256 on to
@@ -814,11 +814,12 @@ TEST(Cli, RunSaysWhenTheContextCutsGenerationShort) {
   EXPECT_EQ(fits.output.find("[stopped"), std::string::npos) << fits.output;
 }
 
-// OMP_THREAD_LIMIT below --threads: OpenMP gives a smaller team, and
-// oneDNN's GEMMs (prefill of 160+ tokens with F32 weights) split their work
-// for the team asked and left the missing threads' share unwritten (logits
-// off by up to 4.9, no error). The session now asks for what OpenMP gives,
-// with dynamic teams off.
+// OMP_THREAD_LIMIT below --threads: under OpenMP, oneDNN's GEMMs (prefill
+// of 160+ tokens with F32 weights) split their work for the team asked and
+// left the missing threads' share unwritten (logits off by up to 4.9, no
+// error). Latte's threads are its own now, and oneDNN's GEMMs run on one
+// of them each: OpenMP's variables change nothing, the logits are those of
+// one thread.
 TEST(Cli, ThreadLimitBelowThreadsKeepsTheLogits) {
   std::string ids;
   for (int i = 0; i < 200; ++i) ids.append(i ? "," : "").append(std::to_string(1 + (i * 37) % 500));

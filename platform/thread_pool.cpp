@@ -1,0 +1,203 @@
+// ThreadPool (thread_pool.h): publishing a region, claiming its slots, and
+// the workers' wait between regions.
+#include "platform/thread_pool.h"
+
+#include <chrono>
+#include <new>
+#include <system_error>
+
+namespace latte {
+
+namespace {
+
+// How long a worker polls for the next region before it sleeps: decode's
+// regions follow each other within microseconds, and a wake-up from sleep
+// costs the region ~5-50 us; a worker that polled longer would hold its
+// core from another program that wants it.
+constexpr auto kSpinTime = std::chrono::microseconds(50);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+constexpr std::uint32_t epoch_of(std::uint64_t v) { return static_cast<std::uint32_t>(v >> 32); }
+constexpr int slots_of(std::uint64_t v) { return static_cast<int>((v >> 16) & 0xffff); }
+constexpr int next_of(std::uint64_t v) { return static_cast<int>(v & 0xffff); }
+
+// Whether the calling thread is running a slot (or a region of its own).
+thread_local bool t_in_region = false;
+thread_local ThreadPool* t_pool = nullptr;
+
+struct RegionFlag {
+  RegionFlag() { t_in_region = true; }
+  ~RegionFlag() { t_in_region = false; }
+};
+
+}  // namespace
+
+ThreadPool::ThreadPool(int threads, bool allow_fewer) : fork_generation_(fork_generation()) {
+  const int want = threads > 1 ? threads - 1 : 0;
+  workers_.reserve(static_cast<std::size_t>(want));
+  for (int i = 0; i < want; ++i) {
+    try {
+      workers_.emplace_back([this] { worker_main(); });
+    } catch (const std::system_error& e) {
+      start_error_ = "cannot start thread " + std::to_string(i + 2) + " of " + std::to_string(threads) + ": " +
+                     e.code().message();
+    } catch (const std::bad_alloc&) {
+      start_error_ = "cannot start thread " + std::to_string(i + 2) + " of " + std::to_string(threads) +
+                     ": out of memory";
+    }
+    if (!start_error_.empty()) break;
+  }
+  if (!start_error_.empty() && !allow_fewer) {
+    stop_workers();
+    throw ThreadStartError(start_error_);
+  }
+}
+
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
+  if (fork_generation_ != fork_generation()) {
+    // A forked child: the workers exist only in the parent. Their handles
+    // are left as they are (joining would wait forever).
+    new std::vector<std::thread>(std::move(workers_));
+    workers_.clear();
+    return;
+  }
+  stop_.store(true, std::memory_order_seq_cst);
+  wake_.fetch_add(1, std::memory_order_seq_cst);
+  wake_.notify_all();
+  for (std::thread& w : workers_)
+    if (w.joinable()) w.join();
+  workers_.clear();
+}
+
+void ThreadPool::serve(std::uint64_t v) {
+  const std::uint32_t epoch = epoch_of(v);
+  for (;;) {
+    if (epoch_of(v) != epoch || next_of(v) >= slots_of(v)) return;
+    if (!claim_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    // Slot next_of(v) of this region is ours: fn_ and ctx_ are its until
+    // done_ counts it.
+    const int slot = next_of(v), n = slots_of(v);
+    {
+      const RegionFlag in;
+      try {
+        fn_(ctx_, slot, n);
+      } catch (...) {
+        if (!failed_.exchange(true, std::memory_order_acq_rel)) error_ = std::current_exception();
+      }
+    }
+    done_.fetch_add(1, std::memory_order_acq_rel);
+    v = claim_.load(std::memory_order_acquire);
+  }
+}
+
+bool ThreadPool::wait_for_work(std::uint32_t seen) {
+  const auto until = std::chrono::steady_clock::now() + kSpinTime;
+  for (int i = 0;; ++i) {
+    if (epoch_of(claim_.load(std::memory_order_acquire)) != seen || stop_.load(std::memory_order_relaxed))
+      return true;
+    cpu_relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) break;
+  }
+  // Asleep until a region starts: either it sees sleepers_ and changes
+  // wake_, or this thread sees the region before it waits.
+  const std::uint32_t w = wake_.load(std::memory_order_seq_cst);
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  if (epoch_of(claim_.load(std::memory_order_seq_cst)) == seen && !stop_.load(std::memory_order_seq_cst))
+    wake_.wait(w, std::memory_order_seq_cst);
+  sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+  return true;
+}
+
+void ThreadPool::worker_main() {
+  std::uint32_t seen = 0;
+  while (!stop_.load(std::memory_order_acquire)) {
+    const std::uint64_t v = claim_.load(std::memory_order_acquire);
+    if (epoch_of(v) != seen) {
+      seen = epoch_of(v);
+      serve(v);
+      continue;
+    }
+    wait_for_work(seen);
+  }
+}
+
+void ThreadPool::run_inline(int n_slots, SlotFn fn, void* ctx) {
+  std::exception_ptr first;
+  for (int s = 0; s < n_slots; ++s) {
+    try {
+      fn(ctx, s, n_slots);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+void ThreadPool::run(int n_slots, SlotFn fn, void* ctx) {
+  if (n_slots <= 0) return;
+  if (n_slots > 0xffff) throw std::invalid_argument("thread pool: " + std::to_string(n_slots) + " slots, at most 65535");
+  if (n_slots == 1 || workers_.empty() || t_in_region || fork_generation_ != fork_generation())
+    return run_inline(n_slots, fn, ctx);
+  if (busy_.test_and_set(std::memory_order_acquire)) return run_inline(n_slots, fn, ctx);
+  const RegionFlag in;
+  fn_ = fn;
+  ctx_ = ctx;
+  failed_.store(false, std::memory_order_relaxed);
+  error_ = nullptr;
+  done_.store(0, std::memory_order_relaxed);
+  ++epoch_;
+  if (epoch_ == 0) ++epoch_;  // 0 is the workers' "none seen yet"
+  const std::uint64_t v = (static_cast<std::uint64_t>(epoch_) << 32) | (static_cast<std::uint64_t>(n_slots) << 16);
+  claim_.store(v, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    wake_.fetch_add(1, std::memory_order_seq_cst);
+    wake_.notify_all();
+  }
+  // The caller takes slots like any worker, then waits for those started
+  // elsewhere (polling: they are running, not waiting to be woken).
+  {
+    std::uint64_t c = claim_.load(std::memory_order_acquire);
+    for (;;) {
+      if (next_of(c) >= slots_of(c)) break;
+      if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      try {
+        fn(ctx, next_of(c), n_slots);
+      } catch (...) {
+        if (!failed_.exchange(true, std::memory_order_acq_rel)) error_ = std::current_exception();
+      }
+      done_.fetch_add(1, std::memory_order_acq_rel);
+      c = claim_.load(std::memory_order_acquire);
+    }
+  }
+  for (int i = 0; done_.load(std::memory_order_acquire) < n_slots; ++i) {
+    if (i < 4096) cpu_relax();
+    else std::this_thread::yield();
+  }
+  std::exception_ptr error = failed_.load(std::memory_order_acquire) ? error_ : nullptr;
+  busy_.clear(std::memory_order_release);
+  if (error) std::rethrow_exception(error);
+}
+
+ThreadPool& current_pool() {
+  if (t_pool) return *t_pool;
+  static ThreadPool* const shared = new ThreadPool(available_cpus(), /*allow_fewer=*/true);  // never freed
+  return *shared;
+}
+
+PoolScope::PoolScope(ThreadPool& pool) : saved_(t_pool) { t_pool = &pool; }
+PoolScope::~PoolScope() { t_pool = saved_; }
+
+int current_pool_threads() { return current_pool().threads(); }
+
+void parallel_run(int n_slots, ThreadPool::SlotFn fn, void* ctx) { current_pool().run(n_slots, fn, ctx); }
+
+}  // namespace latte
