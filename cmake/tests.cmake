@@ -16,6 +16,17 @@ set_target_properties(cpp_api_generate PROPERTIES CXX_STANDARD 17)
 target_compile_options(cpp_api_generate PRIVATE -Werror -pedantic)
 target_link_libraries(cpp_api_generate PRIVATE latte_internal)
 
+# latte.hpp's braced-list calls in both standards it supports, run on the
+# shipped model.
+foreach(std 17 20)
+  add_executable(cpp_api_lists_${std} tests/c_api/wrapper_lists.cpp)
+  set_target_properties(cpp_api_lists_${std} PROPERTIES CXX_STANDARD ${std} CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF)
+  target_compile_options(cpp_api_lists_${std} PRIVATE -Werror -pedantic)
+  target_link_libraries(cpp_api_lists_${std} PRIVATE latte_internal)
+  add_test(NAME cpp_api_lists_${std} COMMAND cpp_api_lists_${std} ${PROJECT_SOURCE_DIR}/models/latte-tiny-mla.gguf)
+  set_tests_properties(cpp_api_lists_${std} PROPERTIES LABELS runtime)
+endforeach()
+
 file(GLOB LATTE_RUNTIME_TESTS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/runtime/*.cpp)
 # Tests that are POSIX by nature (FIFOs, rlimits, modes, signals, programs
 # run through a POSIX shell) compile only where LATTE_TEST_POSIX is 1; the

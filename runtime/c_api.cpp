@@ -405,6 +405,25 @@ latte_status latte_chat_tokenize(const latte_model* model, const char* format, c
   });
 }
 
+latte_status latte_chat_tokenize_turn(const latte_model* model, const char* format, int32_t last_token,
+                                      const latte_chat_message* messages, size_t n_messages,
+                                      int32_t add_generation_prompt, int32_t* tokens, size_t capacity,
+                                      size_t* n_out) {
+  constexpr const char* fn = "latte_chat_tokenize_turn";
+  if (messages == nullptr && n_messages > 0) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": messages is NULL");
+  if (latte_status st = bool_flag(fn, "add_generation_prompt", add_generation_prompt); st != LATTE_OK) return st;
+  return guarded([&] {
+    const auto [chat, turns] = chat_turns(fn, model, format, messages, n_messages);
+    if (last_token < -1 || last_token >= model->model->params().n_vocab)
+      throw latte::Error(latte::Status::invalid_argument,
+                         std::string(fn) + ": last_token " + std::to_string(last_token) + " is outside [-1, " +
+                             std::to_string(model->model->params().n_vocab) + ")");
+    const std::vector<std::int32_t> ids =
+        chat.encode(turns, add_generation_prompt == 1, false, chat.reply_end_after(last_token));
+    give(fn, ids.data(), ids.size(), false, tokens, capacity, n_out);
+  });
+}
+
 // ---------------------------------------------------------------- sampling
 
 latte_sampler_params latte_sampler_default_params(void) {

@@ -105,7 +105,13 @@ std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
       tokens.push_back(utf8(gpt2_byte_to_codepoint(static_cast<unsigned char>(b))));
       types.push_back(1);
     }
-    for (int i = 256; i < s.n_vocab - 2; ++i) {
+    if (s.chat_markers)
+      for (const char* m : {"<|im_start|>", "<|im_end|>", "<\xEF\xBD\x9C" "User\xEF\xBD\x9C>",
+                            "<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>"}) {
+        tokens.push_back(m);
+        types.push_back(3);  // control
+      }
+    for (int i = static_cast<int>(tokens.size()); i < s.n_vocab - 2; ++i) {
       tokens.push_back("<filler_" + std::to_string(i) + ">");
       types.push_back(4);  // user-defined
     }

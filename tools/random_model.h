@@ -46,6 +46,9 @@ struct RandomModelSpec {
   GgmlType weight_type = GgmlType::F32;  // matrices (see row_type_for); norms stay F32
   bool tied_output = false;              // no `output` tensor
   bool tokenizer = true;                 // false: no tokenizer.ggml.* keys (a file run on token ids alone)
+  // The chat formats' markers as control tokens (ids 256..259: <|im_start|>,
+  // <|im_end|>, <｜User｜>, <｜Assistant｜>), so every format can be used.
+  bool chat_markers = false;
   std::uint64_t seed = 1;
   // Called on the metadata before the tensors are added: tests drop or add
   // keys as other converters write them.

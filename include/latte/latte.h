@@ -8,13 +8,16 @@
  * on one session from two threads at once are not detected and corrupt it.
  * latte_model_free may come while sessions of the model exist (they keep it
  * alive), but not while another thread is in a call given that model. A
- * session's threads are OpenMP's (libgomp): a process forked after a call
- * with more than one thread hangs in its own next call with more than one
- * (libgomp's thread pool is not carried over fork), so a child calls Latte
- * with threads = 1 or after exec. Latte leaves the caller's floating-point
- * environment as it was and computes in it: a rounding mode other than to
- * nearest (fesetround) changes the logits, and makes them depend on the
- * thread count (OpenMP's threads keep the mode they were created with).
+ * session runs on threads of its own (`threads`, the caller included; not
+ * OpenMP's), which sleep between calls; a thread slow to start (another
+ * program on its core) holds no work back, its share runs on the others.
+ * Threads the OS refuses make latte_session_create fail (or, with threads 0,
+ * the session keeps those that started). In a process forked after a call,
+ * calls run on the calling thread alone. Latte leaves the caller's
+ * floating-point environment as it was and computes in it: a rounding mode
+ * other than to nearest (fesetround) changes the logits, and makes them
+ * depend on the thread count (the session's threads keep the mode of the
+ * thread that created it).
  *
  * Every function that can fail returns a latte_status; on failure
  * latte_last_error() gives a message naming what is wrong (thread-local,
@@ -67,7 +70,7 @@ typedef struct latte_model latte_model;
 typedef struct latte_session latte_session;
 
 typedef struct latte_session_options {
-  int32_t threads;            /* 1..1024; 0: OpenMP's default (all cores unless OMP_NUM_THREADS says) */
+  int32_t threads;            /* 1..1024; 0: one per CPU the process may use, as many as start */
   int64_t n_ctx;              /* context capacity in tokens, up to 2^31 - 1; 0: the model's maximum;
                                  4096 by default, whatever the model: cap it at latte_model_n_ctx_train
                                  where that is smaller (beyond it the model was not trained; latte run
@@ -245,6 +248,22 @@ LATTE_API latte_status latte_chat_apply(const latte_model* model, const char* fo
 LATTE_API latte_status latte_chat_tokenize(const latte_model* model, const char* format, const latte_chat_message* messages,
                                  size_t n_messages, int32_t add_generation_prompt, int32_t add_bos, int32_t* tokens,
                                  size_t capacity, size_t* n_out);
+
+/* The tokens of a conversation's next turn, for a session that holds the
+ * conversation so far: what still closes the reply whose last token in the
+ * session is last_token (nothing after an end-of-generation token the
+ * session was fed, chatml's "\n" after <|im_end|>, the format's whole reply
+ * end when the reply was cut short or last_token is -1), then `messages`
+ * (the new turns: usually one user message) and the assistant's opening
+ * when add_generation_prompt is 1; never BOS. Prefilled after the session's
+ * tokens, they compute only the new turn, and the model reads the reply as
+ * it wrote it (a reply rendered back to text and tokenized again can come
+ * out as other tokens, and the session then recomputes it). Control tokens
+ * and buffer rules as latte_chat_tokenize; start a conversation with that. */
+LATTE_API latte_status latte_chat_tokenize_turn(const latte_model* model, const char* format, int32_t last_token,
+                                      const latte_chat_message* messages, size_t n_messages,
+                                      int32_t add_generation_prompt, int32_t* tokens, size_t capacity,
+                                      size_t* n_out);
 
 /* ---- Sampling ---------------------------------------------------------------
  * Repetition penalty, then greedy (temperature 0) or top-k -> top-p -> min-p

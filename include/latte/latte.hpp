@@ -1,12 +1,14 @@
 // Latte: a thin C++ wrapper over the C API (latte.h), header-only, for
 // C++17 and later. Errors throw latte::api::Exception carrying the status and
 // the message. Spans of tokens and logits are std::span from C++20 on, and a
-// minimal stand-in (latte::api::Span: data, size, iteration) before it.
+// minimal stand-in (latte::api::Span: data, size, iteration) before it; the
+// calls that take a span also take a braced list (`s.prefill({1, 2, 3})`).
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -123,6 +125,9 @@ class Model {
       return latte_detokenize(m_, tokens.data(), tokens.size(), hide_control, buf, cap, n);
     });
   }
+  std::string detokenize(std::initializer_list<int32_t> tokens, bool hide_control = false) const {
+    return detokenize(Span<const int32_t>(tokens.begin(), tokens.size()), hide_control);
+  }
   std::string token_to_piece(int32_t token, bool hide_control = false) const {
     return fetch_text([&](char* buf, std::size_t cap, std::size_t* n) {
       return latte_token_to_piece(m_, token, hide_control, buf, cap, n);
@@ -148,30 +153,57 @@ class Model {
   // format: empty for the model's own.
   ChatText chat_apply(Span<const ChatMessage> messages, bool add_generation_prompt,
                       const std::string& format = "") const {
-    std::vector<latte_chat_message> m;
-    m.reserve(messages.size());
-    for (const ChatMessage& x : messages) m.push_back({x.role.c_str(), x.content.c_str()});
-    const char* f = format.empty() ? nullptr : format.c_str();
+    const std::vector<latte_chat_message> m = c_messages(messages);
     int32_t bos = 0;
     std::string s = fetch_text([&](char* buf, std::size_t cap, std::size_t* n) {
-      return latte_chat_apply(m_, f, m.data(), m.size(), add_generation_prompt, buf, cap, n, &bos);
+      return latte_chat_apply(m_, c_format(format), m.data(), m.size(), add_generation_prompt, buf, cap, n, &bos);
     });
     return {std::move(s), bos == 1};
+  }
+  ChatText chat_apply(std::initializer_list<ChatMessage> messages, bool add_generation_prompt,
+                      const std::string& format = "") const {
+    return chat_apply(Span<const ChatMessage>(messages.begin(), messages.size()), add_generation_prompt, format);
   }
   // The messages' tokens, control tokens only from the format's markers
   // (content stays text). add_bos: -1 as the format starts a conversation.
   std::vector<int32_t> chat_tokenize(Span<const ChatMessage> messages, bool add_generation_prompt,
                                      int add_bos = -1, const std::string& format = "") const {
-    std::vector<latte_chat_message> m;
-    m.reserve(messages.size());
-    for (const ChatMessage& x : messages) m.push_back({x.role.c_str(), x.content.c_str()});
-    const char* f = format.empty() ? nullptr : format.c_str();
+    const std::vector<latte_chat_message> m = c_messages(messages);
     return fetch_tokens([&](int32_t* buf, std::size_t cap, std::size_t* n) {
-      return latte_chat_tokenize(m_, f, m.data(), m.size(), add_generation_prompt, add_bos, buf, cap, n);
+      return latte_chat_tokenize(m_, c_format(format), m.data(), m.size(), add_generation_prompt, add_bos, buf, cap,
+                                 n);
     });
+  }
+  std::vector<int32_t> chat_tokenize(std::initializer_list<ChatMessage> messages, bool add_generation_prompt,
+                                     int add_bos = -1, const std::string& format = "") const {
+    return chat_tokenize(Span<const ChatMessage>(messages.begin(), messages.size()), add_generation_prompt, add_bos,
+                         format);
+  }
+  // The next turn's tokens after a reply whose last token in the session is
+  // last_token (latte_chat_tokenize_turn): only the new turn is computed.
+  std::vector<int32_t> chat_tokenize_turn(int32_t last_token, Span<const ChatMessage> messages,
+                                          bool add_generation_prompt = true, const std::string& format = "") const {
+    const std::vector<latte_chat_message> m = c_messages(messages);
+    return fetch_tokens([&](int32_t* buf, std::size_t cap, std::size_t* n) {
+      return latte_chat_tokenize_turn(m_, c_format(format), last_token, m.data(), m.size(), add_generation_prompt,
+                                      buf, cap, n);
+    });
+  }
+  std::vector<int32_t> chat_tokenize_turn(int32_t last_token, std::initializer_list<ChatMessage> messages,
+                                          bool add_generation_prompt = true, const std::string& format = "") const {
+    return chat_tokenize_turn(last_token, Span<const ChatMessage>(messages.begin(), messages.size()),
+                              add_generation_prompt, format);
   }
 
  private:
+  static std::vector<latte_chat_message> c_messages(Span<const ChatMessage> messages) {
+    std::vector<latte_chat_message> m;
+    m.reserve(messages.size());
+    for (const ChatMessage& x : messages) m.push_back({x.role.c_str(), x.content.c_str()});
+    return m;
+  }
+  static const char* c_format(const std::string& format) { return format.empty() ? nullptr : format.c_str(); }
+
   latte_model* m_ = nullptr;
 };
 
@@ -195,12 +227,16 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   void prefill(Span<const int32_t> tokens) { check(latte_session_prefill(s_, tokens.data(), tokens.size())); }
+  void prefill(std::initializer_list<int32_t> tokens) { prefill(Span<const int32_t>(tokens.begin(), tokens.size())); }
   void decode(int32_t token) { check(latte_session_decode(s_, token)); }
   // Logits of every token (n_tokens x n_vocab, the model's vocabulary).
   std::vector<float> eval_all(Span<const int32_t> tokens) {
     std::vector<float> out(tokens.size() * static_cast<std::size_t>(n_vocab_));
     check(latte_session_eval_all(s_, tokens.data(), tokens.size(), out.data()));
     return out;
+  }
+  std::vector<float> eval_all(std::initializer_list<int32_t> tokens) {
+    return eval_all(Span<const int32_t>(tokens.begin(), tokens.size()));
   }
   // The last token's logits (n_vocab); empty before the first token.
   Span<const float> logits() const {
