@@ -100,11 +100,12 @@ std::size_t tile_bytes(const RelaidMatrix& m) { return 16 * ggml_row_bytes(m.typ
 
 // Copies bytes [at, at + n) of the file as the file holds them to out:
 // where they fall in a relaid matrix, its tiles are taken back to the
-// original layout (through `tile`, one tile's bytes) first.
+// original layout, straight into out where a whole tile fits, through
+// `tile` (one tile's bytes) at the range's ends.
 void file_bytes(const std::uint8_t* data, std::span<const RelaidMatrix> relaid, std::size_t at, std::size_t n,
                 std::uint8_t* out, std::uint8_t* tile) {
-  std::memcpy(out, data + at, n);
   const std::size_t end = at + n;
+  std::size_t done = at;  // [at, done) is in out
   // The first matrix that may reach `at`: the last one starting at or before it.
   auto it = std::upper_bound(relaid.begin(), relaid.end(), at,
                              [](std::size_t a, const RelaidMatrix& m) { return a < m.offset; });
@@ -115,14 +116,21 @@ void file_bytes(const std::uint8_t* data, std::span<const RelaidMatrix> relaid, 
     const std::size_t m_end = m.offset + m.rows * rb;
     if (m_end <= at) continue;
     const std::size_t lo = std::max(at, m.offset), hi = std::min(end, m_end);
+    if (lo > done) std::memcpy(out + (done - at), data + done, lo - done);
     const std::size_t nb = m.cols / ggml_block_elems(m.type);
     for (std::size_t t = (lo - m.offset) / tb; m.offset + t * tb < hi; ++t) {
       const std::size_t t0 = m.offset + t * tb;
+      if (t0 >= lo && t0 + tb <= hi) {
+        kernels::matvec_x16_deinterleave(m.type, data + t0, 0, nb, out + (t0 - at), rb);
+        continue;
+      }
       kernels::matvec_x16_deinterleave(m.type, data + t0, 0, nb, tile, rb);
       const std::size_t c0 = std::max(lo, t0), c1 = std::min(hi, t0 + tb);
       std::memcpy(out + (c0 - at), tile + (c0 - t0), c1 - c0);
     }
+    done = hi;
   }
+  if (done < end) std::memcpy(out + (done - at), data + done, end - done);
 }
 
 }  // namespace
