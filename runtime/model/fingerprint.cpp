@@ -85,6 +85,10 @@ std::uint64_t hash64(const void* data, std::size_t n, std::uint64_t seed) {
 
 namespace {
 
+// The pass is bound by memory long before this many threads; each holds a
+// chunk's scratch where matrices were relaid.
+constexpr std::size_t kMaxHashThreads = 32;
+
 // A buffer of `bytes`, or Error(out_of_memory) naming it.
 std::vector<std::uint8_t> buffer(std::size_t bytes, const char* what) {
   try {
@@ -141,12 +145,13 @@ std::uint64_t file_fingerprint(const std::uint8_t* data, std::size_t size, std::
   std::vector<std::uint8_t> sums_buf = buffer(n_chunks * sizeof(std::uint64_t), "its chunks' hashes");
   auto* sums = reinterpret_cast<std::uint64_t*>(sums_buf.data());
   std::size_t n_threads = threads > 0 ? static_cast<std::size_t>(threads) : std::thread::hardware_concurrency();
-  n_threads = std::clamp<std::size_t>(n_threads, 1, std::max<std::size_t>(n_chunks, 1));
+  n_threads = std::clamp<std::size_t>(n_threads, 1, std::min(std::max<std::size_t>(n_chunks, 1), kMaxHashThreads));
   // Per thread, where relaid matrices are: a chunk of the file's bytes and one tile.
   std::size_t tile_max = 0;
   for (const RelaidMatrix& m : relaid) tile_max = std::max(tile_max, tile_bytes(m));
   const std::size_t scratch_each = relaid.empty() ? 0 : kFingerprintChunkBytes + tile_max;
-  std::vector<std::uint8_t> scratch = buffer(scratch_each * n_threads, "the relaid matrices' bytes in the file's layout");
+  std::vector<std::uint8_t> scratch =
+      buffer(scratch_each * n_threads, "the relaid matrices' bytes in the file's layout");
 
   std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};

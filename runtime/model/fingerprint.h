@@ -39,8 +39,8 @@ struct RelaidMatrix {
 // matrices `relaid` (sorted by offset, disjoint, inside the file) held as
 // x16: hash64 of every kFingerprintChunkBytes chunk of the file's bytes,
 // then hash64 of those hashes, in order. Split over `threads` threads (0:
-// the machine's hardware threads; where a thread cannot be started, the
-// others do its share). Error(out_of_memory) naming the buffer and its size.
+// the machine's hardware threads; at most 32; where a thread cannot be
+// started, the others do its share). Error(out_of_memory) naming the buffer and its size.
 std::uint64_t file_fingerprint(const std::uint8_t* data, std::size_t size, std::span<const RelaidMatrix> relaid,
                                int threads);
 

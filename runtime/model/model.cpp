@@ -146,7 +146,8 @@ void Model::interleave() {
                          static_cast<std::size_t>(w.cols)});
     }
   });
-  std::sort(relaid_.begin(), relaid_.end(), [](const RelaidMatrix& a, const RelaidMatrix& b) { return a.offset < b.offset; });
+  std::sort(relaid_.begin(), relaid_.end(),
+            [](const RelaidMatrix& a, const RelaidMatrix& b) { return a.offset < b.offset; });
 }
 
 void Model::bind(const LoadOptions& options) {

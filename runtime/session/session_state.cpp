@@ -144,7 +144,8 @@ std::vector<T> buffer_for(const std::string& what, const char* buffer, std::size
   } catch (const std::bad_alloc&) {
   } catch (const std::length_error&) {
   }
-  throw Error(Status::out_of_memory, what + ": cannot allocate " + std::to_string(n * sizeof(T)) + " bytes for " + buffer);
+  throw Error(Status::out_of_memory,
+              what + ": cannot allocate " + std::to_string(n * sizeof(T)) + " bytes for " + buffer);
 }
 
 void refuse_empty_path(const std::string& path, const char* fn) {

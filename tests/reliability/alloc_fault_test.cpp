@@ -398,7 +398,8 @@ TEST_F(AllocFault, FirstSaveAndLoadComputeTheFingerprint) {
     std::string model;
     int use_mmap;
   };
-  for (const Case& c : {Case{"first load (mmap)", path("model.gguf"), 1}, Case{"first load (read, Q4_0)", path("q4_0.gguf"), 0}}) {
+  for (const Case& c :
+       {Case{"first load (mmap)", path("model.gguf"), 1}, Case{"first load (read, Q4_0)", path("q4_0.gguf"), 0}}) {
     // The file to load, saved by another instance of the model.
     const std::string file = path("first.lsess");
     latte_model_options mo = latte_model_default_options();
@@ -431,7 +432,8 @@ TEST_F(AllocFault, FirstSaveAndLoadComputeTheFingerprint) {
           if (status != LATTE_OK) {
             EXPECT_EQ(latte_session_n_past(st.s), static_cast<std::int64_t>(kStart.size())) << what;
             if (g_failed_bytes.load() >= 1024) {
-              EXPECT_NE(std::string(latte_last_error()).find(" bytes"), std::string::npos) << what << ": " << latte_last_error();
+              EXPECT_NE(std::string(latte_last_error()).find(" bytes"), std::string::npos)
+                  << what << ": " << latte_last_error();
             }
             // A later load computes the fingerprint and takes the file.
             EXPECT_EQ(latte_session_load(st.s, file.c_str()), LATTE_OK) << what << ": " << latte_last_error();
