@@ -131,6 +131,7 @@ latte_status latte_model_load_with_options(const char* path, const latte_model_o
                                            latte_model** out) {
   if (path == nullptr || out == nullptr)
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_load: path and out must not be NULL");
+  if (*path == '\0') return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_load: path must not be empty");
   const latte_model_options o = options ? *options : latte_model_default_options();
   if (o.use_mmap != 0 && o.use_mmap != 1)
     return fail(LATTE_ERR_INVALID_ARGUMENT,
@@ -265,12 +266,14 @@ latte_status latte_session_tokens(const latte_session* session, int32_t* tokens,
 latte_status latte_session_save(const latte_session* session, const char* path) {
   if (session == nullptr || path == nullptr)
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_save: session and path must not be NULL");
+  if (*path == '\0') return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_save: path must not be empty");
   return guarded([&] { session->session->save_state(path); });
 }
 
 latte_status latte_session_load(latte_session* session, const char* path) {
   if (session == nullptr || path == nullptr)
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_load: session and path must not be NULL");
+  if (*path == '\0') return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_load: path must not be empty");
   return guarded([&] { session->session->load_state(path); });
 }
 

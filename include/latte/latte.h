@@ -178,14 +178,20 @@ LATTE_API latte_status latte_session_tokens(const latte_session* session, int32_
  * followed (its target, which must be a regular file, is replaced; the link
  * stays). Loading it into a session of the same model and cache type resumes
  * the context without computing it again, and computes exactly what the
- * saved session would have. Load refuses a file of another model
+ * saved session would have. A file names its model by a hash of every byte
+ * of the model file, computed on the first save or load of a session of
+ * that model (a pass over the whole file) and kept. Load refuses a file of
+ * another model, even one of the same shapes or with one weight edited
  * (LATTE_ERR_INVALID_ARGUMENT), another cache type or, for models with two
  * RoPE factor sets (MiniCPM3), a context on the other side of the model's
  * switch between them (the same), more tokens than the context
- * (LATTE_ERR_CONTEXT_OVERFLOW), one of another format version
- * (LATTE_ERR_UNSUPPORTED), and one that is not a session file, is truncated
- * or damaged anywhere (its checksum is verified before any field is judged:
- * LATTE_ERR_BAD_FILE); a refused load changes nothing. */
+ * (LATTE_ERR_CONTEXT_OVERFLOW), one of another format version, those
+ * written before that hash included (LATTE_ERR_UNSUPPORTED), and one that is
+ * not a session file, is truncated or damaged anywhere (its checksum is
+ * verified before any field is judged) or holds a value its model cannot
+ * write (LATTE_ERR_BAD_FILE, naming the field); a refused load changes
+ * nothing. An empty or NULL path is LATTE_ERR_INVALID_ARGUMENT, for save
+ * and load. */
 LATTE_API latte_status latte_session_save(const latte_session* session, const char* path);
 LATTE_API latte_status latte_session_load(latte_session* session, const char* path);
 

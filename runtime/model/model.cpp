@@ -1,5 +1,6 @@
 #include "runtime/model/model.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -28,6 +29,7 @@ WeightRef ref_of(const GgufTensor& t) {
 Model::Model(GgufFile file) : file_(std::move(file)), params_(ModelParams::from_gguf(file_)) {}
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& options) {
+  if (path.empty()) throw Error(Status::invalid_argument, "load model: the path is empty");
   return from_file(GgufFile::open(path, options.file), options);
 }
 
@@ -51,30 +53,14 @@ std::size_t Model::packed_weight_bytes() const {
   return n;
 }
 
-std::uint64_t Model::fingerprint() const { return interleaved_bytes_ ? fingerprint_ : compute_fingerprint(); }
-
-std::uint64_t Model::compute_fingerprint() const {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  const auto mix = [&h](const std::uint8_t* p, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
-  };
-  // Everything before the tensor data: header, metadata, tensor table.
-  mix(file_.file_data(), static_cast<std::size_t>(std::min<std::uint64_t>(file_.data_offset(), file_.file_size())));
-  for (const GgufTensor& t : file_.tensors()) {
-    // Slices of whole rows: a fine-tune of some experts changes their
-    // slices only (the tensor's two ends are the first and last expert's).
-    const std::uint64_t n_slices = t.ne[2] * t.ne[3];
-    const std::uint64_t slice = t.n_bytes / n_slices;
-    for (std::uint64_t sl = 0; sl < n_slices; ++sl) {
-      const std::uint8_t* p = t.data + sl * slice;
-      const std::size_t edge = static_cast<std::size_t>(std::min<std::uint64_t>(slice, 256));
-      mix(p, edge);
-      mix(p + slice - edge, edge);
-      if (slice >= 8 * 64)
-        for (int k = 1; k <= 4; ++k) mix(p + slice * k / 5 / 64 * 64, 64);
-    }
+std::uint64_t Model::fingerprint(int threads) const {
+  if (fingerprint_ready_.load(std::memory_order_acquire)) return fingerprint_;
+  const std::lock_guard<std::mutex> lock(fingerprint_mutex_);
+  if (!fingerprint_ready_.load(std::memory_order_relaxed)) {  // a failure leaves it to the next call
+    fingerprint_ = file_fingerprint(file_.file_data(), file_.file_size(), relaid_, threads);
+    fingerprint_ready_.store(true, std::memory_order_release);
   }
-  return h;
+  return fingerprint_;
 }
 
 std::size_t Model::decode_weight_bytes() const {
@@ -101,9 +87,10 @@ std::size_t Model::decode_weight_bytes() const {
 // layer's attention and FFN matrices, the per-head W_UK^T and W_UV where the
 // file holds them apart (attn_k_b, attn_v_b), the experts (each head's or
 // expert's rows a multiple of 16, so each is a tile-aligned slice) and the output matrix
-// unless it is the embedding table (read by rows). The fingerprint is of the
-// file's bytes, so it is taken first: a saved session names the same model
-// whether it was mapped or read.
+// unless it is the embedding table (read by rows). Each is listed in relaid_:
+// the fingerprint is of the file's bytes, so it takes them back to the
+// file's layout as it hashes them (a saved session names the same model
+// whether it was mapped or read).
 void Model::interleave() {
   const auto& k = kernels::matvec_kernels(active_isa());
   const std::uint8_t* lo = file_.private_data();
@@ -138,7 +125,12 @@ void Model::interleave() {
     add_stack(l.exp_down, params_.n_experts);
   }
   if (items.empty()) return;
-  fingerprint_ = compute_fingerprint();
+  try {
+    relaid_.reserve(items.size());
+  } catch (const std::bad_alloc&) {
+    throw Error(Status::out_of_memory, "re-laying out the weights: cannot allocate the list of " +
+                                           std::to_string(items.size()) + " matrices");
+  }
   file_.edit_private_data([&](std::uint8_t* data) {
     for (const Item& it : items) {
       WeightRef& w = *it.w;
@@ -150,8 +142,12 @@ void Model::interleave() {
       }
       w.x16 = true;
       interleaved_bytes_ += static_cast<std::size_t>(it.rows) * w.row_bytes;
+      relaid_.push_back({static_cast<std::size_t>(w.data - lo), w.type, static_cast<std::size_t>(it.rows),
+                         static_cast<std::size_t>(w.cols)});
     }
   });
+  std::sort(relaid_.begin(), relaid_.end(),
+            [](const RelaidMatrix& a, const RelaidMatrix& b) { return a.offset < b.offset; });
 }
 
 void Model::bind(const LoadOptions& options) {

@@ -2,17 +2,21 @@
 // place where a kernel reads their format, and packed once at load where a
 // kernel wants another layout (read into private memory, the matrices decode
 // streams are re-laid out there, row-interleaved, for this CPU's kernels).
-// Read-only after load: any number of sessions on any threads share one Model.
+// Read-only after load (but for its fingerprint, computed once on first use,
+// under a lock): any number of sessions on any threads share one Model.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "quant/ggml_types.h"
 #include "runtime/gguf/gguf_file.h"
+#include "runtime/model/fingerprint.h"
 #include "runtime/model/model_params.h"
 #include "runtime/tokenizer/tokenizer.h"
 
@@ -88,7 +92,8 @@ struct LoadOptions {
 class Model {
  public:
   // Maps (or reads) and validates the file: architecture, every tensor's
-  // presence, type and shape. latte::Error naming the key or tensor on failure.
+  // presence, type and shape. latte::Error naming the key or tensor on
+  // failure; invalid_argument for an empty path.
   static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& options = {});
   static std::shared_ptr<const Model> from_file(GgufFile file, const LoadOptions& options = {});
 
@@ -113,14 +118,16 @@ class Model {
   // one embedding row. Decode at depth 0 is bound by reading these, so
   // bytes x tok/s against the machine's read bandwidth is its efficiency.
   std::size_t decode_weight_bytes() const;
-  // A 64-bit FNV-1a hash of the file's metadata and tensor table and, in
-  // every slice of every tensor (an expert of a stacked expert tensor, a
-  // head of a per-head one: ne[2] x ne[3] slices), of up to 256 bytes at
-  // each end and 64 at four points between: a saved session names the model
-  // it belongs to by it (another model, or another fine-tune of the same
-  // shapes, experts-only ones included, gives another value). Touches a
-  // few pages per slice: ~2.5 MB hashed for DeepSeek-V2-Lite.
-  std::uint64_t fingerprint() const;
+  // A 64-bit hash of every byte of the model file as the file holds it
+  // (runtime/model/fingerprint.h): a saved session names the model it
+  // belongs to by it, so any other weights (another model, another
+  // fine-tune of the same shapes, one weight edited anywhere) give another
+  // value, and a file mapped or read into memory (re-laid out or not) the
+  // same one. Load stays instant: the hash is computed the first time it is
+  // asked for, over `threads` threads (0: the machine's; the value does not
+  // depend on it), a pass over the whole file, and kept; later calls, from
+  // any thread, return it at once. Error(out_of_memory) naming the buffer.
+  std::uint64_t fingerprint(int threads = 0) const;
   // Weight bytes re-laid out row-interleaved at load (WeightRef::x16).
   std::size_t interleaved_weight_bytes() const { return interleaved_bytes_; }
 
@@ -128,7 +135,6 @@ class Model {
   explicit Model(GgufFile file);
   void bind(const LoadOptions& options);
   void interleave();
-  std::uint64_t compute_fingerprint() const;
 
   GgufFile file_;
   ModelParams params_;
@@ -139,7 +145,10 @@ class Model {
   std::vector<float> rope_long_, rope_short_;
   std::size_t mapped_bytes_ = 0;
   std::size_t interleaved_bytes_ = 0;
-  std::uint64_t fingerprint_ = 0;  // of the file as read, taken before interleave(): valid where it re-laid out bytes
+  std::vector<RelaidMatrix> relaid_;  // the file's matrices interleave() re-laid out, by offset
+  mutable std::mutex fingerprint_mutex_;
+  mutable std::atomic<bool> fingerprint_ready_{false};
+  mutable std::uint64_t fingerprint_ = 0;  // once fingerprint_ready_
   std::unique_ptr<Tokenizer> tokenizer_;
 };
 

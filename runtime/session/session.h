@@ -106,8 +106,10 @@ class Session {
   // otherwise, Error(context_overflow) if it holds more tokens than this
   // session's context, Error(unsupported) for another format version,
   // Error(bad_file) for a file that is not one, truncated, corrupt (the
-  // checksum, verified before any field is judged) or holding non-finite
-  // values; on any error the session is unchanged.
+  // checksum, verified before any field is judged) or holding values its
+  // model cannot write (non-finite ones among them: session_state.cpp),
+  // Error(invalid_argument) for an empty path; on any error the session is
+  // unchanged.
   void save_state(const std::string& path) const;
   void load_state(const std::string& path);
   // The checksum a session file ends with, over its other bytes (for tests

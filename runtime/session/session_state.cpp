@@ -2,7 +2,7 @@
 //
 // File layout (little-endian, as every machine Latte runs on):
 //   0   char[8]  "LATTESES"
-//   8   u32      version (3; 2 still loads)
+//   8   u32      version (4; earlier ones are refused)
 //   12  u32      cache storage (0 f32, 1 f16, 2 int8)
 //   16  u64      Model::fingerprint() of the model that wrote it
 //   24  u32 x 5  n_layers, d_c, d_R, tile_tokens, n_vocab
@@ -12,8 +12,7 @@
 //   64  u32      RoPE factor set the keys were rotated with: 0 the model has
 //                one (or none), 1 its short-context set, 2 its long one
 //   68  u32      unshifted prefix: the leading tokens whose rows a fresh
-//                prefill would give (n_past unless the context was shifted;
-//                0 in version 2, read as n_past)
+//                prefill would give (n_past unless the context was shifted)
 //   72  i32      tokens[n_past]
 //       f32      logits[n_vocab], when has_logits
 //       tiles    per layer, ceil(n_past / tile_tokens) raw cache tiles; rows
@@ -25,9 +24,15 @@
 // minicpm3 picks its set by the session's context, and keys rotated with one
 // set are wrong under the other. Version 3 added the unshifted prefix: after a
 // shift the later rows were computed with context that is gone, so a resumed
-// session must not stand in for a fresh prompt's prefill past it. The
-// checksum is verified before any field is
-// judged, so a damaged file is refused as corrupt, not as another model's.
+// session must not stand in for a fresh prompt's prefill past it. Version 4
+// names the model by a hash of every byte of its file (before, of its
+// metadata and a few bytes of each tensor: a file of other weights passed
+// for its model), so earlier files cannot be matched to a model and are
+// refused. The checksum is verified before any field is judged, so a
+// damaged file is refused as corrupt, not as another model's; the checksum
+// is no seal (anyone can recompute it), so every value is then checked
+// against what the model could have written: a value this model cannot
+// produce is refused by field, not left to fail every later call.
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -35,6 +40,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,6 +50,7 @@
 #include "platform/atomic_file.h"
 #include "platform/read_only_file.h"
 #include "runtime/error.h"
+#include "runtime/session/cache_bounds.h"
 #include "runtime/session/session.h"
 
 namespace latte {
@@ -49,8 +58,7 @@ namespace latte {
 namespace {
 
 constexpr char kMagic[8] = {'L', 'A', 'T', 'T', 'E', 'S', 'E', 'S'};
-constexpr std::uint32_t kVersion = 3;
-constexpr std::uint32_t kOldestVersion = 2;  // loads; its unshifted prefix is n_past
+constexpr std::uint32_t kVersion = 4;
 constexpr std::size_t kHeaderBytes = 72;
 
 struct StateHeader {
@@ -112,15 +120,47 @@ class Checksum {
 
 std::int64_t tiles_for(std::int64_t n, std::int64_t tile) { return (n + tile - 1) / tile; }
 
+// Whether the model rotates keys with one of two RoPE factor sets (minicpm3
+// with both rope_factors tensors) by the session's context.
+bool two_rope_sets(const Model& m) { return m.rope_factors(true) != m.rope_factors(false); }
+
 // The RoPE factor set a session of n_ctx tokens rotates its keys with (the
 // header's field at 64).
 std::uint32_t rope_set(const Model& m, std::int64_t n_ctx) {
-  if (m.rope_factors(true) == m.rope_factors(false)) return 0;
+  if (!two_rope_sets(m)) return 0;
   return m.params().rope_long_factors(n_ctx) ? 2 : 1;
 }
 
 const char* rope_set_name(std::uint32_t set) {
   return set == 0 ? "its only" : set == 1 ? "its short-context" : "its long-context";
+}
+
+// A vector of n elements for a load, or Error(out_of_memory) naming the
+// file, the buffer and its size.
+template <class T>
+std::vector<T> buffer_for(const std::string& what, const char* buffer, std::size_t n) {
+  try {
+    return std::vector<T>(n);
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  throw Error(Status::out_of_memory,
+              what + ": cannot allocate " + std::to_string(n * sizeof(T)) + " bytes for " + buffer);
+}
+
+void refuse_empty_path(const std::string& path, const char* fn) {
+  if (path.empty()) throw Error(Status::invalid_argument, std::string(fn) + ": the path is empty");
+}
+
+// The model's fingerprint (a pass over its file the first time), a failed
+// allocation there named with `what` (the file being saved or loaded).
+std::uint64_t fingerprint_for(const Model& m, int threads, const std::string& what) {
+  try {
+    return m.fingerprint(threads);
+  } catch (const Error& e) {
+    if (e.status() != Status::out_of_memory) throw;
+    throw Error(Status::out_of_memory, what + ": " + e.what());
+  }
 }
 
 }  // namespace
@@ -132,6 +172,7 @@ std::uint64_t Session::state_checksum(const void* data, std::size_t n) {
 }
 
 void Session::save_state(const std::string& path) const {
+  refuse_empty_path(path, "save session");
   const ModelParams& p = model_->params();
   const LatentCacheConfig& cc = cache_.config();
   const LatentTileLayout& lay = cache_.layout();
@@ -139,7 +180,8 @@ void Session::save_state(const std::string& path) const {
   std::memcpy(h, kMagic, 8);
   put<std::uint32_t>(h + 8, kVersion);
   put<std::uint32_t>(h + 12, static_cast<std::uint32_t>(cc.storage));
-  put<std::uint64_t>(h + 16, model_->fingerprint());
+  // First (a pass over the model file, once per model): nothing is written if it fails.
+  put<std::uint64_t>(h + 16, fingerprint_for(*model_, threads(), "save session '" + path + "'"));
   put<std::uint32_t>(h + 24, static_cast<std::uint32_t>(cc.n_layers));
   put<std::uint32_t>(h + 28, static_cast<std::uint32_t>(cc.d_c));
   put<std::uint32_t>(h + 32, static_cast<std::uint32_t>(cc.d_R));
@@ -189,11 +231,11 @@ void Session::save_state(const std::string& path) const {
 
 // Whether the checksum at the end of a file matches its other bytes. For a
 // file whose header cannot be trusted yet: one streaming pass.
-bool checksum_matches(ReadOnlyFile& in, std::uint64_t size) {
+bool checksum_matches(ReadOnlyFile& in, std::uint64_t size, const std::string& what) {
   if (size < 8) return false;
   in.seek(0);
   Checksum sum;
-  std::vector<char> buf(std::size_t{1} << 20);
+  std::vector<char> buf = buffer_for<char>(what, "its read buffer", std::size_t{1} << 20);
   for (std::uint64_t left = size - 8; left > 0;) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, buf.size()));
     if (in.read(buf.data(), n) != n) return false;
@@ -204,11 +246,14 @@ bool checksum_matches(ReadOnlyFile& in, std::uint64_t size) {
   return in.read(&stored, sizeof stored) == sizeof stored && stored == sum.value();
 }
 
-void Session::load_state(const std::string& path) {
+// (A function try block: an allocation other than the named buffers below,
+// a small one, still names the file.)
+void Session::load_state(const std::string& path) try {
+  refuse_empty_path(path, "load session");
+  const std::string what = "session file '" + path + "'";
   const ModelParams& p = model_->params();
   const LatentCacheConfig& cc = cache_.config();
   const LatentTileLayout& lay = cache_.layout();
-  const std::string what = "session file '" + path + "'";
   // Close-on-exec, and a FIFO in the path's place refused rather than
   // waited on (forever, in the caller's thread): see ReadOnlyFile.
   ReadOnlyFile in(path, what);
@@ -224,13 +269,18 @@ void Session::load_state(const std::string& path) {
   if (size < 12 || head != 12) throw Error(Status::bad_file, not_session + " (" + std::to_string(size) + " bytes)");
   if (std::memcmp(h, kMagic, 8) != 0) throw Error(Status::bad_file, not_session + " (no LATTESES magic)");
   const std::uint32_t version = get<std::uint32_t>(h + 8);
-  if (version < kOldestVersion || version > kVersion) {
+  if (version != kVersion) {
     // The checksum is the same in every version: it tells a file of
     // another version from a damaged version field.
-    if (!checksum_matches(in, size)) throw Error(Status::bad_file, corrupt);
-    throw Error(Status::unsupported, what + " has format version " + std::to_string(version) +
-                                         "; this build reads " + std::to_string(kOldestVersion) + " to " +
-                                         std::to_string(kVersion));
+    if (!checksum_matches(in, size, what)) throw Error(Status::bad_file, corrupt);
+    const std::string reads = "; this build reads version " + std::to_string(kVersion);
+    if (version >= 2 && version < kVersion)
+      throw Error(Status::unsupported,
+                  what + " has format version " + std::to_string(version) + reads +
+                      ": earlier versions named their model by its metadata and a few bytes of each tensor, "
+                      "which other weights could match, so they cannot be matched to a model; compute the "
+                      "session again (prefill its tokens) and save it");
+    throw Error(Status::unsupported, what + " has format version " + std::to_string(version) + reads);
   }
   if (size < kHeaderBytes + 8) throw Error(Status::bad_file, not_session + " (" + std::to_string(size) + " bytes)");
   if (in.read(h + 12, kHeaderBytes - 12) != kHeaderBytes - 12)
@@ -248,7 +298,7 @@ void Session::load_state(const std::string& path) {
   s.tile_bytes = get<std::uint64_t>(h + 48);
   s.n_past = get<std::int64_t>(h + 56);
   s.rope_set = get<std::uint32_t>(h + 64);
-  s.unshifted = version >= 3 ? get<std::uint32_t>(h + 68) : static_cast<std::uint32_t>(std::max<std::int64_t>(s.n_past, 0));
+  s.unshifted = get<std::uint32_t>(h + 68);
   // Each problem with the header is reported only once the checksum says
   // the file is as written: a damaged field is corruption, not a claim.
   std::string problem;
@@ -278,13 +328,13 @@ void Session::load_state(const std::string& path) {
                 (size < expect ? ": truncated, or its header damaged" : ": trailing bytes, or its header damaged");
   }
   if (!problem.empty()) {
-    if (!checksum_matches(in, size)) throw Error(Status::bad_file, corrupt + " (" + problem + ")");
+    if (!checksum_matches(in, size, what)) throw Error(Status::bad_file, corrupt + " (" + problem + ")");
     throw Error(Status::bad_file, what + ": " + problem);
   }
-  if (!checksum_matches(in, size)) throw Error(Status::bad_file, corrupt);
+  if (!checksum_matches(in, size, what)) throw Error(Status::bad_file, corrupt);
 
   // The header is the writer's: now whether it fits this session.
-  if (s.fingerprint != model_->fingerprint())
+  if (s.fingerprint != fingerprint_for(*model_, threads(), what))
     throw Error(Status::invalid_argument, what + " was saved from another model (or another file of it)");
   if (s.storage > 2) throw Error(Status::bad_file, what + ": unknown cache storage " + std::to_string(s.storage));
   if (s.storage != static_cast<std::uint32_t>(cc.storage))
@@ -298,11 +348,19 @@ void Session::load_state(const std::string& path) {
     throw Error(Status::unsupported, what + " stores " + std::to_string(s.tile_tokens) + "-token tiles of " +
                                          std::to_string(s.tile_bytes) + " bytes; this build's are " +
                                          std::to_string(cc.tile_tokens) + " tokens, " + std::to_string(lay.bytes) + " bytes");
+  // A set its model does not have is the file's fault; one the model has,
+  // but not for this context, the caller's.
+  if (!two_rope_sets(*model_) && s.rope_set != 0)
+    throw Error(Status::bad_file, what + ": its RoPE factor set is " + std::to_string(s.rope_set) +
+                                      ", but its model has a single set (0)");
+  if (two_rope_sets(*model_) && (s.rope_set < 1 || s.rope_set > 2))
+    throw Error(Status::bad_file, what + ": its RoPE factor set is " + std::to_string(s.rope_set) +
+                                      ", but its model's are 1 (short-context) and 2 (long-context)");
   if (const std::uint32_t mine = rope_set(*model_, opts_.n_ctx); s.rope_set != mine)
     throw Error(Status::invalid_argument,
-                what + "'s keys were rotated with " + (s.rope_set > 2 ? "an unknown" : rope_set_name(s.rope_set)) +
-                    " RoPE factor set; a context of " + std::to_string(opts_.n_ctx) + " tokens uses " +
-                    rope_set_name(mine) + " (the model switches above " + std::to_string(p.rope_factor_switch()) +
+                what + "'s keys were rotated with " + rope_set_name(s.rope_set) + " RoPE factor set; a context of " +
+                    std::to_string(opts_.n_ctx) + " tokens uses " + rope_set_name(mine) + " (the model switches above " +
+                    std::to_string(p.rope_factor_switch()) +
                     " tokens): open the session with a context on the saver's side of that");
   if (s.n_past > opts_.n_ctx)
     throw Error(Status::context_overflow, what + " holds " + std::to_string(s.n_past) +
@@ -317,25 +375,50 @@ void Session::load_state(const std::string& path) {
       throw Error(Status::bad_file, what + " is truncated (it changed while being read?)");
     sum.add(data, n);
   };
-  std::vector<std::int32_t> tokens(static_cast<std::size_t>(s.n_past));
+  std::vector<std::int32_t> tokens = buffer_for<std::int32_t>(what, "its tokens", static_cast<std::size_t>(s.n_past));
   read(tokens.data(), tokens.size() * sizeof(std::int32_t));
   for (std::size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || tokens[i] >= p.n_vocab)
       throw Error(Status::bad_file, what + ": token " + std::to_string(i) + " is " + std::to_string(tokens[i]) +
                                         ", outside the vocabulary [0, " + std::to_string(p.n_vocab) + ")");
-  std::vector<float> logits(static_cast<std::size_t>(p.n_vocab), 0.f);
+  std::vector<float> logits = buffer_for<float>(what, "its logits", static_cast<std::size_t>(p.n_vocab));
   if (s.has_logits) {
     read(logits.data(), logits.size() * sizeof(float));
     for (std::size_t i = 0; i < logits.size(); ++i)
       if (!std::isfinite(logits[i]))
         throw Error(Status::bad_file, what + ": logit " + std::to_string(i) + " is " + std::to_string(logits[i]));
   }
-  LatentCache fresh(cc);
-  std::vector<std::uint8_t> layer_tiles(static_cast<std::size_t>(n_tiles * s.tile_bytes));
+  // The cache it fills: a failed allocation names the whole cache's size.
+  const std::string cache_what = what + ": its latent cache (" + std::to_string(cc.n_layers) + " layers of " +
+                                 std::to_string(n_tiles) + " tiles of " + std::to_string(lay.bytes) + " bytes, " +
+                                 std::to_string(static_cast<std::uint64_t>(cc.n_layers) * n_tiles * lay.bytes) +
+                                 " bytes)";
+  const auto in_cache = [&](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      if (e.status() != Status::out_of_memory) throw;
+      throw Error(Status::out_of_memory, cache_what + ": " + e.what());
+    } catch (const std::bad_alloc&) {
+      throw Error(Status::out_of_memory, cache_what + ": out of memory");
+    }
+  };
+  std::optional<LatentCache> fresh;
+  in_cache([&] { fresh.emplace(cc); });
+  std::vector<std::uint8_t> layer_tiles =
+      buffer_for<std::uint8_t>(what, "one layer's tiles", static_cast<std::size_t>(n_tiles * s.tile_bytes));
   for (int l = 0; l < cc.n_layers; ++l) {
     read(layer_tiles.data(), layer_tiles.size());
+    // Values this model cannot have written (the checksum vouches for
+    // nothing: anyone can recompute it), before the cache takes them.
+    if (s.n_past > 0) {
+      if (const std::string why = cache_tiles_problem(lay, layer_tiles.data(), static_cast<std::int64_t>(n_tiles),
+                                                      s.n_past, cache_bound(*model_, l));
+          !why.empty())
+        throw Error(Status::bad_file, what + ": layer " + std::to_string(l) + ", " + why);
+    }
     try {
-      fresh.load_tiles(l, s.n_past, layer_tiles.data());
+      in_cache([&] { fresh->load_tiles(l, s.n_past, layer_tiles.data()); });
     } catch (const Error& e) {
       if (e.status() != Status::bad_file) throw;
       throw Error(Status::bad_file, what + ": " + e.what());
@@ -346,12 +429,14 @@ void Session::load_state(const std::string& path) {
   if (stored != sum.value()) throw Error(Status::bad_file, corrupt + " (it changed while being read?)");
 
   // Nothing below throws: the session changes all at once.
-  cache_ = std::move(fresh);
+  cache_ = std::move(*fresh);
   tokens_ = std::move(tokens);
   last_logits_ = std::move(logits);
   has_logits_ = s.has_logits == 1;
   n_past_ = s.n_past;
   unshifted_limit_ = s.unshifted == s.n_past ? kMaxContextTokens : s.unshifted;
+} catch (const std::bad_alloc&) {
+  throw Error(Status::out_of_memory, "session file '" + path + "': out of memory while loading it");
 }
 
 }  // namespace latte

@@ -1,5 +1,6 @@
 #include "runtime/tokenizer/chat.h"
 
+#include <algorithm>
 
 #include "runtime/error.h"
 
@@ -25,11 +26,56 @@ bool is_special(const Tokenizer& tok, std::int32_t id) {
 
 bool has_special(const Tokenizer& tok, const std::string& text) { return is_special(tok, tok.find_token(text)); }
 
-// The template's opening, one line, for an error message.
+// Bytes of the UTF-8 character starting at s[i] (1 to 4), or 0 where
+// s[i] does not start a valid, complete one.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((b(k) & 0xC0) != 0x80) return 0;
+  // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+  if ((n == 2 && c < 0xC2) || (n == 3 && c == 0xE0 && b(1) < 0xA0) || (n == 3 && c == 0xED && b(1) >= 0xA0) ||
+      (n == 4 && c == 0xF0 && b(1) < 0x90) || (n == 4 && (c > 0xF4 || (c == 0xF4 && b(1) >= 0x90))))
+    return 0;
+  return n;
+}
+
+// The template's first 60 bytes (whole characters), for an error message:
+// one line of printable text whatever the file holds, every other byte
+// escaped as C writes it (\n, \0, \x1b; a byte that is not UTF-8 as \xNN),
+// so that a NUL or a terminal control does not cut or garble the message.
 std::string opening(std::string_view tmpl) {
+  constexpr std::size_t kMax = 60;
   std::string s;
-  for (char c : tmpl.substr(0, 60)) s += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
-  if (tmpl.size() > 60) s += "...";
+  std::size_t i = 0;
+  while (i < tmpl.size()) {
+    const std::size_t n = utf8_length(tmpl, i);
+    if (i + std::max<std::size_t>(n, 1) > kMax) break;
+    const unsigned char c = static_cast<unsigned char>(tmpl[i]);
+    if (n > 1) {
+      s.append(tmpl.substr(i, n));
+    } else if (n == 1 && c >= 0x20 && c != 0x7F) {
+      if (c == '"' || c == '\\') s += '\\';
+      s += static_cast<char>(c);
+    } else {
+      switch (c) {
+        case '\0': s += "\\0"; break;
+        case '\n': s += "\\n"; break;
+        case '\r': s += "\\r"; break;
+        case '\t': s += "\\t"; break;
+        default: {
+          static const char kHex[] = "0123456789abcdef";
+          s += "\\x";
+          s += kHex[c >> 4];
+          s += kHex[c & 15];
+        }
+      }
+    }
+    i += std::max<std::size_t>(n, 1);
+  }
+  if (i < tmpl.size()) s += "...";
   return s;
 }
 

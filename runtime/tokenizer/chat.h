@@ -13,8 +13,9 @@
 //
 // The model file's Jinja template (tokenizer.chat_template) is not executed:
 // it is recognized by the markers each family writes, as llama.cpp does. A
-// template none of them matches is refused with its opening quoted, rather
-// than guessed at; --chat-format names a family instead.
+// template none of them matches is refused with its opening quoted (escaped:
+// a NUL or control byte in it cannot cut or garble the message), rather than
+// guessed at; --chat-format names a family instead.
 #pragma once
 
 #include <cstdint>

@@ -2,13 +2,15 @@
 // and sets Latte's hook for its other allocations (platform/alloc_hook.h), so
 // that the N-th allocation of a call fails. For every C API call that can
 // allocate (model load, session create, prefill, decode, eval_all, truncate,
-// reset, save, load), N goes from 1 until the call makes fewer than N
+// reset, save, load; the first save or load of a model, which computes its
+// fingerprint), N goes from 1 until the call makes fewer than N
 // allocations: each failure must come back as LATTE_ERR_OUT_OF_MEMORY with
 // the session as it was (tokens, logits) and usable afterwards (its next
 // logits those of a session that never failed), and nothing may leak (the
 // ASan build's leak check). A small random model keeps the sweep short.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -36,12 +38,16 @@ std::atomic<long> g_count{0};
 std::atomic<long> g_fail_at{0};
 std::atomic<std::size_t> g_big_from{0};
 std::atomic<long> g_failed{0};
+std::atomic<std::size_t> g_failed_bytes{0};  // the size of the last allocation failed
 
 bool should_fail(std::size_t bytes) {
   if (!g_armed.load(std::memory_order_relaxed)) return false;
   const std::size_t big = g_big_from.load(std::memory_order_relaxed);
   const bool fail = big ? bytes >= big : g_count.fetch_add(1) + 1 == g_fail_at.load();
-  if (fail) g_failed.fetch_add(1);
+  if (fail) {
+    g_failed.fetch_add(1);
+    g_failed_bytes.store(bytes);
+  }
   return fail;
 }
 
@@ -343,6 +349,130 @@ TEST_F(AllocFault, Load) {
   ASSERT_EQ(latte_session_save(saved, file.c_str()), LATTE_OK);
   latte_session_free(saved);
   sweep_session_call("load", kStart, [&](latte_session* s) { return latte_session_load(s, file.c_str()); }, 1);
+}
+
+// A session load that runs out of memory names the file, and for any
+// buffer (a kilobyte or more) what it was for and how many bytes (it said
+// only "out of memory").
+TEST_F(AllocFault, LoadNamesWhatItCouldNotAllocate) {
+  const std::string file = path("named.lsess");
+  std::vector<std::int32_t> twelve = kStart;
+  twelve.insert(twelve.end(), kMore.begin(), kMore.end());
+  latte_session* saved = session(twelve);
+  ASSERT_EQ(latte_session_save(saved, file.c_str()), LATTE_OK);
+  latte_session_free(saved);
+  std::vector<std::string> buffers;  // the messages of failed buffers
+  sweep(
+      "load (messages)", [] { return session(kStart); },
+      [&](latte_session*& s) { return latte_session_load(s, file.c_str()); },
+      [&](latte_session*& s, latte_status st, const std::string& what) {
+        if (st == LATTE_ERR_OUT_OF_MEMORY && g_failed_bytes.load() >= 1024) {
+          const std::string msg = latte_last_error();
+          EXPECT_NE(msg.find("session file '" + file + "'"), std::string::npos) << what << ": " << msg;
+          const bool sized = msg.find("cannot allocate " + std::to_string(g_failed_bytes.load()) + " bytes for ") !=
+                             std::string::npos;
+          const bool cache = msg.find("': its latent cache (2 layers of 1 tiles of ") != std::string::npos;
+          EXPECT_TRUE(sized || cache) << what << " (" << g_failed_bytes.load() << " bytes): " << msg;
+          buffers.push_back(msg);
+        }
+        latte_session_free(s);
+      });
+  // Among them: the checksum's read buffer, the logits, one layer's tiles.
+  for (const char* buffer : {"bytes for its read buffer", "bytes for its logits", "bytes for one layer's tiles"})
+    EXPECT_TRUE(std::any_of(buffers.begin(), buffers.end(),
+                            [&](const std::string& m) { return m.find(buffer) != std::string::npos; }))
+        << buffer;
+}
+
+// The first save or load of a model computes its fingerprint (a hash of the
+// whole file, on the session's threads): a failure there, or threads that
+// cannot be started, leaves the session as it was, and a later call
+// computes it. A model read into memory with Q4_0 matrices too (re-laid out
+// where this CPU has x16 kernels: hashed in the file's layout).
+TEST_F(AllocFault, FirstSaveAndLoadComputeTheFingerprint) {
+  latte::RandomModelSpec spec;
+  spec.weight_type = latte::GgmlType::Q4_0;
+  latte::write_random_model(spec, path("q4_0.gguf"));
+  struct Case {
+    const char* name;
+    std::string model;
+    int use_mmap;
+  };
+  for (const Case& c :
+       {Case{"first load (mmap)", path("model.gguf"), 1}, Case{"first load (read, Q4_0)", path("q4_0.gguf"), 0}}) {
+    // The file to load, saved by another instance of the model.
+    const std::string file = path("first.lsess");
+    latte_model_options mo = latte_model_default_options();
+    mo.use_mmap = c.use_mmap;
+    latte_model* saver = nullptr;
+    ASSERT_EQ(latte_model_load_with_options(c.model.c_str(), &mo, &saver), LATTE_OK) << latte_last_error();
+    latte_session_options o = options();
+    latte_session* s0 = nullptr;
+    ASSERT_EQ(latte_session_create(saver, &o, &s0), LATTE_OK);
+    ASSERT_EQ(latte_session_prefill(s0, kMore.data(), kMore.size()), LATTE_OK);
+    ASSERT_EQ(latte_session_save(s0, file.c_str()), LATTE_OK) << latte_last_error();
+    latte_session_free(s0);
+    latte_model_free(saver);
+    struct State {
+      latte_model* m = nullptr;
+      latte_session* s = nullptr;
+    };
+    const long n = sweep(
+        c.name,
+        [&] {
+          State st;
+          EXPECT_EQ(latte_model_load_with_options(c.model.c_str(), &mo, &st.m), LATTE_OK);
+          latte_session_options so = options();
+          EXPECT_EQ(latte_session_create(st.m, &so, &st.s), LATTE_OK);
+          EXPECT_EQ(latte_session_prefill(st.s, kStart.data(), kStart.size()), LATTE_OK);
+          return st;
+        },
+        [&](State& st) { return latte_session_load(st.s, file.c_str()); },
+        [&](State& st, latte_status status, const std::string& what) {
+          if (status != LATTE_OK) {
+            EXPECT_EQ(latte_session_n_past(st.s), static_cast<std::int64_t>(kStart.size())) << what;
+            if (g_failed_bytes.load() >= 1024) {
+              EXPECT_NE(std::string(latte_last_error()).find(" bytes"), std::string::npos)
+                  << what << ": " << latte_last_error();
+            }
+            // A later load computes the fingerprint and takes the file.
+            EXPECT_EQ(latte_session_load(st.s, file.c_str()), LATTE_OK) << what << ": " << latte_last_error();
+          }
+          EXPECT_EQ(latte_session_n_past(st.s), static_cast<std::int64_t>(kMore.size())) << what;
+          latte_session_free(st.s);
+          latte_model_free(st.m);
+        });
+    EXPECT_GT(n, 3) << c.name;
+    // The first save: on failure nothing is written, and a later save is
+    // the file the other instance saved.
+    std::ifstream in(file, std::ios::binary);
+    const std::string want((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string out = path("first_save.lsess");
+    const long n_save = sweep(
+        c.use_mmap ? "first save (mmap)" : "first save (read, Q4_0)",
+        [&] {
+          State st;
+          EXPECT_EQ(latte_model_load_with_options(c.model.c_str(), &mo, &st.m), LATTE_OK);
+          latte_session_options so = options();
+          EXPECT_EQ(latte_session_create(st.m, &so, &st.s), LATTE_OK);
+          EXPECT_EQ(latte_session_prefill(st.s, kMore.data(), kMore.size()), LATTE_OK);
+          fs::remove(out);
+          return st;
+        },
+        [&](State& st) { return latte_session_save(st.s, out.c_str()); },
+        [&](State& st, latte_status status, const std::string& what) {
+          if (status != LATTE_OK) {
+            EXPECT_FALSE(fs::exists(out)) << what;
+            EXPECT_EQ(latte_session_save(st.s, out.c_str()), LATTE_OK) << what << ": " << latte_last_error();
+          }
+          std::ifstream again(out, std::ios::binary);
+          const std::string got((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+          EXPECT_TRUE(got == want) << what << ": another file than the other instance saved";
+          latte_session_free(st.s);
+          latte_model_free(st.m);
+        });
+    EXPECT_GT(n_save, 3) << c.name;
+  }
 }
 
 // A failed large allocation names what it was for and its size: a tensor

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
@@ -15,10 +16,12 @@
 #include <vector>
 
 #include "latte/latte.hpp"
+#include "runtime/error.h"
 #include "tools/random_model.h"
 #include "runtime/session/session.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "tests/runtime/testdata.h"
 
 namespace {
 
@@ -250,6 +253,57 @@ TEST(CApi, ErrorsNameWhatIsWrong) {
   EXPECT_EQ(latte_session_decode(s, 100000), LATTE_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(latte_last_error()).find("100000"), std::string::npos);
   EXPECT_EQ(latte_session_prefill(nullptr, toks, 1), LATTE_ERR_INVALID_ARGUMENT);
+  latte_session_free(s);
+  latte_model_free(m);
+}
+
+// Issue 55: an empty path was taken as a file name. latte_session_save(s, "")
+// wrote its whole temporary into the working directory and then failed to
+// rename it to ''; each call now refuses it first, naming the argument, and
+// writes nothing.
+TEST(CApi, EmptyPathsAreRefusedByName) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / ("empty_paths_" + latte::test::process_tag());
+  fs::create_directories(dir);
+  const fs::path was = fs::current_path();
+  fs::current_path(dir);  // where a temporary for '' would land
+  latte_model* m = nullptr;
+  EXPECT_EQ(latte_model_load("", &m), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(latte_last_error(), "latte_model_load: path must not be empty");
+  EXPECT_EQ(m, nullptr);
+  ASSERT_EQ(latte_model_load(kDense.c_str(), &m), LATTE_OK) << latte_last_error();
+  latte_session* s = nullptr;
+  ASSERT_EQ(latte_session_create(m, nullptr, &s), LATTE_OK);
+  const int32_t toks[] = {1, 2, 3};
+  ASSERT_EQ(latte_session_prefill(s, toks, 3), LATTE_OK);
+  EXPECT_EQ(latte_session_save(s, ""), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(latte_last_error(), "latte_session_save: path must not be empty");
+  EXPECT_EQ(latte_session_load(s, ""), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(latte_last_error(), "latte_session_load: path must not be empty");
+  EXPECT_EQ(latte_session_save(s, nullptr), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte_session_load(s, nullptr), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte_session_n_past(s), 3);
+  // The C++ calls under the C API refuse it too.
+  auto model = latte::Model::load(kDense);
+  latte::Session cs(model, latte::SessionOptions{});
+  for (auto call : {+[](latte::Session& x) { x.save_state(""); }, +[](latte::Session& x) { x.load_state(""); }}) {
+    try {
+      call(cs);
+      ADD_FAILURE() << "an empty path was taken";
+    } catch (const latte::Error& e) {
+      EXPECT_EQ(e.status(), latte::Status::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("the path is empty"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    (void)latte::Model::load("");
+    ADD_FAILURE() << "an empty model path was taken";
+  } catch (const latte::Error& e) {
+    EXPECT_EQ(e.status(), latte::Status::invalid_argument);
+  }
+  EXPECT_TRUE(fs::is_empty(dir)) << "something was written to the working directory";
+  fs::current_path(was);
+  fs::remove_all(dir);
   latte_session_free(s);
   latte_model_free(m);
 }

@@ -27,7 +27,9 @@
 #include "tools/random_model.h"
 #include "runtime/session/session.h"
 #include "runtime/model/vocab.h"
+#include "runtime/tokenizer/chat.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "tools/gguf_writer.h"
 #include "tests/runtime/architecture_cases.h"
 
 namespace latte {
@@ -310,6 +312,40 @@ TEST(HostileMetadata, RefusalNamesTheKey) {
              "deepseek2.context_length = 4294967295 is out of range");
   // Finite but overflowing once squared: the score scale is checked too.
   expect_has(refusal("deepseek2.rope.scaling.yarn_log_multiplier", 1e30f), "attention score scale");
+}
+
+// Issue 55: a NUL byte in tokenizer.chat_template cut the refusal of an
+// unknown template after its opening's first bytes, losing the reason and
+// the --chat-format advice (the message is a C string). The opening is now
+// quoted with escapes: NUL, control bytes and bytes that are not UTF-8 as C
+// writes them, and a character the 60-byte limit would split left out.
+TEST(HostileMetadata, AChatTemplateIsQuotedWhole) {
+  const auto refusal = [](const std::string& tmpl) {
+    RandomModelSpec spec;
+    spec.edit_metadata = [tmpl](GgufWriter& w) { w.add_string("tokenizer.chat_template", tmpl); };
+    auto model = Model::from_file(GgufFile::from_bytes(random_model_bytes(spec)));
+    EXPECT_NE(model->tokenizer(), nullptr);
+    EXPECT_EQ(model->tokenizer()->chat_template(), tmpl);
+    try {
+      (void)detect_chat_format(*model->tokenizer(), "deepseek2");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::unsupported);
+      return std::string(e.what());  // as a C string: up to a NUL
+    }
+    return std::string("accepted");
+  };
+  static const char kTemplate[] = "User: \0Assistant\x1b[2J\r\n\t\"x\\\x7f\xff";
+  const std::string with_nul = refusal(std::string(kTemplate, sizeof kTemplate - 1));
+  EXPECT_NE(with_nul.find("(tokenizer.chat_template: \"User: \\0Assistant\\x1b[2J\\r\\n\\t\\\"x\\\\\\x7f\\xff\") is "
+                          "not one Latte recognizes"),
+            std::string::npos)
+      << with_nul;
+  EXPECT_NE(with_nul.find("name the format with --chat-format"), std::string::npos) << with_nul;
+  // 59 bytes, then a 2-byte character across the limit: left out whole.
+  const std::string cut = refusal(std::string(59, 'a') + "\xC3\xA9" + "bbb");
+  EXPECT_NE(cut.find("\"" + std::string(59, 'a') + "...\""), std::string::npos) << cut;
+  const std::string whole = refusal(std::string(58, 'a') + "\xC3\xA9");
+  EXPECT_NE(whole.find("\"" + std::string(58, 'a') + "\xC3\xA9\""), std::string::npos) << whole;
 }
 
 // A NaN row never enters the latent cache: the int8 kernel on AVX-512 could

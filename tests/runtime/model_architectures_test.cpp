@@ -454,10 +454,9 @@ TEST(ModelMetadata, FingerprintSeesEveryExpert) {
   ASSERT_EQ(up->ne[2], 8u);
   const std::size_t slice = up->n_bytes / 8;
   const std::size_t at = static_cast<std::size_t>(up->data - good.data());
-  // Expert 3's first byte, a byte at 2/5 of it (one of the sampled points)
-  // and its last byte. (A fine-tune changes all of an expert's bytes; one
-  // byte elsewhere in its middle is not seen.)
-  for (std::size_t within : {std::size_t{0}, slice * 2 / 5 / 64 * 64 + 10, slice - 1}) {
+  // Expert 3's first byte, two in its middle and its last byte (the
+  // fingerprint hashes every byte of the file).
+  for (std::size_t within : {std::size_t{0}, slice * 2 / 5 / 64 * 64 + 10, slice / 2 + 3, slice - 1}) {
     std::vector<std::uint8_t> b = good;
     b[at + 3 * slice + within] ^= 0x40;
     EXPECT_NE(Model::from_file(GgufFile::from_bytes(b))->fingerprint(), fp) << within;

@@ -16,16 +16,22 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <random>
 #include <thread>
 #include <string>
 #include <vector>
 
+#include "kernels/isa.h"
+#include "kernels/matvec/matvec.h"
+#include "quant/fp16.h"
 #include "quant/latent_formats.h"
 #include "platform/atomic_file.h"
 #include "platform/read_only_file.h"
 #include "runtime/error.h"
 #include "runtime/mla/latent_cache.h"
+#include "runtime/model/fingerprint.h"
+#include "runtime/session/cache_bounds.h"
 #include "tools/random_model.h"
 #include "runtime/session/session.h"
 #include "tests/runtime/architecture_cases.h"
@@ -58,7 +64,7 @@ int files_in(const std::string& dir, const std::string& prefix) {
   return n;
 }
 
-constexpr std::size_t kHeader = 72;  // a session file's header bytes (format versions 2 and 3)
+constexpr std::size_t kHeader = 72;  // a session file's header bytes (format version 4)
 
 // A file's checksum recomputed over altered bytes.
 void reseal(std::vector<std::uint8_t>& b) {
@@ -192,7 +198,20 @@ TEST(SessionStateFile, BadFilesAreRefusedByName) {
   expect_refused(s, bad, Status::bad_file, "is corrupt: its checksum does not match");
   reseal(b);
   write_bytes(bad, b);
-  expect_refused(s, bad, Status::unsupported, "format version 9; this build reads 2 to 3");
+  expect_refused(s, bad, Status::unsupported, "format version 9; this build reads version 4");
+  // Versions 2 and 3 named their model by its metadata and a few bytes of
+  // each tensor, which a file of other weights matched: refused, saying why
+  // and what to do (not "saved from another model").
+  for (std::uint8_t old : {std::uint8_t{2}, std::uint8_t{3}}) {
+    b = bytes;
+    b[8] = old;
+    reseal(b);
+    write_bytes(bad, b);
+    expect_refused(s, bad, Status::unsupported,
+                   "format version " + std::to_string(old) + "; this build reads version 4: earlier versions named "
+                   "their model by its metadata and a few bytes of each tensor");
+    expect_refused(s, bad, Status::unsupported, "compute the session again (prefill its tokens) and save it");
+  }
   // Truncated anywhere past the header, or with bytes appended.
   for (std::size_t cut : {std::size_t{100}, bytes.size() / 2, bytes.size() - 1}) {
     write_bytes(bad, std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(cut)));
@@ -514,10 +533,237 @@ TEST(SessionStateFile, TheRopeFactorSetMustMatch) {
   SessionOptions other_short = o;
   other_short.n_ctx = 48;
   Session b(model, other_short);
+  // A set the model does not have (the checksum recomputed): the file's
+  // fault, not the context's.
+  const std::vector<std::uint8_t> bytes = file_bytes(path);
+  const std::string bad = ::testing::TempDir() + "/rope_set_bad.lsess";
+  for (std::uint32_t set : {0u, 3u}) {
+    std::vector<std::uint8_t> d = bytes;
+    std::memcpy(d.data() + 64, &set, 4);
+    reseal(d);
+    write_bytes(bad, d);
+    expect_refused(b, bad, Status::bad_file,
+                   "its RoPE factor set is " + std::to_string(set) +
+                       ", but its model's are 1 (short-context) and 2 (long-context)");
+  }
   b.load_state(path);
   a.decode(6);
   b.decode(6);
   EXPECT_EQ(logits_of(a), logits_of(b));
+}
+
+// A model with one RoPE factor set: a file naming set 1 or 2 was refused as
+// a context on the other side of "the model switches above N tokens", a
+// switch this model does not make.
+TEST(SessionStateFile, ARopeSetTheModelLacksIsTheFilesFault) {
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  SessionOptions o;
+  o.threads = 1;
+  o.n_ctx = 32;
+  Session a(model, o);
+  a.prefill(std::vector<std::int32_t>{1, 2, 3});
+  const std::string path = ::testing::TempDir() + "/one_set.lsess";
+  a.save_state(path);
+  std::vector<std::uint8_t> b = file_bytes(path);
+  ASSERT_EQ(b[64], 0);
+  Session s(model, o);
+  for (std::uint32_t set : {1u, 2u, 7u}) {
+    std::memcpy(b.data() + 64, &set, 4);
+    reseal(b);
+    write_bytes(path, b);
+    expect_refused(s, path, Status::bad_file,
+                   "': its RoPE factor set is " + std::to_string(set) + ", but its model has a single set (0)");
+    try {
+      s.load_state(path);
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).find("switches"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The checksum is no seal (anyone can recompute it): a file must hold only
+// values its model can write. An int8 scale of 3e38 loaded, and every
+// decode after it failed, blaming the model's weights; each such value is
+// now refused at load by layer, tile, row and field, for every cache type,
+// and a value just inside the model's bound still loads.
+TEST(SessionStateFile, ValuesItsModelCannotWriteAreRefused) {
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  const auto tokens = testdata_tokens();
+  const int n_vocab = model->params().n_vocab;
+  const CacheBound bound = cache_bound(*model, 1);
+  // The bounds are the model's: finite, and far below what overflows.
+  ASSERT_GT(bound.latent, 0);
+  ASSERT_LT(bound.latent, 1e4);
+  ASSERT_GT(bound.rope, 0);
+  ASSERT_LT(bound.rope, 1e4);
+  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+    SCOPED_TRACE(latent_storage_name(st));
+    SessionOptions o;
+    o.cache = st;
+    o.threads = 2;
+    o.n_ctx = 300;
+    Session a(model, o);
+    a.prefill(std::span(tokens).first(140));  // two 128-token tiles a layer
+    const std::string good = ::testing::TempDir() + "/values_good.lsess";
+    a.save_state(good);
+    const std::vector<std::uint8_t> bytes = file_bytes(good);
+    const LatentTileLayout& lay = a.cache().layout();
+    const int T = lay.tokens, dc = lay.d_c;
+    ASSERT_EQ(T, 128);
+    // Layer 1's tiles: tile t's row r, as bytes of the file.
+    const std::size_t layer1 = kHeader + 4 * 140 + 4 * static_cast<std::size_t>(n_vocab) + 2 * lay.bytes;
+    ASSERT_EQ(bytes.size(), kHeader + 4 * 140 + 4 * static_cast<std::size_t>(n_vocab) +
+                                2 * static_cast<std::size_t>(model->params().n_layers) * lay.bytes + 8);
+    // The file with one field of layer 1 set to v (a scale's or a value's
+    // bytes, as stored), resealed.
+    const std::string bad = ::testing::TempDir() + "/values_bad_" + test::process_tag() + ".lsess";
+    const auto with = [&](int tile, int row, int channel, float v) {
+      std::vector<std::uint8_t> b = bytes;
+      std::uint8_t* t = b.data() + layer1 + static_cast<std::size_t>(tile) * lay.bytes;
+      if (st == LatentStorage::int8) {  // channel 0: the latent scale, 1: the rope scale
+        std::memcpy(t + lay.scale_offset + 4 * static_cast<std::size_t>(channel * T + row), &v, 4);
+      } else if (st == LatentStorage::f32) {
+        std::memcpy(t + 4 * (static_cast<std::size_t>(row) * (dc + lay.d_R) + channel), &v, 4);
+      } else {
+        const std::uint16_t h = f32_to_fp16(v);
+        std::memcpy(t + 2 * (static_cast<std::size_t>(row) * (dc + lay.d_R) + channel), &h, 2);
+      }
+      reseal(b);
+      write_bytes(bad, b);
+    };
+    Session s(model, o);
+    s.prefill(std::span(tokens).first(3));
+    const bool int8 = st == LatentStorage::int8;
+    const int latent = int8 ? 0 : 3, rope = int8 ? 1 : dc + 2;
+    const std::string where = "session file '" + bad + "': layer 1, tile 0, row 5 (token 5): ";
+    // The probe's value; and the largest f16 holds.
+    const float huge = st == LatentStorage::f16 ? 65504.f : 3e38f;
+    with(0, 5, latent, huge);
+    expect_refused(s, bad, Status::bad_file,
+                   where + (int8 ? "its latent scale is 3e+38; this model's layer gives at most "
+                                 : "latent value 3 is " + std::string(st == LatentStorage::f16 ? "65504" : "3e+38")));
+    with(0, 5, rope, huge);
+    expect_refused(s, bad, Status::bad_file, where + (int8 ? "its rope scale is 3e+38" : "rope value 2 is "));
+    with(1, 140 - 128 - 1, latent, std::nanf(""));  // the last token's row
+    expect_refused(s, bad, Status::bad_file, "layer 1, tile 1, row 11 (token 139): ");
+    with(0, 5, latent, -1.f);
+    if (int8) expect_refused(s, bad, Status::bad_file, where + "its latent scale is -1;");
+    // Just past the bound, and just inside it (the scale stands for 127 of
+    // itself).
+    const double unit = int8 ? 127.0 : 1.0;
+    const float inside = static_cast<float>(bound.latent / unit * 0.999);
+    const float past = static_cast<float>(bound.latent / unit * 1.01);
+    if (st != LatentStorage::f16 || past < 65504.f) {
+      with(0, 5, latent, past);
+      expect_refused(s, bad, Status::bad_file, where);
+      with(0, 5, latent, inside);
+      Session t(model, o);
+      EXPECT_NO_THROW(t.load_state(bad));
+      EXPECT_EQ(t.n_past(), 140);
+    }
+    // A row past the tokens holds what the format writes there: zeros.
+    with(1, 140 - 128 + 3, latent, 0.5f);
+    expect_refused(s, bad, Status::bad_file,
+                   "layer 1, tile 1, row 15 (token 143): past the 140 tokens, a row the format writes as zeros");
+    // The file as saved loads, and continues as the saved session.
+    s.load_state(good);
+    a.decode(tokens[140]);
+    s.decode(tokens[140]);
+    EXPECT_EQ(logits_of(s), logits_of(a));
+  }
+}
+
+// Issue 55: a copy of the model with 8 weights in the middle of
+// blk.0.attn_kv_a_mqa edited had the original's fingerprint (metadata and
+// tensor edges), so a session of the original loaded into it with status OK
+// and went on with the other weights. Every byte of the file is hashed now.
+TEST(SessionStateFile, AnEditedWeightAnywhereIsAnotherModel) {
+  RandomModelSpec spec;  // F32 weights
+  const std::vector<std::uint8_t> original = random_model_bytes(spec);
+  std::vector<std::uint8_t> edited = original;
+  const GgufFile f = GgufFile::from_memory(original.data(), original.size());
+  const GgufTensor* kv = f.find_tensor("blk.0.attn_kv_a_mqa.weight");
+  ASSERT_NE(kv, nullptr);
+  ASSERT_EQ(kv->type, GgmlType::F32);
+  const std::size_t mid = static_cast<std::size_t>(kv->data - original.data()) + kv->n_bytes / 2 / 4 * 4;
+  for (int i = 0; i < 8; ++i) {
+    const float v = 50.f;
+    std::memcpy(edited.data() + mid + 4 * static_cast<std::size_t>(i), &v, 4);
+  }
+  const std::string p1 = ::testing::TempDir() + "/edit_a.gguf", p2 = ::testing::TempDir() + "/edit_b.gguf";
+  write_bytes(p1, original);
+  write_bytes(p2, edited);
+  auto m1 = Model::load(p1), m2 = Model::load(p2);
+  EXPECT_NE(m1->fingerprint(), m2->fingerprint());
+  SessionOptions o;
+  o.threads = 1;
+  o.n_ctx = 32;
+  Session a(m1, o), b(m2, o);
+  const std::vector<std::int32_t> prompt = {1, 2, 3, 4, 5};
+  a.prefill(prompt);
+  b.prefill(prompt);
+  EXPECT_NE(logits_of(a), logits_of(b)) << "the edit does not matter: the test proves nothing";
+  const std::string path = ::testing::TempDir() + "/edit.lsess";
+  a.save_state(path);
+  Session c(m2, o);
+  expect_refused(c, path, Status::invalid_argument, "was saved from another model");
+  // Any one byte of the file, in every tensor and between them, changes it.
+  const std::uint64_t fp = m1->fingerprint();
+  std::vector<std::size_t> spots;
+  for (const GgufTensor& t : f.tensors()) {
+    const std::size_t at = static_cast<std::size_t>(t.data - original.data());
+    for (std::size_t k : {std::size_t{0}, t.n_bytes / 3, t.n_bytes - 1}) spots.push_back(at + k);
+  }
+  for (std::size_t at = 0; at < original.size(); at += original.size() / 97) spots.push_back(at);
+  spots.push_back(original.size() - 1);
+  int hashed = 0;
+  for (std::size_t at : spots) {
+    std::vector<std::uint8_t> d = original;
+    d[at] ^= 0x01;
+    std::shared_ptr<const Model> m;
+    try {
+      m = Model::from_file(GgufFile::from_bytes(std::move(d)));
+    } catch (const Error&) {
+      continue;  // a byte of the header or a count: not a model
+    }
+    EXPECT_NE(m->fingerprint(), fp) << "byte " << at;
+    ++hashed;
+  }
+  EXPECT_GT(hashed, 100);
+}
+
+// The fingerprint is hashed on several threads in fixed chunks: one value
+// whatever the thread count, computed once however many threads ask at
+// once, and the same for a file read into memory whose matrices were
+// re-laid out (x16, where this CPU has such kernels) as for the mapping. A
+// file of several chunks, with Q4_K matrices across chunk boundaries.
+TEST(SessionStateFile, TheFingerprintIsOneValueForOneFile) {
+  RandomModelSpec spec;
+  spec.d_model = 256;
+  spec.ff = 512;
+  spec.kv_lora_rank = 64;
+  spec.n_vocab = 16000;  // two 2.3 MB matrices: embeddings, output
+  spec.weight_type = GgmlType::Q4_K;
+  const std::string path = ::testing::TempDir() + "/fp_chunks.gguf";
+  write_random_model(spec, path);
+  ASSERT_GT(std::filesystem::file_size(path), 3 * kFingerprintChunkBytes);
+  const std::uint64_t one = Model::load(path)->fingerprint(1);
+  for (int threads : {2, 3, 8}) EXPECT_EQ(Model::load(path)->fingerprint(threads), one) << threads;
+  LoadOptions read;
+  read.file = GgufLoad::read;
+  auto relaid = Model::load(path, read);
+  if (kernels::matvec_kernels(active_isa()).x16_fast(GgmlType::Q4_K)) {
+    EXPECT_GT(relaid->interleaved_weight_bytes(), 2 * kFingerprintChunkBytes);
+  }
+  EXPECT_EQ(relaid->fingerprint(3), one);
+  // Many threads asking first, at once: one value.
+  auto shared = Model::load(path);
+  std::vector<std::uint64_t> got(6);
+  std::vector<std::thread> askers;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    askers.emplace_back([&, i] { got[i] = shared->fingerprint(static_cast<int>(i) + 1); });
+  for (std::thread& t : askers) t.join();
+  for (std::uint64_t v : got) EXPECT_EQ(v, one);
 }
 
 // README: the file is written 0600 (it holds a conversation), over an older
