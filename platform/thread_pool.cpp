@@ -3,6 +3,7 @@
 #include "platform/thread_pool.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <new>
 #include <system_error>
 
@@ -15,6 +16,18 @@ namespace {
 // costs the region ~5-50 us; a worker that polled longer would hold its
 // core from another program that wants it.
 constexpr auto kSpinTime = std::chrono::microseconds(50);
+
+// LATTE_POOL_SPIN_US overrides it (0: sleep at once), for measurements.
+std::chrono::microseconds spin_time() {
+  static const std::chrono::microseconds t = [] {
+    const char* v = std::getenv("LATTE_POOL_SPIN_US");
+    if (v == nullptr || *v == '\0') return kSpinTime;
+    char* end = nullptr;
+    const long us = std::strtol(v, &end, 10);
+    return *end == '\0' && us >= 0 && us <= 1000000 ? std::chrono::microseconds(us) : kSpinTime;
+  }();
+  return t;
+}
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -100,7 +113,7 @@ void ThreadPool::serve(std::uint64_t v) {
 }
 
 bool ThreadPool::wait_for_work(std::uint32_t seen) {
-  const auto until = std::chrono::steady_clock::now() + kSpinTime;
+  const auto until = std::chrono::steady_clock::now() + spin_time();
   for (int i = 0;; ++i) {
     if (epoch_of(claim_.load(std::memory_order_acquire)) != seen || stop_.load(std::memory_order_relaxed))
       return true;
