@@ -6,6 +6,7 @@
 #   <libdir>/cmake/latte/latteConfig.cmake, latteConfigVersion.cmake, ...
 #   <libdir>/pkgconfig/latte.pc
 #   bin/latte, share/latte/latte-tiny-mla.gguf (found by bin/latte as ../share/latte)
+#   share/doc/latte/LICENSE (MIT: the notice goes with every copy)
 # Every path the package files hold is relative to where they are installed,
 # so an installed tree (or an unpacked .deb) can be moved as a whole.
 include(CMakePackageConfigHelpers)
@@ -53,6 +54,10 @@ if(WIN32 AND NOT LATTE_STATIC)
 endif()
 configure_file(cmake/latte.pc.in ${PROJECT_BINARY_DIR}/latte.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/latte.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# Its own component: the Debian package carries the license in its copyright
+# file instead (packaging.cmake).
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/latte COMPONENT license)
 
 if(LATTE_BUILD_CLI)
   install(TARGETS latte_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
