@@ -47,7 +47,15 @@ endif()
 if(LATTE_USE_ONEDNN)
   list(APPEND _pc_private -ldnnl)
 endif()
-list(JOIN _pc_private " " LATTE_PC_LIBS_PRIVATE)
+list(JOIN _pc_private " " _pc_libs_private)
+# Only a static liblatte's users link its dependencies: a shared one's .pc
+# names none, so it works where only their runtime packages are installed
+# (the .deb's users, without libpcre2-dev).
+if(LATTE_STATIC)
+  set(LATTE_PC_PRIVATE "Libs.private: ${_pc_libs_private}\nRequires.private: libpcre2-8")
+else()
+  set(LATTE_PC_PRIVATE "")
+endif()
 set(LATTE_PC_CFLAGS "")
 if(WIN32 AND NOT LATTE_STATIC)
   set(LATTE_PC_CFLAGS " -DLATTE_SHARED")

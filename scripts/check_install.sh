@@ -89,6 +89,12 @@ if [ "$static" -eq 1 ]; then pc_flags=(--static --cflags --libs); fi
 pc=$(env PKG_CONFIG_PATH="$libdir/pkgconfig" "${pc_env[@]}" pkg-config "${pc_flags[@]}" latte) ||
   fail "pkg-config ${pc_flags[*]} latte failed"
 echo "check_install: pkg-config ${pc_flags[*]} latte: $pc"
+if [ "$static" -eq 0 ] && [ -z "$cross" ]; then
+  # A shared library's users need none of its dependencies' -dev packages:
+  # with no other .pc file in sight, latte.pc must still answer.
+  env PKG_CONFIG_LIBDIR="$libdir/pkgconfig" PKG_CONFIG_PATH= pkg-config --cflags --libs latte >/dev/null 2>"$work/pc-alone.log" ||
+    fail "pkg-config --cflags --libs latte needs other packages' .pc files (a shared install): $(cat "$work/pc-alone.log")"
+fi
 mkdir -p "$work/pc"
 # shellcheck disable=SC2086
 "$CC" -std=c11 -O2 "$root/tests/c_api/generate.c" -o "$work/pc/generate" $pc -lm "${link_extra[@]}"
