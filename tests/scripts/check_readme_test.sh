@@ -82,7 +82,7 @@ case_ cmake-target-typo embed readme 's/PRIVATE latte::latte)/PRIVATE latte::lat
 case_ cmake-prefix-path embed readme 's|(`-DCMAKE_PREFIX_PATH=/opt/latte`)|(`-DCMAKE_PREFIX_PATH=/opt/latte/nowhere`)|' \
   "README.md:$cmake_line (Embed, CMake)"
 case_ embed-heading embed readme 's/^## Embed$/## Embedding/' "'## Embed' must hold one C block"
-case_ c-api-chat-does-not-compile c-api c-api 's/latte_session_truncate(s, (int64_t)keep)/latte_session_truncat(s, (int64_t)keep)/' \
+case_ c-api-chat-does-not-compile c-api c-api 's/latte_session_create(model, &so, &s)/latte_session_creat(model, \&so, \&s)/' \
   "(c program)"
 case_ c-api-build-line c-api c-api 's/`cc chat.c $(pkg-config --cflags --libs$/`cc chat.c $(pkg-config --cflags$/' "(c program)"
 case_ c-api-cpp-does-not-compile c-api c-api 's/  session.prefill(prompt);/  session.prefil(prompt);/' "(cpp program)"
