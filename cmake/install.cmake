@@ -6,6 +6,7 @@
 #   <libdir>/cmake/latte/latteConfig.cmake, latteConfigVersion.cmake, ...
 #   <libdir>/pkgconfig/latte.pc
 #   bin/latte, share/latte/latte-tiny-mla.gguf (found by bin/latte as ../share/latte)
+#   share/doc/latte/LICENSE (MIT: the notice goes with every copy)
 # Every path the package files hold is relative to where they are installed,
 # so an installed tree (or an unpacked .deb) can be moved as a whole.
 include(CMakePackageConfigHelpers)
@@ -46,13 +47,25 @@ endif()
 if(LATTE_USE_ONEDNN)
   list(APPEND _pc_private -ldnnl)
 endif()
-list(JOIN _pc_private " " LATTE_PC_LIBS_PRIVATE)
+list(JOIN _pc_private " " _pc_libs_private)
+# Only a static liblatte's users link its dependencies: a shared one's .pc
+# names none, so it works where only their runtime packages are installed
+# (the .deb's users, without libpcre2-dev).
+if(LATTE_STATIC)
+  set(LATTE_PC_PRIVATE "Libs.private: ${_pc_libs_private}\nRequires.private: libpcre2-8")
+else()
+  set(LATTE_PC_PRIVATE "")
+endif()
 set(LATTE_PC_CFLAGS "")
 if(WIN32 AND NOT LATTE_STATIC)
   set(LATTE_PC_CFLAGS " -DLATTE_SHARED")
 endif()
 configure_file(cmake/latte.pc.in ${PROJECT_BINARY_DIR}/latte.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/latte.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# Its own component: the Debian package carries the license in its copyright
+# file instead (packaging.cmake).
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/latte COMPONENT license)
 
 if(LATTE_BUILD_CLI)
   install(TARGETS latte_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -32,9 +32,23 @@ endif()
 
 # share/doc/latte: copyright and a gzipped changelog (Debian policy; lintian
 # errors without them), made at configure time, installed by every install.
+# The copyright file is machine-readable (DEP-5) and takes its notice and
+# license text from LICENSE, so the two cannot differ.
 set(_doc ${PROJECT_BINARY_DIR}/package-doc)
 file(MAKE_DIRECTORY ${_doc})
-configure_file(${PROJECT_SOURCE_DIR}/cmake/debian/copyright ${_doc}/copyright COPYONLY)
+file(READ ${PROJECT_SOURCE_DIR}/LICENSE _license)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/LICENSE)
+string(FIND "${_license}" "Permission is hereby granted" _terms)
+if(NOT _license MATCHES "Copyright \\(c\\) ([^\n]+)" OR _terms EQUAL -1)
+  message(FATAL_ERROR "LICENSE: no 'Copyright (c) ...' line or MIT terms to write the Debian copyright file from")
+endif()
+set(LATTE_COPYRIGHT "${CMAKE_MATCH_1}")
+string(SUBSTRING "${_license}" ${_terms} -1 _text)
+string(STRIP "${_text}" _text)
+# DEP-5 text: every line indented by one space, an empty one written " .".
+string(REPLACE "\n\n" "\n.\n" _text "${_text}")
+string(REPLACE "\n" "\n " LATTE_LICENSE_TEXT " ${_text}")
+configure_file(${PROJECT_SOURCE_DIR}/cmake/debian/copyright ${_doc}/copyright @ONLY)
 string(TIMESTAMP _date "%a, %d %b %Y %H:%M:%S +0000" UTC)
 file(WRITE ${_doc}/changelog "latte (${PROJECT_VERSION}) unstable; urgency=medium
 
@@ -49,4 +63,7 @@ file(WRITE ${_doc}/shlibs "liblatte ${PROJECT_VERSION_MAJOR} latte (>= ${PROJECT
 file(WRITE ${_doc}/triggers "activate-noawait ldconfig\n")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${_doc}/shlibs ${_doc}/triggers)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# The package holds the default component: the copyright file stands in for
+# LICENSE (install.cmake's "license" component), as Debian policy wants.
+set(CPACK_INSTALL_CMAKE_PROJECTS "${PROJECT_BINARY_DIR};${PROJECT_NAME};Unspecified;/")
 include(CPack)

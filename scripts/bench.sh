@@ -50,6 +50,8 @@ case "$suite" in
   *) echo "bench.sh: unknown suite '$suite' (known: kernels, model)" >&2; exit 2 ;;
 esac
 
+# Google Benchmark for the kernels' suite (the default setup leaves it out).
+if [ "$suite" = kernels ]; then scripts/setup.sh --bench >&2; fi
 scripts/build_release.sh "$target"
 
 # OpenMP threads spin between parallel regions by default: fastest on an idle

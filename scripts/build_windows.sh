@@ -63,7 +63,8 @@ fi
 echo "== build_windows: Latte ($BUILD)"
 cmake -S . -B "$BUILD" "${GEN[@]}" "${LAUNCH[@]}" \
   -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/x86_64-w64-mingw32.cmake" -DCMAKE_BUILD_TYPE=Release \
-  -DLATTE_WINDOWS_DEPS="$DEPS" -DLATTE_WITH_ONEDNN=OFF -DBUILD_SHARED_LIBS=ON -DLATTE_BUILD_BENCH=OFF >/dev/null
+  -DLATTE_WINDOWS_DEPS="$DEPS" -DLATTE_WITH_ONEDNN=OFF -DBUILD_SHARED_LIBS=ON \
+  -DLATTE_BUILD_TESTS=ON -DLATTE_BUILD_BENCH=OFF >/dev/null
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(latte latte_cli test_runtime test_kernels c_api_generate c_api_logits cpp_api_generate)

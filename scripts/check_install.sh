@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks an installed Latte the way an app uses it:
-#   scripts/check_install.sh PREFIX [--static] [--cross aarch64]
+#   scripts/check_install.sh PREFIX [--static] [--deb] [--cross aarch64]
 # Builds tests/c_api's programs outside Latte's tree against PREFIX with
 # find_package(latte) (tests/install/CMakeLists.txt) and with pkg-config
 # (shared: --cflags --libs; --static: pkg-config --static), generate.cpp over
@@ -9,22 +9,26 @@
 # logits must reproduce llama.cpp's logits for ../shared/testdata/tiny-dense
 # within 1e-4 (f32 cache). For a shared library, also that it exports only
 # latte_* and carries its SONAME. With --cross aarch64 everything is built
-# with the aarch64 cross compiler and run under qemu-aarch64.
+# with the aarch64 cross compiler and run under qemu-aarch64. The license:
+# share/doc/latte/LICENSE (MIT) and the copyright file declaring it; --deb
+# (an unpacked .deb's /usr): the copyright file alone, as Debian wants it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 prefix=""
 static=0
+deb=0
 cross=""
 while [ $# -gt 0 ]; do
   case $1 in
     --static) static=1 ;;
+    --deb) deb=1 ;;
     --cross) cross=$2; shift ;;
     -*) echo "check_install: unknown option '$1'" >&2; exit 2 ;;
     *) prefix=$(cd "$1" && pwd) ;;
   esac
   shift
 done
-[ -n "$prefix" ] || { echo "usage: check_install.sh PREFIX [--static] [--cross aarch64]" >&2; exit 2; }
+[ -n "$prefix" ] || { echo "usage: check_install.sh PREFIX [--static] [--deb] [--cross aarch64]" >&2; exit 2; }
 testdata="$root/../shared/testdata"
 
 CC=cc CXX=c++ run=() cmake_cross=() pc_env=()
@@ -53,6 +57,13 @@ for f in "$prefix/include/latte/latte.h" "$prefix/include/latte/latte.hpp" "$lib
          "$libdir/cmake/latte/latteConfigVersion.cmake" "$prefix/bin/latte" "$prefix/share/latte/latte-tiny-mla.gguf"; do
   [ -e "$f" ] || fail "$f is missing"
 done
+doc=$prefix/share/doc/latte
+grep -qx 'License: MIT' "$doc/copyright" 2>/dev/null || fail "$doc/copyright does not declare 'License: MIT'"
+if [ "$deb" -eq 1 ]; then
+  [ ! -e "$doc/LICENSE" ] || fail "$doc/LICENSE is in the package: its copyright file carries the license"
+else
+  [ "$(head -1 "$doc/LICENSE" 2>/dev/null)" = "MIT License" ] || fail "$doc/LICENSE is missing or not the MIT license"
+fi
 if [ "$static" -eq 1 ]; then
   [ -f "$libdir/liblatte.a" ] || fail "$libdir/liblatte.a is missing"
 else
@@ -78,6 +89,12 @@ if [ "$static" -eq 1 ]; then pc_flags=(--static --cflags --libs); fi
 pc=$(env PKG_CONFIG_PATH="$libdir/pkgconfig" "${pc_env[@]}" pkg-config "${pc_flags[@]}" latte) ||
   fail "pkg-config ${pc_flags[*]} latte failed"
 echo "check_install: pkg-config ${pc_flags[*]} latte: $pc"
+if [ "$static" -eq 0 ] && [ -z "$cross" ]; then
+  # A shared library's users need none of its dependencies' -dev packages:
+  # with no other .pc file in sight, latte.pc must still answer.
+  env PKG_CONFIG_LIBDIR="$libdir/pkgconfig" PKG_CONFIG_PATH= pkg-config --cflags --libs latte >/dev/null 2>"$work/pc-alone.log" ||
+    fail "pkg-config --cflags --libs latte needs other packages' .pc files (a shared install): $(cat "$work/pc-alone.log")"
+fi
 mkdir -p "$work/pc"
 # shellcheck disable=SC2086
 "$CC" -std=c11 -O2 "$root/tests/c_api/generate.c" -o "$work/pc/generate" $pc -lm "${link_extra[@]}"

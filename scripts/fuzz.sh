@@ -68,8 +68,8 @@ for p in "${pids[@]}"; do wait "$p"; done
 # the build takes half the time.
 CC_FUZZ=${CXX/clang++/clang}
 cmake -S . -B "$OUT/cmake" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$CC_FUZZ" \
-  -DCMAKE_CXX_COMPILER="$CXX" -DLATTE_SANITIZE=ON -DLATTE_FUZZ=ON -DLATTE_BUILD_BENCH=OFF \
-  -DLATTE_REF_KERNELS_ONLY=ON -DLATTE_WITH_ONEDNN=OFF >/dev/null
+  -DCMAKE_CXX_COMPILER="$CXX" -DLATTE_SANITIZE=ON -DLATTE_FUZZ=ON -DLATTE_BUILD_TESTS=ON -DLATTE_BUILD_BENCH=OFF \
+  -DBUILD_SHARED_LIBS=OFF -DLATTE_REF_KERNELS_ONLY=ON -DLATTE_WITH_ONEDNN=OFF >/dev/null
 cmake --build "$OUT/cmake" --target session_fuzz session_file_fuzz
 
 rm -rf "$OUT/seeds"

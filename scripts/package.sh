@@ -36,7 +36,7 @@ case $arch in
 esac
 out=${out:-$build}
 
-if [ "$arch" = "$native" ]; then scripts/setup.sh >&2; else scripts/setup.sh --cross >&2; fi
+if [ "$arch" = "$native" ]; then scripts/setup.sh --package >&2; else scripts/setup.sh --package --cross >&2; fi
 GEN=()
 if command -v ninja >/dev/null && [ ! -f "$build/CMakeCache.txt" ]; then GEN=(-G Ninja); fi
 extra=()

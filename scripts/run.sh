@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds Latte, and generates text with the model
-# shipped in models/. Extra arguments go to `latte run` (e.g. -p "..." -n 64,
-# or -m FILE for another model); relative paths in them are the caller's.
+# Installs what building needs (scripts/setup.sh without extras), builds the
+# `latte` program (target latte_cli) in build/, and generates text with the
+# model shipped in models/. Extra arguments go to `latte run` (e.g. -p "..."
+# -n 64, or -m FILE for another model); it may be called from any folder, and
+# relative paths in the arguments are the caller's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # OpenMP threads poll ~20-50 us when they wait, then sleep: a machine busy
 # with other work does not stall every barrier (libgomp reads this at start;
 # docs/performance.md, "Threads and other load on the cores", has the measurements).
 export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
-"$root/scripts/build_release.sh" latte
+"$root/scripts/build_release.sh" latte_cli
 
 has_model=0
 for a in "$@"; do

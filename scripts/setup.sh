@@ -1,50 +1,74 @@
 #!/usr/bin/env bash
-# Installs Latte's build and test dependencies from Debian packages.
-# Idempotent: installs only what is missing; apt-get as root, sudo otherwise.
-#   --cross  also Debian's arm64 builds of the runtime's libraries (adds the
-#            arm64 architecture to dpkg), so scripts/test.sh can cross-build
-#            the whole runtime for aarch64 and run its tests under qemu.
+# Installs the Debian packages Latte needs. Idempotent: installs only what is
+# missing; apt-get as root, sudo otherwise.
+#   (no argument)  what building and running Latte need: the compiler,
+#            CMake, Ninja, pkg-config and the libraries (xsimd, oneDNN, PCRE2,
+#            CLI11, libedit); scripts/run.sh and build_release.sh call this.
+#   --test   also what the tests need (scripts/test.sh): GoogleTest, Google
+#            Benchmark, clang with libFuzzer, Python with numpy, and the
+#            packaging tools (--package).
+#   --bench  also Google Benchmark (scripts/bench.sh kernels).
+#   --package  also dpkg-dev, file and lintian (scripts/package.sh).
+#   --cross  also the aarch64 cross compiler, qemu-user and Debian's arm64
+#            builds of the runtime's libraries (adds the arm64 architecture to
+#            dpkg), so scripts/test.sh can cross-build the whole runtime for
+#            aarch64 and run its tests under qemu (with --test: their tests).
 #   --windows  also the mingw-w64 cross compiler and wine (scripts/build_windows.sh
 #            cross-builds for Windows; scripts/test.sh runs its tests under
 #            wine), and a deb-src entry for Debian's suites where apt has
 #            none, so build_windows.sh can fetch PCRE2's source package.
 set -euo pipefail
 
+test=0
+bench=0
+package=0
 cross=0
 windows=0
 for arg in "$@"; do
   case $arg in
+    --test) test=1 ;;
+    --bench) bench=1 ;;
+    --package) package=1 ;;
     --cross) cross=1 ;;
     --windows) windows=1 ;;
-    *) echo "setup: unknown argument '$arg' (expected: --cross, --windows)" >&2; exit 2 ;;
+    *) echo "setup: unknown argument '$arg' (expected: --test, --bench, --package, --cross, --windows)" >&2; exit 2 ;;
   esac
 done
 
+# Building and running (the default configuration: shared library, CLI,
+# oneDNN). The tests and benchmarks are built where their packages are found.
 PACKAGES=(
-  build-essential cmake ninja-build
+  build-essential cmake ninja-build pkg-config  # the build; pkg-config: apps using an install
   libxsimd-dev      # SIMD kernels, one body per Arch
   libdnnl-dev       # oneDNN: prefill's f32 GEMMs (optional: LATTE_WITH_ONEDNN), benchmarks' baseline
   ocl-icd-opencl-dev  # dnnl-config.cmake needs OpenCL (Debian builds oneDNN
                       # with its OCL GPU runtime); only recommended by libdnnl-dev
-  libomp-dev        # OpenMP (GCC's libgomp is used with g++)
-  libgtest-dev      # GoogleTest (also the source for the cross build)
-  libbenchmark-dev  # Google Benchmark
   libpcre2-dev      # tokenizer regexes
   libcli11-dev      # command line
-  g++-aarch64-linux-gnu qemu-user  # NEON cross build, run under emulation
+  libedit-dev       # the command line's line editing
+)
+# The tests, the fuzzers, the scripts' checks.
+TEST_PACKAGES=(
+  libgtest-dev      # GoogleTest (also the source for the cross builds)
+  libbenchmark-dev  # Google Benchmark
   clang libclang-rt-14-dev  # libFuzzer (the runtime is only a recommendation of clang)
+  libomp-dev        # OpenMP for clang (the fuzz build; g++ brings its own libgomp)
   python3           # scripts: the GGUF writer check, eval_tiny.sh
   python3-numpy     # the GGUF writer check's tensor part
-  pkg-config dpkg-dev file  # consumers of an install; the .deb (dpkg-shlibdeps)
-  lintian           # checks the .deb (scripts/package.sh)
 )
+BENCH_PACKAGES=(libbenchmark-dev)
+PACKAGE_PACKAGES=(dpkg-dev file lintian)  # the .deb (dpkg-shlibdeps), its check
+if [ "$test" -eq 1 ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); package=1; fi
+if [ "$bench" -eq 1 ]; then PACKAGES+=("${BENCH_PACKAGES[@]}"); fi
+if [ "$package" -eq 1 ]; then PACKAGES+=("${PACKAGE_PACKAGES[@]}"); fi
 
-# The aarch64 runtime's libraries: PCRE2 with its headers; oneDNN's library
-# only (libdnnl-dev:arm64 cannot be installed beside libdnnl-dev: the cross
-# build takes the same version's headers from the host, see
+# The aarch64 cross compiler, qemu to run its results, and the aarch64
+# runtime's libraries: PCRE2 with its headers; oneDNN's library only
+# (libdnnl-dev:arm64 cannot be installed beside libdnnl-dev: the cross build
+# takes the same version's headers from the host, see
 # cmake/cross_runtime_deps.cmake). They bring libc6:arm64, libgomp1:arm64 and
 # libstdc++6:arm64, which the binaries then run against under qemu.
-CROSS_PACKAGES=(libpcre2-dev:arm64 libdnnl2:arm64)
+CROSS_PACKAGES=(g++-aarch64-linux-gnu qemu-user libpcre2-dev:arm64 libdnnl2:arm64)
 if [ "$cross" -eq 1 ]; then PACKAGES+=("${CROSS_PACKAGES[@]}"); fi
 # The Windows cross build: GCC for mingw-w64 with the posix thread model (its
 # libgomp needs it), wine to run the results, dpkg-dev to unpack PCRE2's
@@ -68,7 +92,7 @@ if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
 fi
 
 missing=()
-for p in "${PACKAGES[@]}"; do
+for p in $(printf '%s\n' "${PACKAGES[@]}" | awk '!seen[$0]++'); do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi

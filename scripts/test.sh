@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test:
+#   0. README: on this checkout, before the test packages are installed,
+#      README's commands and programs as it prints them (Install, Run, Embed,
+#      the shipped model's output, docs/c-api.md's programs:
+#      scripts/check_readme.sh), and that the checker fails on broken ones;
+#      then the default configuration with only the build packages, and the
+#      scripts that run build/bin/latte building it
 #   1. NEON: everything cross-built for aarch64 (shared library), the tests
 #      run under qemu-aarch64; then installed, and apps built against the
 #      install run under qemu; the arm64 .deb made and checked by lintian
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build of the whole suite
 #   3. the Release build (the one users run, shared library, oneDNN): its
-#      tests, an install with apps built against it, the amd64 .deb made,
-#      checked by lintian, unpacked, and its latte and an app run from it
+#      tests, an install with apps built against it, the amd64 .deb (stage
+#      0's, checked by lintian) unpacked, and its latte and an app run from it
 #   4. Release without oneDNN, static library: its tests, an install with
-#      apps linked statically (pkg-config --static, find_package)
+#      apps linked statically (pkg-config --static, find_package, and
+#      README's --static line and docs/c-api.md's programs)
 #   5. libFuzzer: the GGUF reader and the tokenizer (scripts/fuzz.sh)
 #   6. the Python GGUF writer against the C++ reader
 #   7. Windows: cross-built with mingw-w64 (scripts/build_windows.sh), its
@@ -18,7 +25,6 @@
 # ../shared/testdata (llama.cpp's files and logits) beside the repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --cross
 
 JOBS=${LATTE_JOBS:-$(nproc)}
 # ctest runs tests side by side, each with OpenMP threads: more threads than
@@ -42,6 +48,9 @@ step() {
 }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# A build folder's generator: Ninja for a new one, its own for one configured
+# before (README's commands configure build/ with CMake's default).
+gen() { if [ ! -f "$1/CMakeCache.txt" ]; then echo "${GEN[@]}"; fi; }
 
 run_ctest() {  # build-dir label [ctest args...]
   local dir=$1 label=$2; shift 2
@@ -68,6 +77,23 @@ if has avx2 fma f16c; then expect="avx2"; fi
 if has avx2 fma f16c avx512f avx512bw avx512vl avx512dq avx512_vnni; then expect="$expect,avx512"; fi
 export LATTE_EXPECT_ISAS=$expect
 
+# 0. README's commands and programs, as a user on a fresh machine runs them:
+#    its Install (setup.sh's build packages, build/ configured as README
+#    says, installed into build-readme/opt/latte; the .deb made), Run
+#    (scripts/run.sh, the installed latte), Embed (its C program with each
+#    pkg-config line and its CMake snippet) and the shipped model's output;
+#    docs/c-api.md's C and C++ programs against the install. Then the
+#    checker on copies of the documents with faults, each of which must fail
+#    it. The Release stage below reuses build/.
+rm -f build-package/latte_*.deb
+step "readme: README's commands and programs, as printed" scripts/check_readme.sh
+# The .deb README's Install made (the one it tells users to apt install).
+readme_deb=$(ls build-package/latte_*_"$(dpkg --print-architecture)".deb 2>/dev/null | head -1 || true)
+step "readme: the checker fails on broken commands" tests/scripts/check_readme_test.sh build-readme/opt/latte
+scripts/setup.sh --test --cross
+step "configure: the default configuration, and what it leaves out" tests/scripts/configure_test.sh
+step "scripts build the CLI they run" tests/scripts/cli_target_test.sh
+
 # 1. NEON cross build: the kernels, the runtime, the CLI and all their tests,
 #    against Debian's arm64 libraries (setup.sh --cross). Left out under
 #    emulation: the death tests that re-execute the test binary (gtest's
@@ -86,8 +112,8 @@ export LATTE_EXPECT_ISAS=$expect
 #    the reference, llama.cpp's logits, the shipped model's pinned
 #    continuation, session files, GGUF and tokenizers.
 if command -v aarch64-linux-gnu-g++ >/dev/null && command -v qemu-aarch64 >/dev/null; then
-  cmake -S . -B build-neon "${GEN[@]}" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
-        -DLATTE_KERNELS_ONLY=OFF -DLATTE_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Release \
+  cmake -S . -B build-neon $(gen build-neon) -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
+        -DLATTE_KERNELS_ONLY=OFF -DLATTE_BUILD_TESTS=ON -DLATTE_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Release \
         -DBUILD_SHARED_LIBS=ON -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
   cmake --build build-neon -j "$JOBS"
   QEMU_CPU=max LATTE_EXPECT_ISAS=asimd,neon run_ctest build-neon "neon (qemu-aarch64)" \
@@ -102,39 +128,48 @@ else
 fi
 
 # 2. Sanitizers: ASan + UBSan. Reports abort the test (halt_on_error), so a
-#    report is a failed test.
-cmake -S . -B build-asan "${GEN[@]}" -DLATTE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DLATTE_BUILD_BENCH=OFF >/dev/null
+#    report is a failed test. The tests link the static internal library, so
+#    liblatte is built static here too.
+cmake -S . -B build-asan $(gen build-asan) -DLATTE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DBUILD_SHARED_LIBS=OFF -DLATTE_BUILD_TESTS=ON -DLATTE_BUILD_BENCH=OFF >/dev/null
 cmake --build build-asan -j "$JOBS"
 ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   run_ctest build-asan "asan+ubsan" -LE slow
 
 # 3. Release: the shared library (its exports are a ctest), installed and
-#    used from outside; its .deb unpacked and used the same way.
-cmake -S . -B build "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
+#    used from outside; the .deb README's commands made (stage 0; else one
+#    made from build/) unpacked and used the same way. build/ is
+#    the one README's commands built (stage 0): configured again with the
+#    tests and benchmarks required.
+cmake -S . -B build $(gen build) -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DLATTE_BUILD_TESTS=ON \
+      -DLATTE_BUILD_BENCH=ON -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
 cmake --build build -j "$JOBS"
 run_ctest build "release"
 cmake --install build --prefix "$work/release" >/dev/null
 step "install (shared): apps built against it" scripts/check_install.sh "$work/release"
+# The .deb README's commands made (stage 0), or else one made from build/.
 check_deb() {
-  local deb
-  deb=$(scripts/package.sh --build-dir build --out "$work/deb") || return 1
+  local deb=$readme_deb
+  if [ -z "$deb" ]; then deb=$(scripts/package.sh --build-dir build --out "$work/deb") || return 1; fi
+  echo "package: $deb"
   mkdir -p "$work/deb-root"
   dpkg-deb -x "$deb" "$work/deb-root" || return 1
-  scripts/check_install.sh "$work/deb-root/usr"
+  scripts/check_install.sh "$work/deb-root/usr" --deb
 }
 step "package (amd64): .deb, lintian, unpacked and used" check_deb
 
 # 4. Without oneDNN (prefill on Latte's own kernels), the static library: the
 #    runtime suite (the kernel tests are the Release build's, unchanged by
 #    either option), then an install linked statically by apps.
-cmake -S . -B build-static "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DLATTE_WITH_ONEDNN=OFF \
-      -DLATTE_BUILD_BENCH=OFF >/dev/null
+cmake -S . -B build-static $(gen build-static) -DCMAKE_BUILD_TYPE=Release -DLATTE_WITH_ONEDNN=OFF \
+      -DBUILD_SHARED_LIBS=OFF -DLATTE_BUILD_TESTS=ON -DLATTE_BUILD_BENCH=OFF >/dev/null
 cmake --build build-static -j "$JOBS"
 run_ctest build-static "release, no oneDNN, static" -L runtime
 cmake --install build-static --prefix "$work/static" >/dev/null
 step "install (static, no oneDNN): apps linked statically" scripts/check_install.sh "$work/static" --static
+step "install (static, no oneDNN): README's --static line, c-api.md's programs" \
+  scripts/check_readme.sh --installed "$work/static" --sections embed,c-api --work "$work/readme-static"
 
 # 5. Fuzz the GGUF reader on its seed corpus, then the tokenizer (libFuzzer +
 #    ASan/UBSan, clang).
