@@ -49,10 +49,13 @@ inline Result run_shell(const std::string& cmd) { return run_command(cmd + " 2>&
 // the previous step waited for), a fifth of a second later, as a person
 // would: a program shows its prompt before it sets the terminal up to read
 // (libedit's raw mode), and what is typed in between is read the
-// terminal's default way. An empty `type` only waits.
+// terminal's default way. An empty `type` only waits. `signal`, when not
+// 0, is sent to the command's process then (the command's own process with
+// `exec` in front of it, else the shell).
 struct TerminalStep {
   std::string wait_for;
   std::string type;
+  int signal = 0;
 };
 
 // Runs a shell command line with stderr on a new pseudo-terminal (and stdin
@@ -109,6 +112,7 @@ inline Result run_on_terminal(const std::string& cmd, bool stdin_on_terminal,
           ::usleep(200 * 1000);
           if (::write(master, text.data(), text.size()) != static_cast<ssize_t>(text.size())) break;
         }
+        if (steps[step].signal != 0) ::kill(pid, steps[step].signal);
         ++step;
       }
     }

@@ -123,8 +123,9 @@ int run_perplexity_shifted(const PerplexityOptions& o, const std::shared_ptr<con
       break;
     }
     char line[96];
-    std::snprintf(line, sizeof line, "perplexity: %zu / %zu tokens, perplexity %.4f", at, ids.size(),
-                  running_ppl(nll, n));
+    const auto head = static_cast<std::size_t>(
+        std::snprintf(line, sizeof line, "perplexity: %zu / %zu tokens", at, ids.size()));
+    if (n > 0) std::snprintf(line + head, sizeof line - head, ", perplexity %.4f", running_ppl(nll, n));
     progress.show(line);
     const std::size_t len = std::min<std::size_t>(static_cast<std::size_t>(piece), ids.size() - at);
     const std::span<const std::int32_t> w(ids.data() + at, len);
@@ -252,8 +253,9 @@ int run_perplexity(const PerplexityOptions& o) {
   bool stopped = false;
   for (const auto& w : wins) {
     char line[96];
-    std::snprintf(line, sizeof line, "perplexity: window %zu / %zu, perplexity %.4f", done + 1, wins.size(),
-                  running_ppl(nll, n));
+    const auto head = static_cast<std::size_t>(
+        std::snprintf(line, sizeof line, "perplexity: window %zu / %zu", done + 1, wins.size()));
+    if (n > 0) std::snprintf(line + head, sizeof line - head, ", perplexity %.4f", running_ppl(nll, n));
     progress.show(line);
     s.reset();
     if (o.decode) {

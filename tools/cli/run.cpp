@@ -45,10 +45,10 @@ std::uint64_t random_seed() {
   return seed;
 }
 
-// What the user sees of stdout and stderr together: a note on stderr starts
-// a line of its own even where the text before it (stdout's, when both go
-// to one place; or the prompt read without a terminal to end its line) left
-// one open.
+// What the user sees of stdout and stderr: a note on stderr starts a line of
+// its own even where the text before it (stdout's, when both go to one
+// place; or the prompt, read without a terminal to end its line) left one
+// open.
 struct Screen {
   bool shared = stdout_shares_stderr();
   bool open_line = false;
@@ -64,10 +64,10 @@ struct Screen {
   void end_text() {
     std::fputc('\n', stdout);
     std::fflush(stdout);
-    open_line = false;
+    if (shared) open_line = false;
   }
   // A line on stderr, printf-style, without its newline.
-  __attribute__((format(printf, 2, 3))) void note(const char* format, ...) {
+  __attribute__((format(gnu_printf, 2, 3))) void note(const char* format, ...) {
     if (open_line) std::fputc('\n', stderr);
     va_list args;
     va_start(args, format);
@@ -370,9 +370,9 @@ int run_generate(const RunOptions& o) {
       LineRead got = LineRead::end;
       if (stop_asked()) std::fputs("> ", stderr);
       else got = input.read(line);
-      // Read without a terminal, the prompt's line stays open until the
-      // reply (or a note) follows it.
-      screen.open_line = got == LineRead::line && !input.editing();
+      // Read without a terminal (whose echo of Enter ends it), the prompt's
+      // line stays open until the reply (or a note) follows it.
+      screen.open_line = got == LineRead::line && !stdin_is_terminal();
       if (got == LineRead::too_long)
         throw Error(Status::invalid_argument, "-i: a line of input is longer than " +
                                                   std::to_string(kMaxInputTextBytes >> 20) + " MiB, the limit: refused");
