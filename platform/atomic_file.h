@@ -43,6 +43,7 @@ class AtomicFile {
  private:
   [[noreturn]] void fail(const char* doing) const;
   std::string path_, tmp_, what_;
+  std::string given_;  // the path as given, for messages (path_ is a link's target)
   std::FILE* f_ = nullptr;
   bool committed_ = false;
 };

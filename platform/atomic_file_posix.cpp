@@ -71,18 +71,20 @@ std::string AtomicFile::target_of(const std::string& path, const std::string& wh
 }
 
 AtomicFile::AtomicFile(const std::string& path, const std::string& what, bool private_mode)
-    : path_(target_of(path, what)), tmp_(path_ + ".XXXXXX"), what_(what) {
+    : path_(target_of(path, what)), tmp_(path_ + ".XXXXXX"), what_(what), given_(path) {
   // Close-on-exec: a child that a host forks and execs meanwhile (on another
   // thread) must not inherit it.
   const int fd = ::mkostemp(tmp_.data(), O_CLOEXEC);
-  if (fd < 0) throw Error(Status::io_error, what_ + ": cannot create '" + tmp_ + "': " + std::strerror(errno));
+  if (fd < 0)
+    throw Error(Status::io_error, what_ + ": cannot create a temporary beside '" + given_ + "' ('" + tmp_ +
+                                      "'): " + std::strerror(errno));
   if (!private_mode) ::fchmod(fd, 0666 & ~current_umask());
   f_ = ::fdopen(fd, "wb");
   if (f_ == nullptr) {
     const std::string why = std::strerror(errno);
     ::close(fd);
     ::unlink(tmp_.c_str());
-    throw Error(Status::io_error, what_ + ": cannot open '" + tmp_ + "': " + why);
+    throw Error(Status::io_error, what_ + ": cannot open the temporary '" + tmp_ + "' beside '" + given_ + "': " + why);
   }
 }
 
@@ -110,12 +112,14 @@ void AtomicFile::commit(bool sync) {
   if (target_of(path_, what_) != path_)
     throw Error(Status::io_error, what_ + ": '" + path_ + "' changed into a symbolic link while being written");
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
-    throw Error(Status::io_error, what_ + ": cannot rename '" + tmp_ + "' to '" + path_ + "': " + std::strerror(errno));
+    throw Error(Status::io_error, what_ + ": cannot replace '" + given_ + "' (renaming its temporary '" + tmp_ +
+                                      "' over it): " + std::strerror(errno));
   committed_ = true;
 }
 
 void AtomicFile::fail(const char* doing) const {
-  throw Error(Status::io_error, what_ + ": " + doing + " '" + tmp_ + "' failed: " + std::strerror(errno));
+  throw Error(Status::io_error, what_ + ": " + doing + " '" + given_ + "' failed (in its temporary '" + tmp_ + "'): " +
+                                    std::strerror(errno));
 }
 
 }  // namespace latte

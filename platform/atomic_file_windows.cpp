@@ -113,7 +113,7 @@ std::string AtomicFile::target_of(const std::string& path, const std::string& wh
 }
 
 AtomicFile::AtomicFile(const std::string& path, const std::string& what, bool private_mode)
-    : path_(target_of(path, what)), what_(what) {
+    : path_(target_of(path, what)), what_(what), given_(path) {
   SECURITY_ATTRIBUTES sa{};
   sa.nLength = sizeof sa;
   sa.bInheritHandle = FALSE;  // children never get it
@@ -136,7 +136,8 @@ AtomicFile::AtomicFile(const std::string& path, const std::string& what, bool pr
   }
   if (sa.lpSecurityDescriptor) ::LocalFree(sa.lpSecurityDescriptor);
   if (h == INVALID_HANDLE_VALUE)
-    throw Error(Status::io_error, what_ + ": cannot create '" + tmp_ + "': " + win::error_message(err));
+    throw Error(Status::io_error, what_ + ": cannot create a temporary beside '" + given_ + "' ('" + tmp_ +
+                                      "'): " + win::error_message(err));
   const int fd = ::_open_osfhandle(reinterpret_cast<std::intptr_t>(h), _O_BINARY | _O_WRONLY);
   f_ = fd >= 0 ? ::_fdopen(fd, "wb") : nullptr;
   if (f_ == nullptr) {
@@ -144,7 +145,7 @@ AtomicFile::AtomicFile(const std::string& path, const std::string& what, bool pr
     if (fd >= 0) ::_close(fd);
     else ::CloseHandle(h);
     ::DeleteFileW(win::wide(tmp_).c_str());
-    throw Error(Status::io_error, what_ + ": cannot open '" + tmp_ + "': " + why);
+    throw Error(Status::io_error, what_ + ": cannot open the temporary '" + tmp_ + "' beside '" + given_ + "': " + why);
   }
 }
 
@@ -165,7 +166,8 @@ void AtomicFile::write(const void* data, std::size_t n) {
 void AtomicFile::commit(bool sync) {
   if (std::fflush(f_) != 0) fail("writing");
   if (sync && !::FlushFileBuffers(stream_handle(f_)))
-    throw Error(Status::io_error, what_ + ": writing '" + tmp_ + "' failed: " + win::last_error_message());
+    throw Error(Status::io_error, what_ + ": writing '" + given_ + "' failed (in its temporary '" + tmp_ +
+                                      "'): " + win::last_error_message());
   const int rc = std::fclose(f_);
   f_ = nullptr;
   if (rc != 0) fail("writing");
@@ -188,12 +190,14 @@ void AtomicFile::commit(bool sync) {
     ::Sleep(20);
   }
   if (err != 0)
-    throw Error(Status::io_error, what_ + ": cannot rename '" + tmp_ + "' to '" + path_ + "': " + win::error_message(err));
+    throw Error(Status::io_error, what_ + ": cannot replace '" + given_ + "' (renaming its temporary '" + tmp_ +
+                                      "' over it): " + win::error_message(err));
   committed_ = true;
 }
 
 void AtomicFile::fail(const char* doing) const {
-  throw Error(Status::io_error, what_ + ": " + doing + " '" + tmp_ + "' failed: " + std::strerror(errno));
+  throw Error(Status::io_error, what_ + ": " + doing + " '" + given_ + "' failed (in its temporary '" + tmp_ + "'): " +
+                                    std::strerror(errno));
 }
 
 }  // namespace latte

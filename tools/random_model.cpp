@@ -1,5 +1,6 @@
 #include "tools/random_model.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -105,13 +106,13 @@ std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
       tokens.push_back(utf8(gpt2_byte_to_codepoint(static_cast<unsigned char>(b))));
       types.push_back(1);
     }
-    if (s.chat_markers)
-      for (const char* m : {"<|im_start|>", "<|im_end|>", "<\xEF\xBD\x9C" "User\xEF\xBD\x9C>",
-                            "<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>"}) {
-        tokens.push_back(m);
-        types.push_back(3);  // control
-      }
-    for (int i = static_cast<int>(tokens.size()); i < s.n_vocab - 2; ++i) {
+    if (s.control_tokens.size() > static_cast<std::size_t>(s.n_vocab - 258))
+      throw Error(Status::invalid_argument, "random model: more control tokens than the vocabulary has room for");
+    for (const std::string& t : s.control_tokens) {
+      tokens.push_back(t);
+      types.push_back(3);  // control
+    }
+    for (int i = 256 + static_cast<int>(s.control_tokens.size()); i < s.n_vocab - 2; ++i) {
       tokens.push_back("<filler_" + std::to_string(i) + ">");
       types.push_back(4);  // user-defined
     }
@@ -131,10 +132,19 @@ std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
   if (s.edit_metadata) s.edit_metadata(w);
 
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  // The tensors are listed twice: first only counting the matrices'
+  // elements (no tensor added, no random number drawn), for the progress
+  // said after each matrix; then made.
+  bool counting = true;
+  std::uint64_t elements_total = 0, elements_done = 0;
   // A matrix with ne = {cols, rows, (n)}: uniform / sqrt(cols), quantized row by row.
   auto matrix = [&](const std::string& name, std::initializer_list<std::uint64_t> ne, float gain = 1.f) {
     std::uint64_t cols = *ne.begin(), rows = 1;
     for (auto it = ne.begin() + 1; it != ne.end(); ++it) rows *= *it;
+    if (counting) {
+      elements_total += cols * rows;
+      return;
+    }
     const GgmlType t = row_type_for(s.weight_type, cols);
     std::vector<float> row(cols);
     const std::size_t rb = ggml_row_bytes(t, cols);
@@ -145,80 +155,97 @@ std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
       quantize_row_ref(t, row.data(), data.data() + r * rb, cols);
     }
     w.add_tensor(name, t, ne, std::move(data));
+    elements_done += cols * rows;
+    if (s.on_progress) s.on_progress(RandomModelStage::weights, elements_done, elements_total);
   };
   auto norm = [&](const std::string& name, std::uint64_t n) {
+    if (counting) return;
     std::vector<float> v(n);
     for (auto& x : v) x = 1.f + 0.2f * uni(rng);
     w.add_tensor_f32(name, {n}, v);
   };
   auto blk = [](int i, const char* n) { return "blk." + std::to_string(i) + "." + n + ".weight"; };
 
-  matrix("token_embd.weight", {d, V}, 1.f * std::sqrt(static_cast<float>(d)));
-  norm("output_norm.weight", d);
-  if (s.arch == ModelArch::minicpm3 && s.rope_factors) {
-    // Frequency divisors per rotated pair, as MiniCPM3's LongRoPE lists
-    // them: near 1 (short) and up to tens for the slow pairs (long).
-    std::vector<float> shorts(dr / 2), longs(dr / 2);
-    for (std::uint64_t i = 0; i < dr / 2; ++i) {
-      const float u = static_cast<float>(i) / static_cast<float>(dr / 2);
-      shorts[i] = 1.f + 0.3f * u * (1.f + 0.5f * uni(rng));
-      longs[i] = 1.f + 30.f * u * u * (1.f + 0.5f * uni(rng));
-    }
-    w.add_tensor_f32("rope_factors_long.weight", {dr / 2}, longs);
-    w.add_tensor_f32("rope_factors_short.weight", {dr / 2}, shorts);
-  }
-  if (!s.tied_output) matrix("output.weight", {d, V});
-  for (int i = 0; i < s.n_layers; ++i) {
-    norm(blk(i, "attn_norm"), d);
-    if (ql > 0) {
-      matrix(blk(i, "attn_q_a"), {d, ql});
-      norm(blk(i, "attn_q_a_norm"), ql);
-      matrix(blk(i, "attn_q_b"), {ql, nh * (dn + dr)});
-    } else {
-      matrix(blk(i, "attn_q"), {d, nh * (dn + dr)});
-    }
-    matrix(blk(i, "attn_kv_a_mqa"), {d, dc + dr});
-    norm(blk(i, "attn_kv_a_norm"), dc);
-    if (s.layout == KvLayout::split) {
-      matrix(blk(i, "attn_k_b"), {dn, dc, nh});
-      matrix(blk(i, "attn_v_b"), {dc, dv, nh});
-    } else {
-      matrix(blk(i, "attn_kv_b"), {dc, nh * (dn + dv)});
-    }
-    matrix(blk(i, "attn_output"), {nh * dv, d});
-    norm(blk(i, "ffn_norm"), d);
-    const bool swiglu = s.arch != ModelArch::plm;
-    if (s.n_experts == 0 || i < s.n_leading_dense) {
-      if (swiglu) matrix(blk(i, "ffn_gate"), {d, static_cast<std::uint64_t>(s.ff)});
-      matrix(blk(i, "ffn_up"), {d, static_cast<std::uint64_t>(s.ff)});
-      matrix(blk(i, "ffn_down"), {static_cast<std::uint64_t>(s.ff), d});
-    } else {
-      const std::uint64_t ne = s.n_experts, ff = s.ff_expert;
-      matrix(blk(i, "ffn_gate_inp"), {d, ne}, 4.f);
-      if (s.expert_bias) {
-        std::vector<float> b(ne);
-        for (auto& x : b) x = 0.05f * uni(rng);
-        w.add_tensor_f32("blk." + std::to_string(i) + ".exp_probs_b.bias", {ne}, b);
+  auto add_tensors = [&] {
+    matrix("token_embd.weight", {d, V}, 1.f * std::sqrt(static_cast<float>(d)));
+    norm("output_norm.weight", d);
+    if (s.arch == ModelArch::minicpm3 && s.rope_factors && !counting) {
+      // Frequency divisors per rotated pair, as MiniCPM3's LongRoPE lists
+      // them: near 1 (short) and up to tens for the slow pairs (long).
+      std::vector<float> shorts(dr / 2), longs(dr / 2);
+      for (std::uint64_t i = 0; i < dr / 2; ++i) {
+        const float u = static_cast<float>(i) / static_cast<float>(dr / 2);
+        shorts[i] = 1.f + 0.3f * u * (1.f + 0.5f * uni(rng));
+        longs[i] = 1.f + 30.f * u * u * (1.f + 0.5f * uni(rng));
       }
-      matrix(blk(i, "ffn_gate_exps"), {d, ff, ne});
-      matrix(blk(i, "ffn_up_exps"), {d, ff, ne});
-      matrix(blk(i, "ffn_down_exps"), {ff, d, ne});
-      if (s.n_experts_shared > 0) {
-        const std::uint64_t sf = ff * s.n_experts_shared;
-        matrix(blk(i, "ffn_gate_shexp"), {d, sf});
-        matrix(blk(i, "ffn_up_shexp"), {d, sf});
-        matrix(blk(i, "ffn_down_shexp"), {sf, d});
+      w.add_tensor_f32("rope_factors_long.weight", {dr / 2}, longs);
+      w.add_tensor_f32("rope_factors_short.weight", {dr / 2}, shorts);
+    }
+    if (!s.tied_output) matrix("output.weight", {d, V});
+    for (int i = 0; i < s.n_layers; ++i) {
+      norm(blk(i, "attn_norm"), d);
+      if (ql > 0) {
+        matrix(blk(i, "attn_q_a"), {d, ql});
+        norm(blk(i, "attn_q_a_norm"), ql);
+        matrix(blk(i, "attn_q_b"), {ql, nh * (dn + dr)});
+      } else {
+        matrix(blk(i, "attn_q"), {d, nh * (dn + dr)});
+      }
+      matrix(blk(i, "attn_kv_a_mqa"), {d, dc + dr});
+      norm(blk(i, "attn_kv_a_norm"), dc);
+      if (s.layout == KvLayout::split) {
+        matrix(blk(i, "attn_k_b"), {dn, dc, nh});
+        matrix(blk(i, "attn_v_b"), {dc, dv, nh});
+      } else {
+        matrix(blk(i, "attn_kv_b"), {dc, nh * (dn + dv)});
+      }
+      matrix(blk(i, "attn_output"), {nh * dv, d});
+      norm(blk(i, "ffn_norm"), d);
+      const bool swiglu = s.arch != ModelArch::plm;
+      if (s.n_experts == 0 || i < s.n_leading_dense) {
+        if (swiglu) matrix(blk(i, "ffn_gate"), {d, static_cast<std::uint64_t>(s.ff)});
+        matrix(blk(i, "ffn_up"), {d, static_cast<std::uint64_t>(s.ff)});
+        matrix(blk(i, "ffn_down"), {static_cast<std::uint64_t>(s.ff), d});
+      } else {
+        const std::uint64_t ne = s.n_experts, ff = s.ff_expert;
+        matrix(blk(i, "ffn_gate_inp"), {d, ne}, 4.f);
+        if (s.expert_bias && !counting) {
+          std::vector<float> b(ne);
+          for (auto& x : b) x = 0.05f * uni(rng);
+          w.add_tensor_f32("blk." + std::to_string(i) + ".exp_probs_b.bias", {ne}, b);
+        }
+        matrix(blk(i, "ffn_gate_exps"), {d, ff, ne});
+        matrix(blk(i, "ffn_up_exps"), {d, ff, ne});
+        matrix(blk(i, "ffn_down_exps"), {ff, d, ne});
+        if (s.n_experts_shared > 0) {
+          const std::uint64_t sf = ff * s.n_experts_shared;
+          matrix(blk(i, "ffn_gate_shexp"), {d, sf});
+          matrix(blk(i, "ffn_up_shexp"), {d, sf});
+          matrix(blk(i, "ffn_down_shexp"), {sf, d});
+        }
       }
     }
-  }
+  };
+  add_tensors();
+  counting = false;
+  add_tensors();
   return w.to_bytes();
 }
 
 void write_random_model(const RandomModelSpec& spec, const std::string& path) {
+  // The target judged before minutes of work, not after (a directory, a
+  // FIFO, a link to one); AtomicFile judges it again when it writes.
+  (void)AtomicFile::target_of(path, "write model");
   const auto bytes = random_model_bytes(spec);
-  // Whole or not at all (scripts/bench.sh reuses a model file it finds).
+  // Whole or not at all (scripts/bench.sh reuses a model file it finds), in
+  // steps of 64 MiB, each said to on_progress.
   AtomicFile f(path, "write model", /*private_mode=*/false);
-  f.write(bytes.data(), bytes.size());
+  constexpr std::size_t kStep = std::size_t{64} << 20;
+  for (std::size_t at = 0; at < bytes.size(); at += kStep) {
+    const std::size_t n = std::min(kStep, bytes.size() - at);
+    f.write(bytes.data() + at, n);
+    if (spec.on_progress) spec.on_progress(RandomModelStage::writing, at + n, bytes.size());
+  }
   f.commit(/*sync=*/false);
 }
 

@@ -16,6 +16,10 @@ namespace latte {
 
 class GgufWriter;
 
+// What RandomModelSpec::on_progress counts: the weights' elements as they
+// are made, then the file's bytes as they are written.
+enum class RandomModelStage { weights, writing };
+
 struct RandomModelSpec {
   ModelArch arch = ModelArch::deepseek2;
   KvLayout layout = KvLayout::split;
@@ -46,13 +50,17 @@ struct RandomModelSpec {
   GgmlType weight_type = GgmlType::F32;  // matrices (see row_type_for); norms stay F32
   bool tied_output = false;              // no `output` tensor
   bool tokenizer = true;                 // false: no tokenizer.ggml.* keys (a file run on token ids alone)
-  // The chat formats' markers as control tokens (ids 256..259: <|im_start|>,
-  // <|im_end|>, <｜User｜>, <｜Assistant｜>), so every format can be used.
-  bool chat_markers = false;
+  // Control tokens in the place of the first fillers after the byte tokens
+  // (chat markers such as "<|im_start|>").
+  std::vector<std::string> control_tokens;
   std::uint64_t seed = 1;
   // Called on the metadata before the tensors are added: tests drop or add
   // keys as other converters write them.
   std::function<void(GgufWriter&)> edit_metadata;
+  // Called with (stage, done, total) after each matrix made and each step
+  // written; may throw to abandon the work (a file being written is then
+  // left as it was).
+  std::function<void(RandomModelStage, std::uint64_t, std::uint64_t)> on_progress;
 };
 
 // The type a matrix with rows of `cols` elements is written in: `want`, or

@@ -354,14 +354,22 @@ std::string GgufTensor::shape_string() const {
 namespace {
 
 // Reads the whole of the file (size bytes) into a fresh 2 MiB-aligned region
-// advised for huge pages, then makes it read-only like the mapping.
-std::uint8_t* read_into_huge_pages(ReadOnlyFile& file, const std::string& path, std::size_t size) {
+// advised for huge pages, then makes it read-only like the mapping; in steps
+// of 64 MiB, each said to on_read.
+std::uint8_t* read_into_huge_pages(ReadOnlyFile& file, const std::string& path, std::size_t size,
+                                   const std::function<void(std::size_t, std::size_t)>& on_read) {
   std::uint8_t* start = map_huge_region(size, 0, /*lazy=*/false);
   if (start == nullptr)
     throw Error(Status::out_of_memory, path + ": cannot allocate " + std::to_string(size) + " bytes to read it into");
+  constexpr std::size_t kStep = std::size_t{64} << 20;
   std::size_t got = 0;
   try {
-    got = file.read(start, size);
+    while (got < size) {
+      const std::size_t n = file.read(start + got, std::min(kStep, size - got));
+      got += n;
+      if (n == 0) break;
+      if (on_read) on_read(got, size);
+    }
   } catch (...) {
     unmap_huge_region(start, size);
     throw;
@@ -388,7 +396,8 @@ void GgufFile::edit_private_data(const std::function<void(std::uint8_t*)>& fn) {
   protect_region_read_only(region_, region_bytes_);
 }
 
-GgufFile GgufFile::open(const std::string& path, GgufLoad how) {
+GgufFile GgufFile::open(const std::string& path, GgufLoad how,
+                        const std::function<void(std::size_t, std::size_t)>& on_read) {
   GgufFile f;
   f.path_ = path;
   // Close-on-exec, and a FIFO or device in the path's place refused rather
@@ -396,7 +405,7 @@ GgufFile GgufFile::open(const std::string& path, GgufLoad how) {
   ReadOnlyFile file(path, path);
   const auto size = static_cast<std::size_t>(file.size());
   if (size > 0 && how == GgufLoad::read) {
-    std::uint8_t* start = read_into_huge_pages(file, path, size);
+    std::uint8_t* start = read_into_huge_pages(file, path, size, on_read);
     f.region_ = start;
     f.region_bytes_ = size;  // what release() unmaps
     f.base_ = start;

@@ -129,8 +129,10 @@ enum class GgufLoad {
 class GgufFile {
  public:
   // Maps (or reads, see GgufLoad) `path`. io_error if it cannot be opened
-  // or read.
-  static GgufFile open(const std::string& path, GgufLoad how = GgufLoad::map);
+  // or read. on_read, with GgufLoad::read: called with (bytes read, file
+  // size) as the file is read in.
+  static GgufFile open(const std::string& path, GgufLoad how = GgufLoad::map,
+                       const std::function<void(std::size_t, std::size_t)>& on_read = {});
   // Parses a caller-owned buffer; it must outlive the GgufFile (no copy).
   static GgufFile from_memory(const void* data, std::size_t size);
   // Parses an owned copy of the bytes.

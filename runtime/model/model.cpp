@@ -30,7 +30,7 @@ Model::Model(GgufFile file) : file_(std::move(file)), params_(ModelParams::from_
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& options) {
   if (path.empty()) throw Error(Status::invalid_argument, "load model: the path is empty");
-  return from_file(GgufFile::open(path, options.file), options);
+  return from_file(GgufFile::open(path, options.file, options.on_progress), options);
 }
 
 std::shared_ptr<const Model> Model::from_file(GgufFile file, const LoadOptions& options) {
@@ -155,11 +155,14 @@ void Model::bind(const LoadOptions& options) {
   const MlaConfig& m = p.mla;
   const std::uint64_t d = m.d_model, nh = m.n_heads, dc = m.kv_lora_rank, dr = m.d_rope;
   const std::uint64_t dn = m.d_nope, dv = m.d_v, qh = m.q_head_dim(), V = p.n_vocab;
-  std::size_t done = 0;
-  const std::size_t total = file_.tensor_count();
-  auto tick = [&] {
-    ++done;
-    if (options.on_progress) options.on_progress(done, total);
+  // Progress in bytes of the file: the header, then each tensor bound. A
+  // file read into memory said its progress as it was read.
+  const std::size_t file_bytes = file_.file_size();
+  std::size_t done = static_cast<std::size_t>(std::min<std::uint64_t>(file_.data_offset(), file_bytes));
+  const bool report = options.on_progress && !file_.private_data();
+  auto tick = [&](const GgufTensor& t) {
+    done = static_cast<std::size_t>(std::min<std::uint64_t>(done + t.n_bytes, file_bytes));
+    if (report) options.on_progress(done, file_bytes);
   };
   // A buffer the model owns: a failed allocation names what it was for and
   // its size (a misaligned tensor of a large file can ask for gigabytes).
@@ -188,7 +191,7 @@ void Model::bind(const LoadOptions& options) {
   };
   auto matrix = [&](const std::string& name, std::initializer_list<std::uint64_t> ne) {
     const GgufTensor& t = file_.require_tensor(name, ne);
-    tick();
+    tick(t);
     WeightRef r = ref_of(t);
     r.data = in_place(t);
     return r;
@@ -196,7 +199,7 @@ void Model::bind(const LoadOptions& options) {
   // Norm weights are read as f32 vectors: used in place when stored as F32.
   auto vec = [&](const std::string& name, std::uint64_t n) -> const float* {
     const GgufTensor& t = file_.require_tensor(name, {n});
-    tick();
+    tick(t);
     const std::uint8_t* data = in_place(t);
     if (t.type == GgmlType::F32) return reinterpret_cast<const float*>(data);
     float* f = reinterpret_cast<float*>(own(n * sizeof(float), "tensor '" + name + "': its f32 copy"));

@@ -80,7 +80,9 @@ struct LayerWeights {
 };
 
 struct LoadOptions {
-  // Called with (done, total) tensors while loading; may be empty.
+  // Called while loading with (bytes done, the file's size): as the file is
+  // read in (GgufLoad::read), or as its tensors are bound (mapped); may be
+  // empty.
   std::function<void(std::size_t, std::size_t)> on_progress;
   // Map the file (default) or read it into huge pages (GgufLoad::read).
   GgufLoad file = GgufLoad::map;

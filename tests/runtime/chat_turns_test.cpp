@@ -65,7 +65,8 @@ class ChatTurns : public ::testing::TestWithParam<const char*> {};
 TEST_P(ChatTurns, EachTurnComputesOnlyItsOwnTokens) {
   const std::string format = GetParam();
   RandomModelSpec spec;
-  spec.chat_markers = true;
+  spec.control_tokens = {"<|im_start|>", "<|im_end|>", "<\xEF\xBD\x9C" "User\xEF\xBD\x9C>",
+                         "<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>"};
   spec.seed = 7;
   const std::string path = ::testing::TempDir() + "/chat_turns_" + format + ".gguf";
   write_random_model(spec, path);

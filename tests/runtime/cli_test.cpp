@@ -1,5 +1,6 @@
 // The `latte` binary end to end: eval's logits file against llama.cpp's, and
-// clear errors (exit code 1, a message naming the problem) for bad input.
+// clear errors (exit status 2 for a wrong command line, 1 for what goes wrong
+// running it; a message naming the problem) for bad input.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -20,36 +21,16 @@
 #include "tools/random_model.h"
 #include "runtime/session/session.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "tests/runtime/cli_run.h"
 
 namespace {
 
 const std::string kTestdata = LATTE_TESTDATA_DIR;
 
-struct Result {
-  int code;
-  std::string output;  // stdout + stderr
-};
-
-// The exit code and stdout of a shell command line.
-Result run_command(const std::string& cmd) {
-  Result r{-1, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-// latte's stdout + stderr, or with stdout_only the text a command generates alone.
-Result run(const std::string& args, bool stdout_only = false) {
-  return run_command(std::string(LATTE_CLI) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1"));
-}
-
-// A shell command line as it is (stdout + stderr).
-Result run_shell(const std::string& cmd) { return run_command(cmd + " 2>&1"); }
+using latte::test::Result;
+using latte::test::run;
+using latte::test::run_command;
+using latte::test::run_shell;
 
 std::string tokens_csv() {
   std::ifstream in(kTestdata + "/tokens.txt");
@@ -218,7 +199,7 @@ TEST(Cli, BadInputGivesClearErrors) {
   EXPECT_NE(r.output.find("unknown architecture 'llamazoo2'"), std::string::npos) << r.output;
 
   r = run("eval -m " + kTestdata + "/tiny-dense.gguf --tokens 1,x,3 --logits-out " + dir + "/o.f32");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);  // the command line itself is wrong
   EXPECT_NE(r.output.find("'x'"), std::string::npos) << r.output;
   r = run("eval -m " + kTestdata + "/tiny-dense.gguf --tokens 1,99999 --logits-out " + dir + "/o.f32");
   EXPECT_EQ(r.code, 1);
@@ -486,12 +467,12 @@ TEST(Cli, PerplexityTheLlamaCppWay) {
   EXPECT_NE(short_text.output.find("needs at least 2 x --ctx = 1024"), std::string::npos) << short_text.output;
   // -c 2: a chunk's second half is its last token, which predicts nothing.
   const Result two = run("perplexity -m " + m + " -f " + dir + "/ppl.txt -c 2 --llama-cpp --json");
-  EXPECT_EQ(two.code, 1) << two.output;
+  EXPECT_EQ(two.code, 2) << two.output;
   EXPECT_NE(two.output.find("-c 2 leaves none (it needs 3 or more)"), std::string::npos) << two.output;
   EXPECT_EQ(two.output.find("nan"), std::string::npos) << two.output;
   std::ofstream(dir + "/w.txt") << "1,2,3\n";
   const Result windows = run("perplexity -m " + m + " --windows " + dir + "/w.txt --llama-cpp");
-  EXPECT_EQ(windows.code, 1) << windows.output;
+  EXPECT_EQ(windows.code, 2) << windows.output;
   EXPECT_NE(windows.output.find("--llama-cpp applies to -f"), std::string::npos) << windows.output;
 }
 
@@ -584,7 +565,7 @@ TEST(Cli, RunResumesASessionFile) {
   const auto k = std::stoul(notice.substr(notice.find(": ") + 2));
   const auto n = std::stoul(notice.substr(notice.find("prompt's ") + 9));
   EXPECT_EQ(k + 1, n) << notice;
-  EXPECT_NE(again.output.find("prompt: 1 tokens"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("prompt: 1 token, "), std::string::npos) << again.output;
   const Result third = run(args, true);
   EXPECT_EQ(third.output, first.output);
   EXPECT_GT(first.output.size(), 10u) << first.output;
@@ -625,7 +606,7 @@ TEST(Cli, CtrlCStopsTheReply) {
   const std::string log = ::testing::TempDir() + "/ctrl_c.log";
   // Sent once the model has loaded (the handler is in place by then), so
   // that a slow start cannot meet the shell's "ignored".
-  const std::string interrupt = " > " + log + " 2>&1 & pid=$!; i=0; until grep -q 'tensors' " + log +
+  const std::string interrupt = " > " + log + " 2>&1 & pid=$!; i=0; until grep -q 'loaded ' " + log +
                                 " || [ $i -ge 300 ]; do sleep 0.1; i=$((i+1)); done; sleep 0.5; kill -INT $pid; "
                                 "wait $pid; echo rc=$?; cat " + log;
   Result r = run_shell(cmd + interrupt);
@@ -656,7 +637,7 @@ TEST(Cli, InteractiveRunOutlivesAFullContext) {
   // The story is refused without ending the conversation before it (it
   // was reset first, and the next turn then went on as a later turn of an
   // empty session: no BOS, no system turn, a stray end of reply).
-  EXPECT_NE(r.output.find("latte: context_overflow: the turn takes "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("latte: context overflow: the turn takes "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("more than the whole context of 40: refused (the conversation goes on)"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("tokens: " + bos + "Be brief.\n\nUser: hi\n\nAssistant:]"), std::string::npos) << r.output;

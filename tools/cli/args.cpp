@@ -1,4 +1,5 @@
 // Parsing and output helpers the commands share.
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +11,7 @@
 
 #include "tools/cli/commands.h"
 #include "platform/paths.h"
+#include "quant/ggml_types.h"
 #include "runtime/error.h"
 #include "runtime/model/model.h"
 
@@ -60,14 +62,17 @@ LineRead read_line_bounded(std::istream& in, std::string& line) {
   }
 }
 
-std::vector<std::int64_t> parse_int_list(const std::string& s, const char* what, std::int64_t max) {
-  if (s.empty()) throw Error(Status::invalid_argument, std::string(what) + ": nothing given");
-  std::vector<std::int64_t> out;
-  std::size_t i = 0;
+namespace {
+
+// Parses s into *out (when given); "" or what is wrong.
+std::string parse_int_list_into(const std::string& s, std::int64_t max, std::vector<std::int64_t>* out) {
+  if (s.empty()) return "nothing given";
+  std::size_t i = 0, count = 0;
   while (true) {
     std::size_t j = s.find(',', i);
     if (j == std::string::npos) j = s.size();
     const std::string item = s.substr(i, j - i);
+    ++count;
     // Digits only: no sign, no spaces, no empty items (a trailing comma
     // is more likely a lost number than a style).
     std::int64_t v = 0;
@@ -80,13 +85,49 @@ std::vector<std::int64_t> parse_int_list(const std::string& s, const char* what,
       v = v * 10 + (c - '0');
     }
     if (!ok)
-      throw Error(Status::invalid_argument, std::string(what) + ": item " + std::to_string(out.size() + 1) + ", '" +
-                                                item + "', is not an integer in [0, " + std::to_string(max) + "]");
-    out.push_back(v);
+      return "item " + std::to_string(count) + ", '" + item + "', is not an integer in [0, " + std::to_string(max) + "]";
+    if (out) out->push_back(v);
     if (j == s.size()) break;
     i = j + 1;
   }
+  return "";
+}
+
+}  // namespace
+
+std::string int_list_problem(const std::string& s, std::int64_t max) { return parse_int_list_into(s, max, nullptr); }
+
+std::vector<std::int64_t> parse_int_list(const std::string& s, const char* what, std::int64_t max) {
+  std::vector<std::int64_t> out;
+  if (const std::string problem = parse_int_list_into(s, max, &out); !problem.empty())
+    throw Error(Status::invalid_argument, std::string(what) + ": " + problem);
   return out;
+}
+
+std::string weight_type_problem(const std::string& name, std::string* canonical) {
+  std::string upper = name;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (std::uint32_t id = 0; id < 64; ++id) {
+    const auto info = ggml_type_info(id);
+    if (info && upper == info->name) {
+      *canonical = info->name;
+      return "";
+    }
+  }
+  const std::string types = ggml_supported_type_names();
+  // llama.cpp's file types such as Q4_K_M mix types per matrix; make-model
+  // writes every matrix in one type, so the mix's main type is suggested.
+  for (const char* suffix : {"_XS", "_S", "_M", "_L", "_XL"}) {
+    if (upper.size() <= std::strlen(suffix) || !upper.ends_with(suffix)) continue;
+    std::string base = upper.substr(0, upper.size() - std::strlen(suffix));
+    for (std::uint32_t id = 0; id < 64; ++id) {
+      const auto info = ggml_type_info(id);
+      if (info && base == info->name)
+        return "'" + name + "' is one of llama.cpp's mixes of types, not a type: make-model writes every matrix "
+               "in one type (give " + base + " for the mix's main one; types: " + types + ")";
+    }
+  }
+  return "'" + name + "' is not a weight type (types, in any case: " + types + ")";
 }
 
 std::vector<std::int32_t> parse_token_list(const std::string& s, const char* what) {

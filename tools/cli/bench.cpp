@@ -32,6 +32,7 @@
 
 #include "kernels/isa.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/progress.h"
 #include "runtime/error.h"
 #include "runtime/model/model.h"
 #include "runtime/session/session.h"
@@ -57,9 +58,8 @@ double median(std::vector<double> v) {  // v non-empty
 }  // namespace
 
 int run_bench(const BenchOptions& o) {
-  if (o.cache == "all") throw Error(Status::invalid_argument, "bench: --cache-type all applies to --shift only");
-  if (o.n_prompt == 0 && o.n_gen == 0)
-    throw Error(Status::invalid_argument, "bench: -p and -n are both 0, so there is nothing to measure");
+  if (o.cache == "all") throw UsageError("--cache-type all applies to --shift only");
+  if (o.n_prompt == 0 && o.n_gen == 0) throw UsageError("-p and -n are both 0, so there is nothing to measure");
   std::vector<std::int64_t> depths = parse_int_list(o.depths, "--depths", kMaxDepth);
   auto model = load_model(o.model, o.no_mmap);
   const ModelParams& p = model->params();
@@ -102,6 +102,11 @@ int run_bench(const BenchOptions& o) {
   // What a run does not measure (-p 0 or -n 0) is reported blank, not as 0;
   // the plain reads only serve to judge decode's weight stream.
   const bool measured_prefill = o.n_prompt > 0, measured_decode = o.n_gen > 0;
+  // What is being measured, on a terminal.
+  ProgressLine progress;
+  const auto measuring = [&](const std::string& what) { progress.show("bench: " + what, /*now=*/true); };
+  const std::string plain_read = "reading " + binary_bytes(static_cast<double>(read_bytes)) + " (plain read bandwidth)";
+  if (measured_decode) measuring(plain_read);
   const double read_before = measured_decode ? measure_read_bandwidth(read_bytes, threads, 5) : 0.0;
   std::vector<std::int32_t> prompt(static_cast<std::size_t>(o.n_prompt));
   for (auto& t : prompt) t = tok(rng);
@@ -114,24 +119,32 @@ int run_bench(const BenchOptions& o) {
     s0.reset();
   }
   for (std::int64_t depth : depths) {
+    const std::string at = "depth " + std::to_string(depth) + ": ";
     const auto t_fill = std::chrono::steady_clock::now();
     std::vector<std::int32_t> fill(static_cast<std::size_t>(depth - s.n_past()));
     for (auto& t : fill) t = tok(rng);
-    if (!fill.empty()) s.prefill(fill);
+    if (!fill.empty()) {
+      measuring(at + "filling the cache (a prefill of " + count_of(static_cast<long long>(fill.size()), "token") + ")");
+      s.prefill(fill);
+    }
     Row r{depth, 0, 0, seconds_since(t_fill)};
     for (int rep = 0; rep < o.repetitions; ++rep) {
+      const std::string of = ", repetition " + std::to_string(rep + 1) + " of " + std::to_string(o.repetitions);
       if (measured_prefill) {
+        measuring(at + "prefill of " + count_of(o.n_prompt, "token") + of);
         const auto t0 = std::chrono::steady_clock::now();
         s.prefill(prompt);
         r.prefill_tps = std::max(r.prefill_tps, o.n_prompt / seconds_since(t0));
         s.truncate(depth);
       }
       if (measured_decode) {
+        measuring(at + count_of(o.n_gen, "decode step") + of);
         const auto t0 = std::chrono::steady_clock::now();
         for (int i = 0; i < o.n_gen; ++i) s.decode(tok(rng));
         r.decode_tps = std::max(r.decode_tps, o.n_gen / seconds_since(t0));
         s.truncate(depth);
         if (depth > 0) {
+          measuring(at + count_of(o.n_gen, "decode step") + " from depth 0 beside it" + of);
           const auto t1 = std::chrono::steady_clock::now();
           for (int i = 0; i < o.n_gen; ++i) s0.decode(tok(rng));
           r.decode0_tps = std::max(r.decode0_tps, o.n_gen / seconds_since(t1));
@@ -144,6 +157,7 @@ int run_bench(const BenchOptions& o) {
       // Single steps alternated with depth-0 ones, and which of a pair
       // runs first alternates too, so neither kind always follows the other.
       const int pairs = o.n_gen * o.repetitions;
+      measuring(at + std::to_string(pairs) + " single steps alternated with steps from depth 0");
       std::vector<double> at_depth, at_0;
       auto timed_decode = [&](Session& x, std::vector<double>& times) {
         const auto t0 = std::chrono::steady_clock::now();
@@ -173,10 +187,13 @@ int run_bench(const BenchOptions& o) {
       r.step0_ms = median(at_0);
     }
     rows.push_back(r);
+    progress.clear();
     if (!o.json)
       std::fprintf(stderr, "depth %lld done (fill %.1f s)\n", static_cast<long long>(depth), r.fill_s);
   }
+  if (measured_decode) measuring(plain_read);
   const double read_after = measured_decode ? measure_read_bandwidth(read_bytes, threads, 5) : 0.0;
+  progress.clear();
   const double read_best = std::max(read_before, read_after);
   auto weight_rate = [&](const Row& r) { return r.decode_tps * static_cast<double>(weight_bytes); };  // bytes/s
   auto pct_of_depth0 = [](const Row& r) { return r.decode0_tps > 0 ? 100 * r.decode_tps / r.decode0_tps : 0.0; };
@@ -241,8 +258,8 @@ int run_bench(const BenchOptions& o) {
         std::snprintf(step, sizeof step, "%.3f / %.3f (%3.0f%%)", r.step_ms, r.step0_ms, pct_interleaved(r));
       std::printf("%8lld | %16s | %s | %28s\n", static_cast<long long>(r.depth), pre, dec, step);
     }
-    std::printf("(prefill: %d tokens at the depth; decode: %d steps from the depth; best of %d)\n", o.n_prompt,
-                o.n_gen, o.repetitions);
+    std::printf("(prefill: %s at the depth; decode: %s from the depth; best of %d)\n",
+                count_of(o.n_prompt, "token").c_str(), count_of(o.n_gen, "step").c_str(), o.repetitions);
     std::printf("(depth 0 next to it: decode from an empty cache right after each repetition's; %% = decode at "
                 "the depth / that)\n");
     if (measured_decode) {

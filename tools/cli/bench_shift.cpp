@@ -26,6 +26,7 @@
 #include "runtime/model/model.h"
 #include "runtime/session/session.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/progress.h"
 
 namespace latte::cli {
 
@@ -61,6 +62,8 @@ void fill(LatentCache& c, std::int64_t from, std::int64_t to, std::mt19937& rng)
 
 int run_bench_shift(const BenchOptions& o) {
   const std::vector<std::int64_t> depths = parse_int_list(o.depths, "--depths", std::int64_t{1} << 24);
+  for (const std::int64_t D : depths)
+    if (D < 3) throw UsageError("--shift: --depths of 3 tokens or more (" + std::to_string(D) + " given)");
   auto model = load_model(o.model, o.no_mmap);
   const ModelParams& p = model->params();
   std::vector<std::string> caches;
@@ -68,16 +71,25 @@ int run_bench_shift(const BenchOptions& o) {
   else caches = {o.cache};
   std::mt19937 rng(1234);
   std::uniform_int_distribution<std::int32_t> tok(0, p.n_vocab - 1);
+  // The threads a session runs with (--threads 0: all cores, as the
+  // runtime counts them), for the shifts as for the re-prefills.
+  const int threads = [&] {
+    SessionOptions so;
+    so.threads = o.threads;
+    so.n_ctx = 1;
+    return Session(model, so).threads();
+  }();
   if (!o.json)
     std::printf("shift of half the context (1 token kept) against a prefill of the kept tokens; %d layers, d_c %d, "
                 "d_R %d, threads %d, medians of %d\n",
-                p.n_layers, p.mla.kv_lora_rank, p.mla.d_rope, o.threads, o.repetitions);
+                p.n_layers, p.mla.kv_lora_rank, p.mla.d_rope, threads, o.repetitions);
+  ProgressLine progress;
   bool first = true;
   if (o.json) std::printf("[");
   for (const std::string& cache : caches) {
     const LatentStorage storage = *parse_latent_storage(cache);
     for (const std::int64_t D : depths) {
-      if (D < 3) throw Error(Status::invalid_argument, "--shift: depths of 3 tokens or more");
+      progress.show("bench --shift: " + cache + " cache, depth " + std::to_string(D) + ": filling it", /*now=*/true);
       const std::int64_t keep = 1, drop = (D - keep) / 2, kept = D - drop;
       LatentCacheConfig cc;
       cc.n_layers = p.n_layers;
@@ -102,9 +114,11 @@ int run_bench_shift(const BenchOptions& o) {
         s = std::make_unique<Session>(model, so);
         for (std::int64_t i = 0; i < kept; ++i) ids.push_back(tok(rng));
       }
-      const int threads = s ? s->threads() : std::max(1, o.threads);
       std::vector<double> shift_s, prefill_s;
       for (int r = 0; r < o.repetitions; ++r) {
+        progress.show("bench --shift: " + cache + " cache, depth " + std::to_string(D) + ": repetition " +
+                          std::to_string(r + 1) + " of " + std::to_string(o.repetitions),
+                      /*now=*/true);
         auto t0 = std::chrono::steady_clock::now();
         c.shift(keep, drop, turn, threads);
         shift_s.push_back(seconds_since(t0));
@@ -116,6 +130,7 @@ int run_bench_shift(const BenchOptions& o) {
           prefill_s.push_back(seconds_since(t0));
         }
       }
+      progress.clear();
       const double ms = median_of(shift_s) * 1e3, pms = median_of(prefill_s) * 1e3;
       if (o.json) {
         std::printf("%s{\"cache_type\": \"%s\", \"depth\": %lld, \"dropped\": %lld, \"shift_ms\": %.3f, "

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <istream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,14 @@ class Model;
 }
 
 namespace latte::cli {
+
+// A command line wrong in itself (options that exclude each other, a value
+// that does not fit another), found by a command: exit status 2, as for
+// CLI11's own parse errors (main.cpp), where latte::Error is 1.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // `latte info --models`: the cache accounting table of mla-spec.md section 2.
 void print_model_cache_table(std::FILE* out);
@@ -63,7 +72,7 @@ int run_bench_shift(const BenchOptions& opts);
 
 struct MakeModelOptions {
   std::string preset = "v2-lite";
-  std::string type = "F16";
+  std::string type = "F16";  // a canonical ggml type name (main.cpp's validator makes it one)
   int layers = 4;
   int vocab = 1024;
   std::uint64_t seed = 1;
@@ -92,7 +101,8 @@ struct RunOptions {
   float min_p = 0.05f;
   float repeat_penalty = 1.0f;
   int repeat_last_n = 64;
-  std::uint64_t seed = 0x1a77e5eedULL;
+  std::uint64_t seed = 0;
+  bool seed_given = false;  // else a random seed, said on stderr
   std::string cache = "int8";
   int threads = 0;
   std::int64_t n_ctx = -1;  // -1: 4096, or the model's trained context if smaller; 0: the model's
@@ -107,6 +117,9 @@ inline constexpr const char* kShippedModelName = "latte-tiny-mla.gguf";
 // The model `latte run` uses without -m: $LATTE_MODEL, else the shipped
 // model beside this executable's bin/ folder (../share/latte/).
 std::string default_model_path();
+// default_model_path() where it names a file; else Error(io_error) saying
+// which file was looked for and to give -m FILE or set LATTE_MODEL.
+std::string default_model_or_explain();
 
 struct PerplexityOptions {
   std::string model;
@@ -131,6 +144,12 @@ int run_perplexity(const PerplexityOptions& opts);
 // "1,2,3" -> integers in [0, max]: digits only, no empty items; otherwise
 // Error(invalid_argument) naming the item (`what` names the option or line).
 std::vector<std::int64_t> parse_int_list(const std::string& s, const char* what, std::int64_t max);
+// What parse_int_list would refuse in s ("item 2, 'x', is not ..."), or "".
+std::string int_list_problem(const std::string& s, std::int64_t max);
+// A weight type name in any case: "" and *canonical set ("q4_k" -> "Q4_K"),
+// or what is wrong, listing the names taken (llama.cpp's mixes such as
+// Q4_K_M are named as mixes).
+std::string weight_type_problem(const std::string& name, std::string* canonical);
 // The same for token ids (max INT32_MAX).
 std::vector<std::int32_t> parse_token_list(const std::string& s, const char* what);
 // Error(invalid_argument) naming the first id >= n_vocab, counted from 1 as
@@ -148,14 +167,18 @@ std::string read_text_file(const std::string& path);
 // Reads one line (without its newline) of at most kMaxInputTextBytes.
 enum class LineRead { line, end, too_long };
 LineRead read_line_bounded(std::istream& in, std::string& line);
+// "1 token", "2 tokens": a count and its noun, plural but for 1.
+inline std::string count_of(long long n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
 // s as a JSON string literal, quotes included.
 std::string json_string(std::string_view s);
 // A stderr warning when n_tokens of context exceed what the model was
 // trained for (its context_length); `what` names the setting.
 void warn_beyond_trained_context(const Model& model, std::int64_t n_tokens, const char* what);
 
-// Loads a model, showing progress on stderr ("loading FILE: 42/120 tensors");
-// no_mmap: GgufLoad::read.
+// Loads a model: progress on a terminal ("loading FILE: 1.2 / 9.0 GiB"),
+// then a line saying what was loaded; no_mmap: GgufLoad::read.
 std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap = false);
 
 }  // namespace latte::cli

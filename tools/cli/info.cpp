@@ -1,3 +1,6 @@
+// `latte info`, and what every command that reads a model shares: the default
+// model's path and the model's load with its progress.
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -7,6 +10,7 @@
 
 #include "kernels/isa.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/progress.h"
 #include "runtime/mla/latent_cache.h"
 #include "runtime/model/model.h"
 #include "tools/model_catalog.h"
@@ -66,16 +70,34 @@ std::string default_model_path() {
   return path_to_utf8(share / kShippedModelName);
 }
 
+std::string default_model_or_explain() {
+  const std::string path = default_model_path();
+  std::error_code ec;
+  if (std::filesystem::exists(path_from_utf8(path), ec) || ec) return path;  // an unreadable one: the load says why
+  const char* env = std::getenv("LATTE_MODEL");
+  if (env && *env)
+    throw Error(Status::io_error, "LATTE_MODEL names '" + path + "', which does not exist (give -m FILE, or set "
+                                  "LATTE_MODEL to a GGUF model file)");
+  throw Error(Status::io_error, "no model given, and the shipped one is not where this program looks for it: '" +
+                                    path + "' (give -m FILE, or set LATTE_MODEL to a GGUF model file)");
+}
+
 std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap) {
   LoadOptions o;
-  // A line at the first tensor, each quarter, and the end.
+  ProgressLine progress;  // erased by its destructor if the load fails
+  const std::string name = file_name_of(path);
   o.on_progress = [&](std::size_t done, std::size_t total) {
-    const std::size_t q = total / 4;
-    if (done == 1 || done == total || (q > 0 && done % q == 0))
-      std::fprintf(stderr, "loading %s: %zu/%zu tensors\n", path.c_str(), done, total);
+    progress.show("loading " + name + ": " + binary_bytes_of(static_cast<double>(done), static_cast<double>(total)));
   };
   o.file = no_mmap ? GgufLoad::read : GgufLoad::map;
-  return Model::load(path, o);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = Model::load(path, o);
+  progress.clear();
+  std::fprintf(stderr, "loaded %s: %s, %s, in %.1f s\n", path.c_str(),
+               binary_bytes(static_cast<double>(model->file().file_size())).c_str(),
+               no_mmap ? "read into memory" : "mapped",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return model;
 }
 
 void print_model_cache_table(std::FILE* out) {
@@ -127,8 +149,9 @@ int run_info_file(const std::string& path) {
                 m.rope.yarn_log_multiplier);
   std::printf("score scale:   %.6f\n", m.kq_scale());
   if (p.n_experts > 0)
-    std::printf("ffn:           %d dense layers (ff %d), then MoE: %d experts, top-%d, %d shared, expert ff %d, %s gating%s\n",
-                p.n_leading_dense, p.ff_dense, p.n_experts, p.n_experts_used, p.n_experts_shared, p.ff_expert,
+    std::printf("ffn:           %d dense %s (ff %d), then MoE: %d experts, top-%d, %d shared, expert ff %d, %s gating%s\n",
+                p.n_leading_dense, p.n_leading_dense == 1 ? "layer" : "layers", p.ff_dense, p.n_experts,
+                p.n_experts_used, p.n_experts_shared, p.ff_expert,
                 p.gating == GatingFunc::softmax ? "softmax" : "sigmoid", p.n_expert_groups > 1 ? ", grouped" : "");
   else
     std::printf("ffn:           dense %s, ff %d\n", p.ffn_kind == FfnKind::swiglu ? "SwiGLU" : "relu^2", p.ff_dense);

@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -67,6 +69,23 @@ const CLI::Validator kSeed(
     },
     "");
 
+// A list of integers in [0, max] ("1,2,3"): its problem, said by
+// parse_int_list's rules.
+CLI::Validator int_list(std::int64_t max) {
+  return CLI::Validator([max](std::string& s) { return latte::cli::int_list_problem(s, max); }, "");
+}
+
+// A weight type by name in any case ("q4_k"), made the canonical name
+// ("Q4_K"); an unknown one is refused with the names make-model takes.
+const CLI::Validator kWeightType(
+    [](std::string& s) -> std::string {
+      std::string canonical;
+      const std::string problem = latte::cli::weight_type_problem(s, &canonical);
+      if (problem.empty()) s = canonical;
+      return problem;
+    },
+    "");
+
 // --no-mmap's help, the same for every command that loads a model.
 constexpr const char* kNoMmapHelp =
     "Read the model into memory (huge pages) instead of mapping it, its matrices re-laid out in place for this "
@@ -86,12 +105,26 @@ int main(int argc, char** raw_argv) {
   CLI::App app{"Latte: Multi-Head Latent Attention inference on the CPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "latte " LATTE_VERSION);
+  // --help shows each option's default (the subcommands inherit this).
+  app.option_defaults()->always_capture_default();
+  // Options that must not be given an empty value (CLI11 passes "" without
+  // running validators), with what is wrong with one.
+  std::vector<std::pair<CLI::Option*, const char*>> nonempty;
+  const auto path_option = [&](CLI::Option* o) {
+    nonempty.emplace_back(o, "an empty path names no file");
+    return o;
+  };
+  const auto list_option = [&](CLI::Option* o) {
+    nonempty.emplace_back(o, "nothing given");
+    return o;
+  };
 
   bool info_models = false;
-  std::string info_file;
+  std::string info_file, info_model;
   auto* info = app.add_subcommand("info", "Describe a GGUF model file, or the public MLA models' cache needs");
   info->add_flag("--models", info_models, "Cache accounting for the public MLA models: latent versus MHA K/V");
-  info->add_option("FILE", info_file, "A GGUF model file");
+  path_option(info->add_option("-m,--model", info_model, "A GGUF model file (or give it as FILE)"));
+  path_option(info->add_option("FILE", info_file, "A GGUF model file"));
 
   latte::cli::DemoOptions demo_opts;
   auto* demo = app.add_subcommand("demo", "Run one MLA layer (DeepSeek-V2-Lite shapes, random weights) in both forms");
@@ -100,9 +133,14 @@ int main(int argc, char** raw_argv) {
 
   latte::cli::EvalOptions eval_opts;
   auto* eval = app.add_subcommand("eval", "Write the logits of every position of a token sequence");
-  eval->add_option("-m,--model", eval_opts.model, "GGUF model file")->required();
-  eval->add_option("--tokens", eval_opts.tokens, "Token ids, comma-separated")->required();
-  eval->add_option("--logits-out", eval_opts.logits_out, "Output: float32 [n_tokens, n_vocab], row-major")->required();
+  path_option(eval->add_option("-m,--model", eval_opts.model, "GGUF model file")->required());
+  list_option(eval->add_option("--tokens", eval_opts.tokens, "Token ids, comma-separated")
+                  ->required()
+                  ->check(int_list(INT32_MAX)));
+  path_option(eval->add_option("--logits-out", eval_opts.logits_out,
+                               "Output: float32 [n_tokens, n_vocab], row-major (replaced whole, through a temporary "
+                               "beside it)")
+                  ->required());
   eval->add_option("--cache-type", eval_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
   eval->add_option("--threads", eval_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
   eval->add_flag("--no-mmap", eval_opts.no_mmap, kNoMmapHelp);
@@ -110,8 +148,9 @@ int main(int argc, char** raw_argv) {
 
   latte::cli::BenchOptions bench_opts;
   auto* bench = app.add_subcommand("bench", "Prefill and decode speed at several context depths");
-  bench->add_option("-m,--model", bench_opts.model, "GGUF model file")->required();
-  bench->add_option("--depths", bench_opts.depths, "Context depths, tokens already in the cache (0,4096,16384)");
+  path_option(bench->add_option("-m,--model", bench_opts.model, "GGUF model file")->required());
+  list_option(bench->add_option("--depths", bench_opts.depths, "Context depths, tokens already in the cache (0,4096,16384)")
+                  ->check(int_list(std::int64_t{1} << 24)));
   bench->add_option("--cache-type", bench_opts.cache, "Latent cache storage (all: each, with --shift)")
       ->check(CLI::IsMember({"f32", "f16", "int8", "all"}));
   auto* bench_shift = bench->add_flag(
@@ -136,16 +175,17 @@ int main(int argc, char** raw_argv) {
   auto* run = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
   auto* run_model = run->add_option("-m,--model", run_opts.model, "GGUF model file (default: $LATTE_MODEL, else the shipped model in ../share/latte/ beside this program)");
   auto* run_prompt = run->add_option("-p,--prompt", run_opts.prompt, "Prompt text");
-  auto* run_file = run->add_option("-f,--file", run_opts.prompt_file, "Read the prompt text from a file");
+  auto* run_file = path_option(run->add_option("-f,--file", run_opts.prompt_file, "Read the prompt text from a file"));
   run_file->excludes(run_prompt);
-  auto* run_ids = run->add_option("--prompt-ids", run_opts.prompt_ids, "Prompt as token ids (1,2,3) instead of text");
+  auto* run_ids = list_option(run->add_option("--prompt-ids", run_opts.prompt_ids, "Prompt as token ids (1,2,3) instead of text")
+                                  ->check(int_list(INT32_MAX)));
   run_ids->excludes(run_prompt);
   run_ids->excludes(run_file);
   run->add_flag("--print-ids", run_opts.print_ids, "Print the generated token ids instead of text");
-  run->add_option("--session", run_opts.session_file,
-                  "Resume from this session file if it exists (reusing the prompt's longest cached prefix, or with -i "
-                  "the conversation), and save the session to it after each reply (a regular file: a symbolic link is "
-                  "followed, anything else refused)");
+  path_option(run->add_option("--session", run_opts.session_file,
+                              "Resume from this session file if it exists (reusing the prompt's longest cached prefix, "
+                              "or with -i the conversation), and save the session to it after each reply (a regular "
+                              "file: a symbolic link is followed, anything else refused)"));
   run->add_flag("--verbose-prompt", run_opts.verbose_prompt,
                 "Show each prompt as the model reads it (chat markers and BOS included) on stderr");
   run->add_flag("--ignore-eos", run_opts.ignore_eos, "Keep generating past end-of-sequence tokens");
@@ -160,32 +200,45 @@ int main(int argc, char** raw_argv) {
       ->needs(run_chat);
   run->add_option("--system", run_opts.system_prompt, "System prompt: a system turn at the start of each conversation")
       ->needs(run_chat);
-  run->add_flag("-i,--interactive", run_opts.interactive, "Read prompts (turns with --chat) from stdin, one per line");
+  run->add_flag("-i,--interactive", run_opts.interactive,
+                "Read prompts (turns with --chat) from stdin, one per line (with line editing and history on a "
+                "terminal)");
   run->add_option("--temp", run_opts.temperature, "Temperature (0: greedy)")->check(real_in(0, 100, false));
   run->add_option("--top-k", run_opts.top_k, "Top-k (0: off)")->check(integer_in(0, 1LL << 24));
   run->add_option("--top-p", run_opts.top_p, "Top-p (1: off)")->check(real_in(0, 1, true));
   run->add_option("--min-p", run_opts.min_p, "Min-p (0: off)")->check(real_in(0, 1, false));
   run->add_option("--repeat-penalty", run_opts.repeat_penalty, "Repetition penalty (1: off)")->check(real_in(0, 100, true));
   run->add_option("--repeat-last-n", run_opts.repeat_last_n, "Tokens the penalty looks back over")->check(integer_in(0, 1LL << 24));
-  run->add_option("--seed", run_opts.seed, "Sampling seed (same seed, same text)")->check(kSeed);
+  auto* run_seed = run->add_option("--seed", run_opts.seed,
+                                   "Sampling seed: the same seed, prompt and settings give the same text (default: "
+                                   "a random one, printed on stderr as 'seed: N' to repeat the run with)")
+                       ->check(kSeed)
+                       ->default_str("");
   run->add_option("--cache-type", run_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
   run->add_option("--threads", run_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
   run->add_flag("--no-mmap", run_opts.no_mmap, kNoMmapHelp);
-  run->add_option("-c,--ctx", run_opts.n_ctx, "Context size in tokens (default: 4096, or the model's trained context if smaller; 0: the model's)")->check(integer_in(0, 1LL << 24));
+  auto* run_ctx = run->add_option("-c,--ctx", run_opts.n_ctx,
+                                  "Context size in tokens (default: 4096, or the model's trained context if smaller; "
+                                  "0: the model's)")
+                      ->check(integer_in(0, 1LL << 24))
+                      ->default_str("");
   auto* run_no_shift = run->add_flag("--no-context-shift", run_opts.no_context_shift,
                                      "Stop generating (with -i: start a new conversation) when the context is full, "
                                      "instead of dropping the oldest half after the kept start");
-  run->add_option("--keep", run_opts.keep,
-                  "Tokens a context shift keeps at the start (default: the system turn with --chat, else BOS)")
-      ->check(integer_in(0, 1LL << 24))
-      ->excludes(run_no_shift);
+  auto* run_keep = run->add_option("--keep", run_opts.keep,
+                                   "Tokens a context shift keeps at the start, fewer than --ctx (default: the system "
+                                   "turn with --chat, else BOS)")
+                       ->check(integer_in(0, 1LL << 24))
+                       ->excludes(run_no_shift)
+                       ->default_str("");
 
   latte::cli::PerplexityOptions ppl_opts;
   auto* ppl = app.add_subcommand("perplexity", "Perplexity over token windows or a text file");
-  ppl->add_option("-m,--model", ppl_opts.model, "GGUF model file")->required();
+  path_option(ppl->add_option("-m,--model", ppl_opts.model, "GGUF model file")->required());
   auto* ppl_src = ppl->add_option_group("input");
-  ppl_src->add_option("--windows", ppl_opts.windows_file, "Token-id windows, one per line (1,2,3)");
-  ppl_src->add_option("-f,--file", ppl_opts.text_file, "A text file (tokenized, with BOS where the model adds one, cut into --ctx windows)");
+  path_option(ppl_src->add_option("--windows", ppl_opts.windows_file, "Token-id windows, one per line (1,2,3)"));
+  path_option(ppl_src->add_option(
+      "-f,--file", ppl_opts.text_file, "A text file (tokenized, with BOS where the model adds one, cut into --ctx windows)"));
   ppl_src->require_option(1);
   ppl->add_option("-c,--ctx", ppl_opts.n_ctx, "Window length for -f")->check(integer_in(2, 1LL << 20));
   ppl->add_option("--cache-type", ppl_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
@@ -202,9 +255,11 @@ int main(int argc, char** raw_argv) {
                                   "With -f, the whole text through one session of --ctx tokens, fed in pieces of "
                                   "--ctx/8 tokens, shifted (the first --keep kept, half the rest dropped) whenever "
                                   "the next piece does not fit: every token after the first scored");
-  ppl->add_option("--keep", ppl_opts.keep, "With --shift: tokens kept at the start (default: BOS where the model adds one)")
-      ->check(integer_in(0, 1LL << 20))
-      ->needs(ppl_shift);
+  auto* ppl_keep = ppl->add_option("--keep", ppl_opts.keep,
+                                   "With --shift: tokens kept at the start (default: BOS where the model adds one)")
+                       ->check(integer_in(0, 1LL << 20))
+                       ->needs(ppl_shift)
+                       ->default_str("");
   ppl->add_flag("--reprefill", ppl_opts.reprefill,
                 "With --shift: keep and drop the same tokens, but prefill the kept ones afresh instead of shifting "
                 "(what a runtime without a shift does)")
@@ -216,14 +271,16 @@ int main(int argc, char** raw_argv) {
                  "Shapes: v2-lite (DeepSeek-V2-Lite attention, dense FFN), v2-lite-moe (DeepSeek-V2-Lite whole: "
                  "a dense first layer, then 64 experts, 6 used, 2 shared) or tiny")
       ->check(CLI::IsMember({"v2-lite", "v2-lite-moe", "tiny"}));
-  mm->add_option("--type", mm_opts.type, "Weight type: F32, F16, BF16, Q8_0, Q4_0, ...");
+  mm->add_option("--type", mm_opts.type,
+                 std::string("Weight type of every matrix, in any case: ") + latte::ggml_supported_type_names())
+      ->transform(kWeightType);
   mm->add_option("--layers", mm_opts.layers, "Layers")->check(integer_in(1, 256));
   mm->add_option("--vocab", mm_opts.vocab, "Vocabulary size")->check(integer_in(258, 1LL << 20));
-  mm->add_option("--seed", mm_opts.seed, "Random seed")->check(kSeed);
-  mm->add_option("-o,--out", mm_opts.out,
-                 "Output GGUF file (replaced whole; only a regular file is replaced: a device or FIFO is refused, "
-                 "a symbolic link is followed and its target replaced)")
-      ->required();
+  mm->add_option("--seed", mm_opts.seed, "Random seed (the same seed, the same weights)")->check(kSeed);
+  path_option(mm->add_option("-o,--out", mm_opts.out,
+                             "Output GGUF file (replaced whole; only a regular file is replaced: a device or FIFO is "
+                             "refused, a symbolic link is followed and its target replaced)")
+                  ->required());
 
   // An unknown command: CLI11 would only say that one is required.
   const auto commands = app.get_subcommands([](const CLI::App*) { return true; });
@@ -234,40 +291,77 @@ int main(int argc, char** raw_argv) {
     std::fprintf(stderr, "; latte --help)\n");
     return 2;
   }
-  CLI11_PARSE(app, argc, argv);
+  // Exit status 2 for every usage error, CLI11's own included (its codes
+  // are 100 and up); 0 for --help and --version.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  const auto parsed = app.get_subcommands();
+  const std::string command = parsed.empty() ? std::string() : parsed.front()->get_name();
+  const auto usage_error = [&](const std::string& message) {
+    std::fprintf(stderr, "latte %s: %s\n", command.c_str(), message.c_str());
+    return 2;
+  };
+  for (const auto& [opt, why] : nonempty)
+    for (const std::string& v : opt->results())
+      if (v.empty()) {
+        return usage_error(opt->get_name(opt->get_positional()) + ": " + why);
+      }
+  if (run_model->count() > 0 && run_opts.model.empty())
+    return usage_error("-m was given an empty path (leave -m out for the shipped model)");
   try {
     latte::active_isa();  // a bad LATTE_ISA fails here, with its message
     if (*info) {
+      if (!info_model.empty() && !info_file.empty()) return usage_error("give the model as FILE or -m FILE, not both");
+      const std::string& file = info_model.empty() ? info_file : info_model;
       if (info_models) {
-        if (!info_file.empty()) {
-          std::fprintf(stderr, "latte info: give a FILE or --models, not both\n");
-          return 2;
-        }
+        if (!file.empty()) return usage_error("give a FILE or --models, not both");
         latte::cli::print_model_cache_table(stdout);
         return 0;
       }
-      if (info_file.empty()) {
-        std::fprintf(stderr, "latte info: give a GGUF FILE, or --models\n");
-        return 2;
-      }
-      return latte::cli::run_info_file(info_file);
+      if (file.empty()) return usage_error("give a GGUF FILE (or -m FILE), or --models");
+      return latte::cli::run_info_file(file);
     }
     if (*demo) return latte::cli::run_demo(demo_opts);
     if (*eval) return latte::cli::run_eval(eval_opts);
-    if (*bench) return bench_opts.shift ? latte::cli::run_bench_shift(bench_opts) : latte::cli::run_bench(bench_opts);
+    if (*bench) {
+      if (!bench_opts.shift && bench_opts.cache == "all") return usage_error("--cache-type all applies to --shift only");
+      if (!bench_opts.shift && bench_opts.n_prompt == 0 && bench_opts.n_gen == 0)
+        return usage_error("-p and -n are both 0, so there is nothing to measure");
+      return bench_opts.shift ? latte::cli::run_bench_shift(bench_opts) : latte::cli::run_bench(bench_opts);
+    }
     if (*run) {
-      if (run_model->count() > 0 && run_opts.model.empty()) {
-        std::fprintf(stderr, "latte run: -m was given an empty path (leave -m out for the shipped model)\n");
-        return 2;
-      }
-      if (run_opts.prompt.empty() && run_opts.prompt_file.empty() && run_opts.prompt_ids.empty() && !run_opts.interactive) {
-        std::fprintf(stderr, "latte run: give a prompt (-p TEXT, -f FILE or --prompt-ids) or -i\n");
-        return 2;
-      }
+      if (run_opts.prompt.empty() && run_opts.prompt_file.empty() && run_opts.prompt_ids.empty() && !run_opts.interactive)
+        return usage_error("give a prompt (-p TEXT, -f FILE or --prompt-ids) or -i");
+      run_opts.seed_given = run_seed->count() > 0;
+      // --keep against an explicit --ctx here; against the default one once
+      // the model says what it is (run_generate).
+      if (run_keep->count() > 0 && run_ctx->count() > 0 && run_opts.n_ctx > 0 && run_opts.keep >= run_opts.n_ctx)
+        return usage_error("--keep " + std::to_string(run_opts.keep) + " keeps the whole context of --ctx " +
+                           std::to_string(run_opts.n_ctx) + " (a shift keeps fewer tokens than the context holds)");
       return latte::cli::run_generate(run_opts);
     }
-    if (*ppl) return latte::cli::run_perplexity(ppl_opts);
+    if (*ppl) {
+      if (ppl_opts.llama_cpp && !ppl_opts.windows_file.empty())
+        return usage_error("--llama-cpp applies to -f (text), not to --windows");
+      if (ppl_opts.shift && !ppl_opts.windows_file.empty())
+        return usage_error("--shift applies to -f (text), not to --windows");
+      if (ppl_opts.shift && ppl_opts.llama_cpp)
+        return usage_error("--shift and --llama-cpp are two different methods: pick one");
+      if (ppl_keep->count() > 0 && ppl_opts.keep + std::max<std::int64_t>(1, ppl_opts.n_ctx / 8) > ppl_opts.n_ctx)
+        return usage_error("--keep " + std::to_string(ppl_opts.keep) + " leaves no room in a context of " +
+                           std::to_string(ppl_opts.n_ctx) + " for pieces of " +
+                           latte::cli::count_of(std::max<std::int64_t>(1, ppl_opts.n_ctx / 8), "token"));
+      if (ppl_opts.llama_cpp && ppl_opts.n_ctx < 3)
+        return usage_error("--llama-cpp scores the tokens after each chunk's first half: -c " +
+                           std::to_string(ppl_opts.n_ctx) + " leaves none (it needs 3 or more)");
+      return latte::cli::run_perplexity(ppl_opts);
+    }
     if (*mm) return latte::cli::run_make_model(mm_opts);
+  } catch (const latte::cli::UsageError& e) {
+    return usage_error(e.what());
   } catch (const latte::Error& e) {
     std::fprintf(stderr, "latte: %s: %s\n", latte::status_name(e.status()), e.what());
     return 1;

@@ -33,7 +33,9 @@
 #include <string>
 #include <vector>
 
+#include "platform/console.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/progress.h"
 #include "runtime/error.h"
 #include "runtime/model/model.h"
 #include "runtime/session/session.h"
@@ -60,6 +62,22 @@ std::vector<std::vector<std::int32_t>> read_windows(const std::string& path, std
   return wins;
 }
 
+// Whether Ctrl-C or a termination request asks the scoring to stop.
+bool stop_asked() { return ctrl_c_pending() || termination_pending(); }
+
+// The exit status after a stop: 130 for Ctrl-C, 128 + the signal for a
+// termination request.
+int stop_status() { return termination_pending() ? termination_exit_status() : 130; }
+
+// "the windows done so far" as the result line says it: how far scoring got.
+std::string stopped_note(std::size_t done, std::size_t total, const char* unit) {
+  const std::string by = termination_pending() ? std::string("stopped by ") + termination_signal_name() : "interrupted";
+  return "partial (" + by + " after " + std::to_string(done) + " of " + std::to_string(total) + " " + unit + ")";
+}
+
+// The running perplexity of n scored tokens with NLL sum nll, for progress.
+double running_ppl(double nll, std::int64_t n) { return n > 0 ? std::exp(nll / static_cast<double>(n)) : 0.0; }
+
 // Mean NLL sums of one scored token: logits lg (V) predicting `next`.
 void score(const float* lg, int V, std::int32_t next, double& nll, double& nll2, std::int64_t& n) {
   double mx = lg[0];
@@ -79,9 +97,8 @@ int run_perplexity_shifted(const PerplexityOptions& o, const std::shared_ptr<con
   const std::int64_t keep = o.keep >= 0 ? o.keep : bos_keep;
   const std::int64_t piece = std::max<std::int64_t>(1, o.n_ctx / 8);
   if (keep + piece > o.n_ctx)
-    throw Error(Status::invalid_argument, "--keep " + std::to_string(keep) + " leaves no room in a context of " +
-                                              std::to_string(o.n_ctx) + " for pieces of " + std::to_string(piece) +
-                                              " tokens");
+    throw UsageError("--keep " + std::to_string(keep) + " leaves no room in a context of " + std::to_string(o.n_ctx) +
+                     " for pieces of " + count_of(piece, "token"));
   if (ids.size() < 2)
     throw Error(Status::invalid_argument, "'" + o.text_file + "' gives " + std::to_string(ids.size()) +
                                               " token(s): nothing to predict");
@@ -97,7 +114,19 @@ int run_perplexity_shifted(const PerplexityOptions& o, const std::shared_ptr<con
   double nll = 0, nll2 = 0;
   std::int64_t n = 0, shifts = 0, dropped = 0;
   std::vector<float> logits, last;
+  ProgressLine progress;
+  std::size_t fed = 0;  // tokens of the text fed, in whole pieces
+  bool stopped = false;
   for (std::size_t at = 0; at < ids.size(); at += static_cast<std::size_t>(piece)) {
+    if (stop_asked()) {
+      stopped = true;
+      break;
+    }
+    char line[96];
+    const auto head = static_cast<std::size_t>(
+        std::snprintf(line, sizeof line, "perplexity: %zu / %zu tokens", at, ids.size()));
+    if (n > 0) std::snprintf(line + head, sizeof line - head, ", perplexity %.4f", running_ppl(nll, n));
+    progress.show(line);
     const std::size_t len = std::min<std::size_t>(static_cast<std::size_t>(piece), ids.size() - at);
     const std::span<const std::int32_t> w(ids.data() + at, len);
     if (o.reprefill && s.n_past() + static_cast<std::int64_t>(len) > s.n_ctx()) {
@@ -125,36 +154,49 @@ int run_perplexity_shifted(const PerplexityOptions& o, const std::shared_ptr<con
     if (at > 0) score(last.data(), V, w[0], nll, nll2, n);  // the previous piece's last token predicts this one's first
     for (std::size_t t = 0; t + 1 < len; ++t) score(logits.data() + t * V, V, w[t + 1], nll, nll2, n);
     last.assign(logits.end() - V, logits.end());
+    fed = at + len;
   }
+  progress.clear();
+  if (stopped && n == 0) {
+    std::fprintf(stderr, "perplexity: %s: no token scored yet\n", stopped_note(fed, ids.size(), "tokens").c_str());
+    return stop_status();
+  }
+  const std::string partial = stopped ? stopped_note(fed, ids.size(), "tokens") : std::string();
   const double mean = nll / static_cast<double>(n);
   const double var = nll2 / static_cast<double>(n) - mean * mean;
   const double err = n > 1 && var > 0 ? std::sqrt(var / static_cast<double>(n - 1)) * std::exp(mean) : 0.0;
   if (o.json)
     std::printf("{\"predicted\": %lld, \"mean_nll\": %.8f, \"perplexity\": %.6f, \"perplexity_error\": %.6f, "
                 "\"method\": \"%s\", \"n_ctx\": %lld, \"keep\": %lld, \"shifts\": %lld, \"dropped\": %lld, "
-                "\"cache_type\": \"%s\", \"form\": \"%s\", \"decode\": %s}\n",
+                "\"cache_type\": \"%s\", \"form\": \"%s\", \"decode\": %s, \"partial\": %s, \"tokens_fed\": %zu, "
+                "\"tokens_total\": %zu}\n",
                 static_cast<long long>(n), mean, std::exp(mean), err, o.reprefill ? "shifted_reprefill" : "shifted",
                 static_cast<long long>(o.n_ctx), static_cast<long long>(keep), static_cast<long long>(shifts), static_cast<long long>(dropped),
-                o.cache.c_str(), o.form.c_str(), o.decode ? "true" : "false");
+                o.cache.c_str(), o.form.c_str(), o.decode ? "true" : "false", stopped ? "true" : "false", fed, ids.size());
   else
-    std::printf("%lld predicted tokens through a context of %lld, %lld %s (first %lld kept, %lld dropped): mean NLL "
+    std::printf("%s%s%lld predicted %s through a context of %lld, %lld %s (first %lld kept, %lld dropped): mean NLL "
                 "%.6f, perplexity %.4f +/- %.5f (cache %s, prefill form %s%s)\n",
-                static_cast<long long>(n), static_cast<long long>(o.n_ctx), static_cast<long long>(shifts),
-                o.reprefill ? "re-prefills of the kept tokens" : "shifts",
+                partial.c_str(), stopped ? ": " : "", static_cast<long long>(n), n == 1 ? "token" : "tokens",
+                static_cast<long long>(o.n_ctx), static_cast<long long>(shifts),
+                o.reprefill ? (shifts == 1 ? "re-prefill of the kept tokens" : "re-prefills of the kept tokens")
+                            : (shifts == 1 ? "shift" : "shifts"),
                 static_cast<long long>(keep), static_cast<long long>(dropped), mean, std::exp(mean), err,
                 o.cache.c_str(), o.form.c_str(), o.decode ? ", token by token" : "");
-  return 0;
+  return stopped ? stop_status() : 0;
 }
 
 }  // namespace
 
 int run_perplexity(const PerplexityOptions& o) {
+  // Ctrl-C (or a termination request) stops the scoring: the windows done
+  // so far are reported, marked partial.
+  const CtrlCScope ctrl_c;
   auto model = load_model(o.model, o.no_mmap);
   const int V = model->params().n_vocab;
   std::vector<std::vector<std::int32_t>> wins;
   std::size_t first_scored = 0;  // logits row of each window where scoring starts
   if (!o.windows_file.empty()) {
-    if (o.llama_cpp) throw Error(Status::invalid_argument, "--llama-cpp applies to -f (text), not to --windows");
+    if (o.llama_cpp) throw UsageError("--llama-cpp applies to -f (text), not to --windows");
     wins = read_windows(o.windows_file, V);
   } else {
     const Tokenizer* tok = model->tokenizer();
@@ -163,15 +205,15 @@ int run_perplexity(const PerplexityOptions& o) {
     const auto ids = tok->encode(read_text_file(o.text_file), bos, false);
     const auto n_ctx = static_cast<std::size_t>(o.n_ctx);
     if (o.shift) {
-      if (o.llama_cpp) throw Error(Status::invalid_argument, "--shift and --llama-cpp are two different methods: pick one");
+      if (o.llama_cpp) throw UsageError("--shift and --llama-cpp are two different methods: pick one");
       return run_perplexity_shifted(o, model, ids, bos ? 1 : 0);
     }
     if (o.llama_cpp) {
       // Each chunk scores n_ctx - 1 - n_ctx/2 tokens: none at all with -c 2,
       // which would print a NaN perplexity (and invalid JSON).
       if (n_ctx < 3)
-        throw Error(Status::invalid_argument, "--llama-cpp scores the tokens after each chunk's first half: -c " +
-                                                  std::to_string(n_ctx) + " leaves none (it needs 3 or more)");
+        throw UsageError("--llama-cpp scores the tokens after each chunk's first half: -c " + std::to_string(n_ctx) +
+                         " leaves none (it needs 3 or more)");
       if (ids.size() < 2 * n_ctx)
         throw Error(Status::invalid_argument, "'" + o.text_file + "' gives " + std::to_string(ids.size()) +
                                                   " tokens; --llama-cpp needs at least 2 x --ctx = " +
@@ -206,20 +248,40 @@ int run_perplexity(const PerplexityOptions& o) {
   double nll = 0, nll2 = 0;  // sums of the scored tokens' NLL and its square
   std::int64_t n = 0;
   std::vector<float> logits;
+  ProgressLine progress;
+  std::size_t done = 0;  // whole windows scored
+  bool stopped = false;
   for (const auto& w : wins) {
+    char line[96];
+    const auto head = static_cast<std::size_t>(
+        std::snprintf(line, sizeof line, "perplexity: window %zu / %zu", done + 1, wins.size()));
+    if (n > 0) std::snprintf(line + head, sizeof line - head, ", perplexity %.4f", running_ppl(nll, n));
+    progress.show(line);
     s.reset();
     if (o.decode) {
-      // Token by token: every position through the absorbed decode kernel.
+      // Token by token: every position through the absorbed decode kernel
+      // (a stop asked for meanwhile drops the window).
       logits.resize(w.size() * static_cast<std::size_t>(V));
-      for (std::size_t t = 0; t < w.size(); ++t) {
+      for (std::size_t t = 0; t < w.size() && !stop_asked(); ++t) {
         s.decode(w[t]);
         std::memcpy(logits.data() + t * V, s.logits().data(), sizeof(float) * V);
       }
-    } else {
+    } else if (!stop_asked()) {
       s.prefill(w, &logits);
     }
+    if (stop_asked()) {
+      stopped = true;
+      break;
+    }
     for (std::size_t t = first_scored; t + 1 < w.size(); ++t) score(logits.data() + t * V, V, w[t + 1], nll, nll2, n);
+    ++done;
   }
+  progress.clear();
+  if (stopped && n == 0) {
+    std::fprintf(stderr, "perplexity: %s: no window scored yet\n", stopped_note(done, wins.size(), "windows").c_str());
+    return stop_status();
+  }
+  const std::string partial = stopped ? stopped_note(done, wins.size(), "windows") : std::string();
   const double mean = nll / static_cast<double>(n);
   // The perplexity's standard error (llama.cpp's "+/-"): the NLL's sample
   // standard deviation over sqrt(n - 1), times the perplexity.
@@ -229,15 +291,16 @@ int run_perplexity(const PerplexityOptions& o) {
   if (o.json)
     std::printf("{\"windows\": %zu, \"predicted\": %lld, \"mean_nll\": %.8f, \"perplexity\": %.6f, "
                 "\"perplexity_error\": %.6f, \"method\": \"%s\", \"cache_type\": \"%s\", \"form\": \"%s\", "
-                "\"decode\": %s}\n",
-                wins.size(), static_cast<long long>(n), mean, std::exp(mean), err, method, o.cache.c_str(),
-                o.form.c_str(), o.decode ? "true" : "false");
+                "\"decode\": %s, \"partial\": %s, \"windows_total\": %zu}\n",
+                done, static_cast<long long>(n), mean, std::exp(mean), err, method, o.cache.c_str(), o.form.c_str(),
+                o.decode ? "true" : "false", stopped ? "true" : "false", wins.size());
   else
-    std::printf("%zu windows, %lld predicted tokens: mean NLL %.6f, perplexity %.4f +/- %.5f (scored: %s; cache %s, "
+    std::printf("%s%s%zu %s, %lld predicted %s: mean NLL %.6f, perplexity %.4f +/- %.5f (scored: %s; cache %s, "
                 "prefill form %s%s)\n",
-                wins.size(), static_cast<long long>(n), mean, std::exp(mean), err, method, o.cache.c_str(),
-                o.form.c_str(), o.decode ? ", token by token" : "");
-  return 0;
+                partial.c_str(), stopped ? ": " : "", done, done == 1 ? "window" : "windows", static_cast<long long>(n),
+                n == 1 ? "token" : "tokens", mean, std::exp(mean), err, method, o.cache.c_str(), o.form.c_str(),
+                o.decode ? ", token by token" : "");
+  return stopped ? stop_status() : 0;
 }
 
 }  // namespace latte::cli

@@ -6,15 +6,18 @@
 // rest dropped) unless --no-context-shift.
 #include <algorithm>
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tools/cli/commands.h"
+#include "tools/cli/line_input.h"
 #include "platform/console.h"
 #include "platform/paths.h"
 #include "runtime/error.h"
@@ -32,9 +35,59 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// A seed no two runs share: the OS's entropy, mixed with the clock where
+// std::random_device is a fixed sequence (older MinGW).
+std::uint64_t random_seed() {
+  std::random_device rd;
+  std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  seed ^= static_cast<std::uint64_t>(std::chrono::high_resolution_clock::now().time_since_epoch().count()) *
+          0x9E3779B97F4A7C15ULL;
+  return seed;
+}
+
+// What the user sees of stdout and stderr: a note on stderr starts a line of
+// its own even where the text before it (stdout's, when both go to one
+// place; or the prompt, read without a terminal to end its line) left one
+// open.
+struct Screen {
+  bool shared = stdout_shares_stderr();
+  bool open_line = false;
+  // Generated text, written to stdout.
+  void text(std::string_view t) {
+    if (t.empty()) return;
+    std::fwrite(t.data(), 1, t.size(), stdout);
+    std::fflush(stdout);
+    if (shared) open_line = t.back() != '\n';
+  }
+  // The end of a text: its newline, flushed at once (stdout is buffered in
+  // a pipe, so it would otherwise reach a log after what stderr says next).
+  void end_text() {
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    if (shared) open_line = false;
+  }
+  // A line on stderr, printf-style, without its newline.
+  __attribute__((format(gnu_printf, 2, 3))) void note(const char* format, ...) {
+    if (open_line) std::fputc('\n', stderr);
+    va_list args;
+    va_start(args, format);
+    std::vfprintf(stderr, format, args);
+    va_end(args);
+    std::fputc('\n', stderr);
+    std::fflush(stderr);
+    open_line = false;
+  }
+};
+
+// Whether generation should stop: Ctrl-C, or a termination request.
+bool stop_asked() { return ctrl_c_pending() || termination_pending(); }
+
 struct Stats {
   std::int64_t prompt_tokens = 0, gen_tokens = 0;
   double prompt_s = 0, gen_s = 0;
+  // The last turn: its tokens fed to the model, the tokens the session held
+  // before them (reused rather than computed again), and those generated.
+  std::int64_t turn_fed = 0, turn_reused = 0, turn_generated = 0;
   // The last turn stopped short because the context filled: said after its
   // text, not left silent, where a short answer would read as the model's.
   std::string stopped;
@@ -49,6 +102,7 @@ struct Stats {
 struct Shifter {
   bool on = true;
   std::int64_t keep = 0;
+  Screen* screen = nullptr;
   // Whether n_new tokens can be made to fit.
   bool can_fit(const Session& s, std::int64_t n_new) const {
     return s.n_past() + n_new <= s.n_ctx() || (on && n_new <= s.n_ctx() - std::min(keep, s.n_past()));
@@ -56,7 +110,7 @@ struct Shifter {
   void make_room(Session& s, std::int64_t n_new) const {
     if (!on || s.n_past() + n_new <= s.n_ctx()) return;
     const std::int64_t dropped = s.make_room(n_new, keep);
-    std::fprintf(stderr, "[context full: kept %lld, dropped %lld]\n", static_cast<long long>(s.n_past()),
+    screen->note("[context full: kept %lld, dropped %lld]", static_cast<long long>(s.n_past()),
                  static_cast<long long>(dropped));
   }
 };
@@ -69,18 +123,21 @@ struct Shifter {
 // them all.
 std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sampler,
                                    const std::vector<std::int32_t>& prompt, int n, const RunOptions& o, Stats& st,
-                                   const Shifter& shifter, std::size_t cached = 0) {
+                                   const Shifter& shifter, Screen& screen, std::size_t cached = 0) {
   auto t0 = std::chrono::steady_clock::now();
   const auto feed = std::span(prompt).subspan(cached);
   if (!shifter.can_fit(s, static_cast<std::int64_t>(feed.size())))
-    throw Error(Status::context_overflow, "the prompt (" + std::to_string(feed.size()) + " tokens) does not fit the context of " +
-                                              std::to_string(s.n_ctx()) + " with " + std::to_string(s.n_past()) +
-                                              " tokens already used (raise --ctx)");
+    throw Error(Status::context_overflow, "the prompt (" + count_of(static_cast<long long>(feed.size()), "token") +
+                                              ") does not fit the context of " + std::to_string(s.n_ctx()) +
+                                              " with " + count_of(s.n_past(), "token") +
+                                              " already used (raise --ctx)");
   if (o.verbose_prompt) {
     const std::string text = tok.decode(prompt);
-    std::fprintf(stderr, "[prompt, %zu tokens: %s]\n", prompt.size(), text.c_str());
+    screen.note("[prompt, %zu %s: %s]", prompt.size(), prompt.size() == 1 ? "token" : "tokens", text.c_str());
   }
   shifter.make_room(s, static_cast<std::int64_t>(feed.size()));
+  st.turn_reused = s.n_past();
+  st.turn_fed = static_cast<std::int64_t>(feed.size());
   if (!feed.empty()) s.prefill(feed);
   st.prompt_s += seconds_since(t0);
   st.prompt_tokens += static_cast<std::int64_t>(feed.size());
@@ -93,7 +150,7 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
   t0 = std::chrono::steady_clock::now();
   bool interrupted = false;
   for (int i = 0; i < n; ++i) {
-    if (ctrl_c_pending()) {
+    if (stop_asked()) {
       clear_ctrl_c();
       interrupted = true;
       break;
@@ -122,24 +179,26 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
     } else {
       text = utf8.push(tok.token_to_piece(id, /*hide_control=*/true));
     }
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    screen.text(text);
     if (!room) break;
     shifter.make_room(s, 1);
     s.decode(id);
   }
-  const std::string rest = utf8.flush();
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
-  std::fflush(stdout);
+  screen.text(utf8.flush());
   st.gen_s += seconds_since(t0);
   st.gen_tokens += static_cast<std::int64_t>(out.size());
+  st.turn_generated = static_cast<std::int64_t>(out.size());
   st.stopped.clear();
-  st.interrupted = st.interrupted || interrupted;
-  if (interrupted)
-    st.stopped = "[interrupted after " + std::to_string(out.size()) + " of " + std::to_string(n) + " tokens]";
+  const bool terminated = interrupted && termination_pending();
+  st.interrupted = st.interrupted || (interrupted && !terminated);
+  if (terminated)
+    st.stopped = std::string("[stopped by ") + termination_signal_name() + " after " + std::to_string(out.size()) +
+                 " of " + count_of(n, "token") + "]";
+  else if (interrupted)
+    st.stopped = "[interrupted after " + std::to_string(out.size()) + " of " + count_of(n, "token") + "]";
   else if (!ended && static_cast<std::int64_t>(out.size()) < n)
-    st.stopped = "[stopped after " + std::to_string(out.size()) + " of " + std::to_string(n) +
-                 " tokens: the context of " + std::to_string(s.n_ctx()) + " tokens is full (raise --ctx" +
+    st.stopped = "[stopped after " + std::to_string(out.size()) + " of " + count_of(n, "token") +
+                 ": the context of " + std::to_string(s.n_ctx()) + " tokens is full (raise --ctx" +
                  (shifter.on ? std::string(")]") : std::string(", or drop --no-context-shift)]"));
   return out;
 }
@@ -149,9 +208,12 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
 int run_generate(const RunOptions& o) {
   // Ctrl-C stops the reply being generated (with -i: back to the prompt; at
   // the prompt: the end of input); a second one before the first is acted
-  // on ends the program at once.
+  // on ends the program at once. A termination request (SIGTERM, SIGHUP)
+  // stops the reply too, saves the session, and ends the program.
   const CtrlCScope ctrl_c;
-  Sampler sampler(copy_sampling_fields<SamplerConfig>(o));  // checks its settings before the model loads
+  SamplerConfig sampling = copy_sampling_fields<SamplerConfig>(o);
+  if (!o.seed_given) sampling.seed = random_seed();
+  Sampler sampler(sampling);  // checks its settings before the model loads
   const auto prompt_ids = o.prompt_ids.empty() ? std::vector<std::int32_t>{} : parse_token_list(o.prompt_ids, "--prompt-ids");
   // -f: the file's text, less the newline an editor ends its last line with.
   std::string prompt_text = o.prompt;
@@ -162,7 +224,7 @@ int run_generate(const RunOptions& o) {
     if (prompt_text.empty()) throw Error(Status::invalid_argument, "-f: '" + o.prompt_file + "' holds no prompt text");
   }
 
-  const std::string path = o.model.empty() ? default_model_path() : o.model;
+  const std::string path = o.model.empty() ? default_model_or_explain() : o.model;
   auto model = load_model(path, o.no_mmap);
   const Tokenizer* tok = model->tokenizer();
   if (!tok) throw Error(Status::unsupported, "'" + path + "' has no tokenizer (tokenizer.ggml.*): use `latte eval` with token ids");
@@ -174,8 +236,17 @@ int run_generate(const RunOptions& o) {
   else if (trained > 0) so.n_ctx = std::min(so.n_ctx, trained);
   so.cache = *parse_latent_storage(o.cache);
   Session s(model, so);
+  // --keep against the context the model gave (main.cpp judged it against
+  // an explicit --ctx before loading).
+  if (o.keep >= s.n_ctx())
+    throw UsageError("--keep " + std::to_string(o.keep) + " keeps the whole context of " + std::to_string(s.n_ctx()) +
+                     " tokens (a shift keeps fewer tokens than the context holds; raise --ctx or lower --keep)");
   warn_beyond_trained_context(*model, s.n_ctx(), "--ctx");
+  // Greedy decoding draws nothing: a seed only matters above temperature 0.
+  if (!o.seed_given && sampling.temperature > 0)
+    std::fprintf(stderr, "seed: %llu\n", static_cast<unsigned long long>(sampling.seed));
   Stats st;
+  Screen screen;
   // --session: a conversation (or a long prompt) resumed from a file, and
   // the session written back to it after each reply.
   std::error_code exists_error;  // an unreadable path is load_state's to report
@@ -196,6 +267,7 @@ int run_generate(const RunOptions& o) {
   // BOS and (--chat) the system turn.
   Shifter shifter;
   shifter.on = !o.no_context_shift;
+  shifter.screen = &screen;
   if (o.keep >= 0) shifter.keep = o.keep;
   else if (chat && !o.system_prompt.empty())
     shifter.keep = static_cast<std::int64_t>(
@@ -206,6 +278,8 @@ int run_generate(const RunOptions& o) {
   // A conversation's first turn opens with the system turn (and BOS); a
   // later one first closes the reply before it, as far as its end token has
   // not already (a reply cut short by -n has no end token in the context).
+  // The reply itself is never encoded again: its tokens are in the session
+  // as the model generated them.
   auto encode_turn = [&](const std::string& text, bool first) {
     if (!chat) return tok->encode(text, first && tok->add_bos_by_default(), /*parse_special=*/false);
     std::vector<ChatTurn> turns;
@@ -215,14 +289,10 @@ int run_generate(const RunOptions& o) {
     return chat->encode(turns, true, first && chat->add_bos(), first ? std::string() : chat->reply_end_after(st.closed_by));
   };
 
-  // The newline that ends a generated text is flushed at once: stdout is
-  // buffered in a pipe, so it would otherwise reach a log (2>&1) after the
-  // prompt or statistics that stderr prints next, leaving them on the
-  // text's last line.
-  const auto end_text = [&st] {
-    std::fputc('\n', stdout);
-    std::fflush(stdout);
-    if (!st.stopped.empty()) std::fprintf(stderr, "%s\n", st.stopped.c_str());
+  // The end of a generated text, then why it stopped short, if it did.
+  const auto end_text = [&] {
+    screen.end_text();
+    if (!st.stopped.empty()) screen.note("%s", st.stopped.c_str());
   };
   const bool have_prompt = !prompt_text.empty() || !prompt_ids.empty();
   const auto first_prompt = [&] { return prompt_ids.empty() ? encode_turn(prompt_text, true) : prompt_ids; };
@@ -239,21 +309,22 @@ int run_generate(const RunOptions& o) {
       while (cached < prompt.size() && cached < reusable && have[cached] == prompt[cached]) ++cached;
       if (cached == prompt.size() && !(s.has_logits() && have.size() == prompt.size())) --cached;
       s.truncate(static_cast<std::int64_t>(cached));
-      std::fprintf(stderr, "[session %s: %zu of the prompt's %zu tokens reused]\n", o.session_file.c_str(), cached,
-                   prompt.size());
+      screen.note("[session %s: %zu of the prompt's %s reused]", o.session_file.c_str(), cached,
+                  count_of(static_cast<long long>(prompt.size()), "token").c_str());
     }
-    generate(s, *tok, sampler, prompt, o.n_predict, o, st, shifter, cached);
+    generate(s, *tok, sampler, prompt, o.n_predict, o, st, shifter, screen, cached);
     end_text();
     save_session();
   } else {
+    LineInput input("> ");
     if (chat)
-      std::fprintf(stderr, "interactive: one user turn per line (chat format %s), end with Ctrl-D\n",
-                   std::string(chat_format_name(chat->format())).c_str());
+      screen.note("interactive: one user turn per line (chat format %s%s), end with Ctrl-D",
+                  std::string(chat_format_name(chat->format())).c_str(), input.editing() ? "; line editing" : "");
     else
-      std::fprintf(stderr, "interactive: one prompt per line, end with Ctrl-D\n");
+      screen.note("interactive: one prompt per line%s, end with Ctrl-D", input.editing() ? " (line editing)" : "");
     if (resumed)
-      std::fprintf(stderr, "[session %s: %lld tokens resumed]\n", o.session_file.c_str(),
-                   static_cast<long long>(s.n_past()));
+      screen.note("[session %s: %s resumed]", o.session_file.c_str(), count_of(s.n_past(), "token").c_str());
+    int turns = 0;
     // One turn (-p, or a line read): a conversation's first turn when the
     // session is empty. A turn the conversation has no room left for starts
     // a new one (the model's context is all it can see) rather than ending
@@ -265,34 +336,43 @@ int run_generate(const RunOptions& o) {
       if (s.n_past() > 0 && !shifter.can_fit(s, static_cast<std::int64_t>(turn.size()))) {
         std::vector<std::int32_t> fresh = encode(true);
         if (static_cast<std::int64_t>(fresh.size()) > s.n_ctx()) {
-          std::fprintf(stderr, "latte: context_overflow: the turn takes %zu tokens, more than the whole context of %lld: "
-                               "refused (the conversation goes on)\n",
-                       fresh.size(), static_cast<long long>(s.n_ctx()));
+          screen.note("latte: context overflow: the turn takes %zu tokens, more than the whole context of %lld: refused (the "
+                      "conversation goes on)",
+                      fresh.size(), static_cast<long long>(s.n_ctx()));
           return;
         }
-        std::fprintf(stderr, "[the context of %lld tokens is full: starting a new conversation]\n",
-                     static_cast<long long>(s.n_ctx()));
+        screen.note("[the context of %lld tokens is full: starting a new conversation]", static_cast<long long>(s.n_ctx()));
         s.reset();
         sampler.reset();  // the penalty's history was the old conversation's
         st.closed_by = -1;
         turn = std::move(fresh);
       }
       try {
-        generate(s, *tok, sampler, turn, o.n_predict, o, st, shifter);
+        generate(s, *tok, sampler, turn, o.n_predict, o, st, shifter, screen);
       } catch (const Error& e) {
         if (e.status() != Status::context_overflow) throw;
-        std::fprintf(stderr, "latte: %s: %s\n", status_name(e.status()), e.what());
+        screen.note("latte: %s: %s", status_name(e.status()), e.what());
         return;
       }
       end_text();
       save_session();
+      // What the turn cost: the new turn's tokens computed, the
+      // conversation before it reused from the session.
+      if (chat)
+        screen.note("[turn %d: %lld prompt %s computed, %lld reused from the session, %lld generated]", ++turns,
+                    static_cast<long long>(st.turn_fed), st.turn_fed == 1 ? "token" : "tokens",
+                    static_cast<long long>(st.turn_reused), static_cast<long long>(st.turn_generated));
     };
     if (have_prompt) take_turn(prompt_text, !prompt_ids.empty());  // -p or --prompt-ids: the first turn
     std::string line;
-    while (true) {
-      std::fprintf(stderr, "> ");
+    while (!termination_pending()) {
       // End of input, or Ctrl-C at the prompt: end the "> " line.
-      const LineRead got = ctrl_c_pending() ? LineRead::end : read_line_bounded(std::cin, line);
+      LineRead got = LineRead::end;
+      if (stop_asked()) std::fputs("> ", stderr);
+      else got = input.read(line);
+      // Read without a terminal (whose echo of Enter ends it), the prompt's
+      // line stays open until the reply (or a note) follows it.
+      screen.open_line = got == LineRead::line && !stdin_is_terminal();
       if (got == LineRead::too_long)
         throw Error(Status::invalid_argument, "-i: a line of input is longer than " +
                                                   std::to_string(kMaxInputTextBytes >> 20) + " MiB, the limit: refused");
@@ -304,10 +384,11 @@ int run_generate(const RunOptions& o) {
       take_turn(line, false);
     }
   }
-  std::fprintf(stderr, "prompt: %lld tokens, %.1f tok/s | generated: %lld tokens, %.1f tok/s | cache %s, %lld/%lld tokens\n",
-               static_cast<long long>(st.prompt_tokens), st.prompt_s > 0 ? st.prompt_tokens / st.prompt_s : 0.0,
-               static_cast<long long>(st.gen_tokens), st.gen_s > 0 ? st.gen_tokens / st.gen_s : 0.0, o.cache.c_str(),
+  std::fprintf(stderr, "prompt: %s, %.1f tok/s | generated: %s, %.1f tok/s | cache %s, %lld/%lld tokens\n",
+               count_of(st.prompt_tokens, "token").c_str(), st.prompt_s > 0 ? st.prompt_tokens / st.prompt_s : 0.0,
+               count_of(st.gen_tokens, "token").c_str(), st.gen_s > 0 ? st.gen_tokens / st.gen_s : 0.0, o.cache.c_str(),
                static_cast<long long>(s.n_past()), static_cast<long long>(s.n_ctx()));
+  if (termination_pending()) return termination_exit_status();  // 128 + the signal, as the shell reports it
   return !o.interactive && st.interrupted ? 130 : 0;  // 128 + SIGINT, as the shell reports an interrupted program
 }
 
