@@ -2,9 +2,11 @@
 // the workers' wait between regions.
 #include "platform/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <new>
+#include <string>
 #include <system_error>
 
 namespace latte {
@@ -35,6 +37,32 @@ inline void cpu_relax() {
 #elif defined(__aarch64__)
   asm volatile("yield");
 #endif
+}
+
+// The governor: a trial is at least this long (a scheduler's time slices
+// are a few ms: a shorter one could miss the preemptions it is about) and
+// this many steps; after a decision, steps run its way at least this long
+// and this many steps, doubling while the decisions agree; parallel must be
+// this much faster (one thread frees a core for others).
+constexpr std::int64_t kTrialNs = 10'000'000;
+constexpr int kTrialSteps = 2;
+constexpr std::int64_t kExploitBaseNs = 160'000'000;
+constexpr std::int64_t kExploitMaxNs = 1'280'000'000;
+constexpr int kExploitSteps = 8;
+constexpr double kParallelMargin = 0.97;
+
+// LATTE_POOL_ADAPT=0 turns the governor off, for measurements.
+bool adaptive() {
+  static const bool on = [] {
+    const char* v = std::getenv("LATTE_POOL_ADAPT");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 constexpr std::uint32_t epoch_of(std::uint64_t v) { return static_cast<std::uint32_t>(v >> 32); }
@@ -143,24 +171,16 @@ void ThreadPool::worker_main() {
   }
 }
 
-void ThreadPool::run_inline(int n_slots, SlotFn fn, void* ctx) {
-  std::exception_ptr first;
-  for (int s = 0; s < n_slots; ++s) {
-    try {
-      fn(ctx, s, n_slots);
-    } catch (...) {
-      if (!first) first = std::current_exception();
-    }
-  }
-  if (first) std::rethrow_exception(first);
-}
+void ThreadPool::run_inline(SlotFn fn, void* ctx) { fn(ctx, 0, 1); }
 
 void ThreadPool::run(int n_slots, SlotFn fn, void* ctx) {
   if (n_slots <= 0) return;
   if (n_slots > 0xffff) throw std::invalid_argument("thread pool: " + std::to_string(n_slots) + " slots, at most 65535");
   if (n_slots == 1 || workers_.empty() || t_in_region || fork_generation_ != fork_generation())
-    return run_inline(n_slots, fn, ctx);
-  if (busy_.test_and_set(std::memory_order_acquire)) return run_inline(n_slots, fn, ctx);
+    return run_inline(fn, ctx);
+  // In a step the governor runs on the caller alone, or on a pool another
+  // thread is using: one slot here.
+  if (threads_now() == 1 || busy_.test_and_set(std::memory_order_acquire)) return run_inline(fn, ctx);
   const RegionFlag in;
   fn_ = fn;
   ctx_ = ctx;
@@ -200,6 +220,48 @@ void ThreadPool::run(int n_slots, SlotFn fn, void* ctx) {
   if (error) std::rethrow_exception(error);
 }
 
+void ThreadPool::begin_step() {
+  if (!adaptive()) return;
+  step_start_ns_ = now_ns();
+  in_step_.store(true, std::memory_order_relaxed);
+}
+
+void ThreadPool::end_step() {
+  if (!in_step_.load(std::memory_order_relaxed)) return;
+  in_step_.store(false, std::memory_order_relaxed);
+  const std::int64_t t1 = now_ns();
+  const std::int64_t dt = t1 - step_start_ns_;
+  ++phase_steps_;
+  if (phase_ == Phase::exploit) {
+    if (t1 < phase_end_ns_ || phase_steps_ < kExploitSteps) return;
+    start_phase(Phase::try_parallel, false, t1);  // measure both ways again
+    return;
+  }
+  phase_time_ns_ += dt;
+  if (phase_steps_ < kTrialSteps || t1 - phase_start_ns_ < kTrialNs) return;
+  const double mean = static_cast<double>(phase_time_ns_) / phase_steps_;
+  if (phase_ == Phase::try_parallel) {
+    parallel_mean_ = mean;
+    start_phase(Phase::try_serial, true, t1);
+    return;
+  }
+  // Both measured on neighbouring steps of the same work: the faster way,
+  // for a while.
+  const bool parallel = parallel_mean_ < mean * kParallelMargin;
+  exploit_ns_ = parallel == parallel_won_ && exploit_ns_ > 0 ? std::min(2 * exploit_ns_, kExploitMaxNs) : kExploitBaseNs;
+  parallel_won_ = parallel;
+  start_phase(Phase::exploit, !parallel, t1);
+  phase_end_ns_ = t1 + exploit_ns_;
+}
+
+void ThreadPool::start_phase(Phase phase, bool serial, std::int64_t t) {
+  phase_ = phase;
+  serial_.store(serial, std::memory_order_relaxed);
+  phase_start_ns_ = t;
+  phase_time_ns_ = 0;
+  phase_steps_ = 0;
+}
+
 ThreadPool& current_pool() {
   if (t_pool) return *t_pool;
   static ThreadPool* const shared = new ThreadPool(available_cpus(), /*allow_fewer=*/true);  // never freed
@@ -209,7 +271,8 @@ ThreadPool& current_pool() {
 PoolScope::PoolScope(ThreadPool& pool) : saved_(t_pool) { t_pool = &pool; }
 PoolScope::~PoolScope() { t_pool = saved_; }
 
-int current_pool_threads() { return current_pool().threads(); }
+int current_pool_threads() { return current_pool().threads_now(); }
+int current_pool_size() { return current_pool().threads(); }
 
 void parallel_run(int n_slots, ThreadPool::SlotFn fn, void* ctx) { current_pool().run(n_slots, fn, ctx); }
 

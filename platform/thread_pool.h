@@ -2,20 +2,28 @@
 // thread_pool.cpp; the CPU count and fork detection per OS in
 // thread_pool_posix.cpp / thread_pool_windows.cpp).
 //
-// A region is a number of slots: fn(slot, n_slots) runs once for every slot,
-// each on whichever thread claims it first. The calling thread claims slots
-// too, and waits only for slots another thread has started: a worker slow
-// to wake (another program on its core) delays nothing, its slots run on
-// the caller, so a busy machine makes a region no slower than one thread.
-// Hence the one rule for code in a slot: never wait for another slot (no
-// barrier, no spin on another slot's result); a region that needs one is two
-// regions. Per-slot scratch indexed by the slot is safe: a slot runs on one
-// thread at a time.
+// A region asks for a number of slots: fn(slot, n_slots) runs once for
+// every slot, each on whichever thread claims it first. The calling thread
+// claims slots too, and waits only for slots another thread has started: a
+// worker slow to wake (another program on its core) delays nothing, its
+// slots run on the caller. Where the region runs on the caller alone it is
+// one slot, fn(0, 1). Hence the rules for code in a slot: take the share of
+// the work from the n_slots given (it is the count asked for, or 1), never
+// from the count asked; never wait for another slot (no barrier, no spin on
+// another slot's result): a region that needs one is two regions. Per-slot
+// scratch indexed by the slot is safe: a slot runs on one thread at a time.
 //
 // Workers wait for the next region spinning briefly, then asleep (futex),
-// so an idle pool costs no CPU. A region started inside another region, on
-// a pool another thread is using, or in a process forked from the pool's
-// runs its slots one after another on the calling thread. The first
+// so an idle pool costs no CPU. A worker that another program preempts in
+// the middle of a slot still holds the region up (a slot cannot be taken
+// back), and small regions can gain nothing from a second thread. So the
+// caller can mark steps, the repeated units of its work (a decoded token):
+// the pool times a trial of steps with their regions in parallel and one
+// with them on the caller alone (>= 10 ms each), runs the faster way for
+// 0.16 s (doubling up to 1.28 s while the answer stays), then measures
+// again. A region started inside another region, on a pool another thread
+// is using, or in a process forked from the pool's runs as one slot on the
+// calling thread too. The first
 // exception a slot throws is rethrown by run() once every started slot has
 // finished; the other slots still run.
 #pragma once
@@ -57,10 +65,20 @@ class ThreadPool {
 
   // The threads a region can use: the workers and the caller.
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  // The threads a region runs on now: threads(), or 1 in a step the
+  // governor runs on the caller alone (for plans made before a region).
+  int threads_now() const {
+    return in_step_.load(std::memory_order_relaxed) && serial_.load(std::memory_order_relaxed) ? 1 : threads();
+  }
+
+  // A step of repeated work (a decoded token) from its caller: between
+  // these, its regions run the way the governor found faster.
+  void begin_step();
+  void end_step();
   // Why the pool has fewer threads than asked (allow_fewer), else "".
   const std::string& start_error() const { return start_error_; }
 
-  // fn(ctx, slot, n_slots) for every slot in [0, n_slots) (n_slots < 65536).
+  // fn(ctx, slot, n) for every slot in [0, n), n = n_slots or 1 (n_slots < 65536).
   void run(int n_slots, SlotFn fn, void* ctx);
   template <class F>
   void run(int n_slots, F&& f) {
@@ -72,7 +90,7 @@ class ThreadPool {
   bool wait_for_work(std::uint32_t seen);
   // Claims and runs the slots left of the region published as `v`.
   void serve(std::uint64_t v);
-  void run_inline(int n_slots, SlotFn fn, void* ctx);
+  void run_inline(SlotFn fn, void* ctx);
   void stop_workers();
 
   // The region: epoch (32 bits) | slots (16) | next unclaimed slot (16).
@@ -93,6 +111,19 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
 
+  // The contention governor (thread_pool.cpp), run by the thread that
+  // marks steps: trials of steps in parallel and on the caller alone, then
+  // the faster way for a while; serial_ says which way steps run now.
+  enum class Phase { try_parallel, try_serial, exploit };
+  void start_phase(Phase phase, bool serial, std::int64_t t);
+  std::atomic<bool> in_step_{false};
+  std::atomic<bool> serial_{false};
+  Phase phase_ = Phase::try_parallel;
+  bool parallel_won_ = true;
+  std::int64_t step_start_ns_ = 0, phase_start_ns_ = 0, phase_time_ns_ = 0, phase_end_ns_ = 0, exploit_ns_ = 0;
+  int phase_steps_ = 0;
+  double parallel_mean_ = 0;
+
   std::vector<std::thread> workers_;
   std::string start_error_;
   unsigned fork_generation_;  // the process's at creation: another means a forked child
@@ -105,6 +136,23 @@ ThreadPool& current_pool();
 
 // Sets the calling thread's pool for its lifetime (a session's, for its
 // calls); the previous one is restored after.
+// Marks a step of a pool for its lifetime (ThreadPool::begin_step); a pool
+// given as nullptr, nothing.
+class PoolStep {
+ public:
+  explicit PoolStep(ThreadPool* pool) : pool_(pool) {
+    if (pool_) pool_->begin_step();
+  }
+  ~PoolStep() {
+    if (pool_) pool_->end_step();
+  }
+  PoolStep(const PoolStep&) = delete;
+  PoolStep& operator=(const PoolStep&) = delete;
+
+ private:
+  ThreadPool* pool_;
+};
+
 class PoolScope {
  public:
   explicit PoolScope(ThreadPool& pool);
@@ -116,8 +164,10 @@ class PoolScope {
   ThreadPool* saved_;
 };
 
-// current_pool().threads(), as a plain function (for per-ISA code).
+// current_pool().threads_now() and .threads(), as plain functions (for
+// per-ISA code).
 int current_pool_threads();
+int current_pool_size();
 
 // fn(ctx, slot, n_slots) for every slot, on the current pool (a plain
 // function: what the per-ISA kernels call, through kernels/parallel_impl.h).

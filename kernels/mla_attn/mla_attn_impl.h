@@ -282,7 +282,10 @@ inline Plan make_plan(int nh, const LatentTileLayout& L, int threads) {
   return p;
 }
 
-inline int resolve_threads(int t) { return t > 0 ? t : ::latte::current_pool_threads(); }
+// The threads a call plans for: those asked (0: the pool's). The plan (how
+// the context is split, so the order of the sums) depends on them alone,
+// never on how many threads run its items, so the results do not either.
+inline int resolve_threads(int t) { return t > 0 ? t : ::latte::current_pool_size(); }
 
 // The plan's offsets are 64-byte multiples from a 64-byte aligned base, and
 // the kernels find that base in any buffer: the size includes the slack.
@@ -1151,7 +1154,7 @@ void decode_core(const Plan& P, std::uint8_t* base, const float* q_lat, const fl
   }
   std::atomic<int> next{0};
   const int n = static_cast<int>(imin(items, P.nt));
-  isa_parallel(n, [&](int t, int) {
+  isa_parallel(n, [&](int t, int ns) {
     // Items are taken dynamically (a thread slowed by another process does
     // not hold the others back), the next one already during the current
     // one's last block or tile when the item asks (see i8_item, f_item).
@@ -1161,21 +1164,21 @@ void decode_core(const Plan& P, std::uint8_t* base, const float* q_lat, const fl
     // so with one block per item (up to ~1K tokens with 2 threads) one
     // thread does everything while the other waits at the join
     // (docs/performance-log.md, "Figures moved out of code comments").
-    // Slot n - 1 - t takes item t: the workers usually enter before the
+    // Slot ns - 1 - t takes item t: the workers usually enter before the
     // thread that quantized the query and opened the region, so the largest
     // chunk goes to one that starts first.
-    int it = n - 1 - t;  // n <= items
+    int it = ns - 1 - t;  // ns <= items
     while (it < items) {
       int ahead = -1;
       work(it, t, [&] {
-        ahead = n + next.fetch_add(1, std::memory_order_relaxed);
+        ahead = ns + next.fetch_add(1, std::memory_order_relaxed);
         return ahead < items ? tiles_of(ahead) : std::pair<std::int64_t, std::int64_t>(0, 0);
       });
-      it = ahead >= 0 ? ahead : n + next.fetch_add(1, std::memory_order_relaxed);
+      it = ahead >= 0 ? ahead : ns + next.fetch_add(1, std::memory_order_relaxed);
     }
   });
   // Every item's part is written: the heads' merge, a second region.
-  isa_parallel(n, [&](int t, int) { merge_heads<Arch>(P, base, n_cs, P.nh * t / n, P.nh * (t + 1) / n, out); });
+  isa_parallel(n, [&](int t, int ns) { merge_heads<Arch>(P, base, n_cs, P.nh * t / ns, P.nh * (t + 1) / ns, out); });
 }
 
 template <class Arch>

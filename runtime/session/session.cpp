@@ -173,7 +173,12 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
     for (std::size_t at = 0; at < tokens.size(); at += opts_.prefill_chunk) {
       const std::size_t n = std::min<std::size_t>(opts_.prefill_chunk, tokens.size() - at);
       float* out = all_logits ? all_logits->data() + at * p.n_vocab : nullptr;
-      forward_chunk(tokens.subspan(at, n), out, all_logits != nullptr);
+      {
+        // A decoded token is the step the pool's governor compares: each is
+        // the same work as the one before (prefill chunks run in parallel).
+        const PoolStep step(n == 1 ? pool_.get() : nullptr);
+        forward_chunk(tokens.subspan(at, n), out, all_logits != nullptr);
+      }
       // A NaN or inf anywhere upstream (a weight in the file, an overflow)
       // reaches the logits: refuse them rather than hand garbage to a sampler.
       const float* lg = all_logits ? out : last_logits_.data();

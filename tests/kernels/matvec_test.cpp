@@ -518,9 +518,10 @@ TEST(Matvec, OneThreadInsideTheCallersRegion) {
         k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, want.data(), rows, scratch.data(), 1);
         std::vector<std::vector<float>> got(kTeam, std::vector<float>(n * rows, -7.f));
         ThreadPool pool(kTeam);
-        pool.run(kTeam, [&](int i, int) {
-          k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, got[i].data(), rows,
-                   scratch.data() + (i + 1) * sb, 1);
+        pool.run(kTeam, [&](int s, int ns) {
+          for (int i = kTeam * s / ns; i < kTeam * (s + 1) / ns; ++i)
+            k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, got[i].data(), rows,
+                     scratch.data() + (i + 1) * sb, 1);
         });
         for (int i = 0; i < kTeam; ++i) EXPECT_EQ(got[i], want) << "slot " << i << " of the caller's region";
       }

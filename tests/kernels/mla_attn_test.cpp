@@ -1,6 +1,7 @@
 // MLA attention (decode and prefill): every ISA and cache storage against the
 // double reference, the int8 path's error bounds, threads, and edge cases.
 #include "kernels/mla_attn/mla_attn.h"
+#include "platform/thread_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -277,6 +278,31 @@ TEST(MlaDecode, ThreadCountsAgree) {
       // Splits change the int8 weight-quantization blocks: agreement within the int8 bound.
       EXPECT_LE(test::nmse(got.data(), one.data(), got.size()), max_nmse(LatentStorage::int8, isa))
           << isa_name(isa) << " t=" << t;
+    }
+  }
+}
+
+// The plan (the context's splits, so the order of the sums) follows the
+// threads asked, never how many threads run its items: a call run as one
+// slot on the caller (inside another region, or where the pool's governor
+// runs a step on the caller alone) gives the same bits as one spread over
+// the pool.
+TEST(MlaDecode, SameBitsHoweverManyThreadsRunThePlan) {
+  for (LatentStorage st : {LatentStorage::int8, LatentStorage::f16, LatentStorage::f32}) {
+    TestCache cache(st, kV2, 3000, 4);
+    Query q(kV2, 1, 8);
+    for (Isa isa : supported_isas()) {
+      const auto& k = kernels::mla_attn_kernels(isa);
+      ThreadPool pool(4);
+      const PoolScope scope(pool);
+      const auto spread = run_decode(k, kV2, q, cache, 3000, 4);
+      std::vector<float> alone;
+      pool.run(2, [&](int s, int) {
+        if (s == 0) alone = run_decode(k, kV2, q, cache, 3000, 4);  // nested: one slot on this thread
+      });
+      ASSERT_EQ(alone.size(), spread.size());
+      for (std::size_t i = 0; i < spread.size(); ++i)
+        ASSERT_EQ(alone[i], spread[i]) << isa_name(isa) << " storage " << static_cast<int>(st) << " at " << i;
     }
   }
 }
