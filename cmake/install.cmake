@@ -38,14 +38,16 @@ install(FILES ${PROJECT_BINARY_DIR}/latteConfig.cmake ${PROJECT_BINARY_DIR}/latt
 file(RELATIVE_PATH LATTE_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 string(REGEX REPLACE "/$" "" LATTE_PC_TO_PREFIX "${LATTE_PC_TO_PREFIX}")
 set(_pc_private -lstdc++ -lm)
-if(OpenMP_CXX_FLAGS MATCHES "fopenmp")
-  list(APPEND _pc_private -lgomp)
-endif()
 if(CMAKE_THREAD_LIBS_INIT)
   list(APPEND _pc_private ${CMAKE_THREAD_LIBS_INIT})
 endif()
 if(LATTE_USE_ONEDNN)
+  # oneDNN's GEMMs, and libgomp, whose OpenMP they run on (gemm_f32.cpp
+  # calls it too); a build without oneDNN has no OpenMP at all.
   list(APPEND _pc_private -ldnnl)
+  if(OpenMP_CXX_FLAGS MATCHES "fopenmp")
+    list(APPEND _pc_private -lgomp)
+  endif()
 endif()
 list(JOIN _pc_private " " _pc_libs_private)
 # Only a static liblatte's users link its dependencies: a shared one's .pc

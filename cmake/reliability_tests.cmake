@@ -12,8 +12,7 @@ option(LATTE_FUZZ "Build the libFuzzer targets that link the whole runtime (clan
 add_executable(test_alloc_fault ${PROJECT_SOURCE_DIR}/tests/reliability/alloc_fault_test.cpp)
 target_link_libraries(test_alloc_fault PRIVATE latte_tools latte_internal ${LATTE_GTEST_MAIN})
 add_test(NAME alloc_fault COMMAND test_alloc_fault)
-set_tests_properties(alloc_fault PROPERTIES LABELS "runtime;reliability" TIMEOUT 300
-                     ENVIRONMENT "OMP_WAIT_POLICY=passive")
+set_tests_properties(alloc_fault PROPERTIES LABELS "runtime;reliability" TIMEOUT 300)
 
 if(LATTE_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")

@@ -35,7 +35,8 @@
 # and 2), LATTE_BENCH_MOE_MODEL (model: where the real-size MoE file is kept,
 # made there if missing; default ~/.cache/latte/v2-lite-moe-27l-Q4_K.gguf;
 # "none": leave it out), LATTE_BENCH_MOE_DEPTHS (default 0,4096), LATTE_JOBS,
-# OMP_WAIT_POLICY (OpenMP's own default, active, unless set: see below).
+# LATTE_POOL_SPIN_US and LATTE_POOL_ADAPT (the thread pool's polling and
+# governor: see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=${1:-}
@@ -54,12 +55,13 @@ esac
 if [ "$suite" = kernels ]; then scripts/setup.sh --bench >&2; fi
 scripts/build_release.sh "$target"
 
-# OpenMP threads spin between parallel regions by default: fastest on an idle
-# machine. On a machine busy with other work a spinning thread takes the core
-# from the one holding work (docs/performance-log.md, "Figures moved out of runtime comments"): run with
-# OMP_WAIT_POLICY=passive there. The variables in effect are recorded in the
-# JSON (kernels: in its context; model: OMP_WAIT_POLICY and GOMP_SPINCOUNT of
-# every run).
+# Latte's threads are its own (platform/thread_pool.h): they poll ~50 us
+# between regions, then sleep, and while decoding a governor picks the
+# threads or the caller alone (docs/performance.md, "Threads and other load
+# on the cores"). LATTE_POOL_SPIN_US and LATTE_POOL_ADAPT=0 change that for
+# measurements; the kernels' oneDNN baselines run on OpenMP (OMP_WAIT_POLICY).
+# The variables in effect are recorded in the JSON (kernels: in its context;
+# model: of every run).
 
 mkdir -p bench-results
 out="bench-results/$suite.json"

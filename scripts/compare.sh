@@ -29,11 +29,13 @@
 #                  -gp D,N (a prompt of D tokens, then N decode steps timed
 #                  alone); prefill at D > 0 cannot be asked of it, and the
 #                  table says n/a there.
-# The engines run in this script's environment: on a machine whose cores
-# other programs use, OpenMP threads that spin while they wait take the core
-# from the thread they wait for (docs/performance.md, "Threads and other load
-# on the cores"), so run with GOMP_SPINCOUNT=1000 or OMP_WAIT_POLICY=passive
-# there; the table and the JSON record both variables (null: unset).
+# The engines run in this script's environment: the peers' threads are
+# OpenMP's where they were built with it (llama.cpp's default), and on a
+# machine whose cores other programs use, OpenMP threads that spin while
+# they wait take the core from the thread they wait for; Latte's threads are
+# its own (docs/performance.md, "Threads and other load on the cores"). The
+# table and the JSON record OMP_WAIT_POLICY, GOMP_SPINCOUNT and Latte's
+# LATTE_POOL_SPIN_US and LATTE_POOL_ADAPT (null: unset).
 # Needs python3 (the JSON is read with it) and bash 4.
 set -euo pipefail
 
@@ -381,8 +383,8 @@ print(f"model {env['COMPARE_MODEL']}")
 print(f"machine {env['COMPARE_MACHINE']}; {env['COMPARE_DATE']}")
 print(f"{env['COMPARE_THREADS']} threads; prefill -p {n_prompt}, decode -n {n_gen}; best of {rounds} "
       f"round(s) x {env['COMPARE_REPS']} repetition(s), engines alternating; Latte {env['COMPARE_CACHE']} cache")
-omp = {k: env.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
-print("OpenMP: " + ", ".join(f"{k}={v if v is not None else '(unset)'}" for k, v in omp.items()))
+omp = {k: env.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "LATTE_POOL_SPIN_US", "LATTE_POOL_ADAPT")}
+print("threads' environment: " + ", ".join(f"{k}={v if v is not None else '(unset)'}" for k, v in omp.items()))
 for name in peers:
     if name in commits: print(f"{name}: build {commits[name]}")
 head = ["test", "depth", "latte"] + peers + ["best peer", "latte/best"]
@@ -398,7 +400,7 @@ if json_out:
     doc = {"points": points, "not_comparable": notes, "model": env["COMPARE_MODEL"],
            "machine": env["COMPARE_MACHINE"], "date": env["COMPARE_DATE"], "threads": int(env["COMPARE_THREADS"]),
            "n_prompt": n_prompt, "n_gen": n_gen, "rounds": rounds, "reps": int(env["COMPARE_REPS"]), "latte_cache_type": env["COMPARE_CACHE"],
-           "OMP_WAIT_POLICY": omp["OMP_WAIT_POLICY"], "GOMP_SPINCOUNT": omp["GOMP_SPINCOUNT"],
+           **omp,
            "engines": [{"name": name, "kind": kind, "build_commit": commits.get(name)} for _, name, kind in engines],
            "latte": env["COMPARE_LATTE"], "peers": env["COMPARE_PEERS"]}
     with open(json_out, "w") as f:

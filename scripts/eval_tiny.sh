@@ -10,9 +10,6 @@
 #     versus int8 cache, and Latte f32 versus PyTorch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# OpenMP threads poll ~20-50 us when they wait, then sleep: a machine busy
-# with other work does not stall every barrier (libgomp reads this at start).
-export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
 command -v python3 >/dev/null || { echo "eval_tiny.sh: needs python3 (scripts/setup.sh --test installs it)" >&2; exit 1; }
 scripts/build_release.sh latte_cli  # build/bin/latte
 

@@ -6,10 +6,6 @@
 # relative paths in the arguments are the caller's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-# OpenMP threads poll ~20-50 us when they wait, then sleep: a machine busy
-# with other work does not stall every barrier (libgomp reads this at start;
-# docs/performance.md, "Threads and other load on the cores", has the measurements).
-export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
 "$root/scripts/build_release.sh" latte_cli
 
 has_model=0

@@ -27,11 +27,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JOBS=${LATTE_JOBS:-$(nproc)}
-# ctest runs tests side by side, each with OpenMP threads: more threads than
-# cores, where libgomp's default spin-waiting makes every barrier cost a
-# scheduler time slice (docs/performance-log.md, "Figures moved out of runtime comments"). Tests check values, not speed:
-# threads sleep when idle.
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 GEN=()
 if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
 passed=0
@@ -103,7 +98,7 @@ step "scripts build the CLI they run" tests/scripts/cli_target_test.sh
 #    minutes the whole suite takes there): the hostile-metadata sweeps, the
 #    CLI's own tests (the C API test still runs `latte run`), the prefill
 #    forms' sweep over V2-Lite shapes, the concurrent sessions with their
-#    own OpenMP teams, the ref-ISA K-quant run and the shipped model's
+#    own thread pools, the ref-ISA K-quant run and the shipped model's
 #    held-out perplexity. And the allocation-failure sweep (alloc_fault):
 #    under qemu a failed allocation in the first prefill ends the process
 #    (std::bad_alloc reaching terminate on the aarch64 path, not yet

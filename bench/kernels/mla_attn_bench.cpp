@@ -394,7 +394,9 @@ int main(int argc, char** argv) {
   limits();  // measured before any entry runs
   benchmark::AddCustomContext("latte_active_isa", isa_name(active_isa()));
   const char* wait = std::getenv("OMP_WAIT_POLICY");
-  benchmark::AddCustomContext("omp_wait_policy", wait ? wait : "(unset)");
+  benchmark::AddCustomContext("omp_wait_policy", wait ? wait : "(unset)");  // oneDNN's baselines
+  const char* spin = std::getenv("LATTE_POOL_SPIN_US");
+  benchmark::AddCustomContext("latte_pool_spin_us", spin ? spin : "(unset)");
   char buf[256];
   const Limits& L = limits();
   for (int t : kThreads) {

@@ -61,7 +61,8 @@ struct MatvecKernels {
   // y[r] = sum_c W[r, c] * x[c] for r < rows.
   //   w: rows x row_bytes; x: [cols]; y: [rows]
   //   scratch: matvec_scratch_bytes(type, cols, 1) bytes
-  //   threads: OpenMP threads over rows (1: no parallel region, safe to call
+  //   threads: slots of a region on the calling thread's pool
+  //   (platform/thread_pool.h) over rows (1: no region, safe to call
   //   from inside the caller's own parallel region). To split rows over your
   //   own threads instead: w + r0 * row_bytes, rows = r1 - r0, y + r0,
   //   threads = 1, one scratch per thread.

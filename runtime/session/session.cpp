@@ -137,8 +137,12 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
   }
   for (std::size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || tokens[i] >= p.n_vocab)
-      throw Error(Status::invalid_argument, "tokens[" + std::to_string(i) + "] = " + std::to_string(tokens[i]) +
-                                                " is outside the vocabulary [0, " + std::to_string(p.n_vocab) + ")");
+      throw Error(Status::invalid_argument,
+                  "token " +
+                      (tokens.size() == 1 ? std::to_string(tokens[i])
+                                          : std::to_string(i + 1) + " of " + std::to_string(tokens.size()) + " (" +
+                                                std::to_string(tokens[i]) + ")") +
+                      " is outside the vocabulary [0, " + std::to_string(p.n_vocab) + ")");
   const std::int64_t n_new = static_cast<std::int64_t>(tokens.size());
   const bool shift_first = opts_.context_shift && n_past_ + n_new > opts_.n_ctx &&
                            n_new <= opts_.n_ctx - std::clamp<std::int64_t>(opts_.shift_keep, 0, n_past_);

@@ -339,7 +339,7 @@ void Session::load_state(const std::string& path) try {
   if (s.storage > 2) throw Error(Status::bad_file, what + ": unknown cache storage " + std::to_string(s.storage));
   if (s.storage != static_cast<std::uint32_t>(cc.storage))
     throw Error(Status::invalid_argument,
-                what + " holds a " + latent_storage_name(static_cast<LatentStorage>(s.storage)) +
+                what + " holds an " + latent_storage_name(static_cast<LatentStorage>(s.storage)) +
                     " cache; this session's is " + latent_storage_name(cc.storage));
   if (s.n_layers != static_cast<std::uint32_t>(cc.n_layers) || s.d_c != static_cast<std::uint32_t>(cc.d_c) ||
       s.d_R != static_cast<std::uint32_t>(cc.d_R) || s.n_vocab != static_cast<std::uint32_t>(p.n_vocab))

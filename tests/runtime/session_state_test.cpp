@@ -240,7 +240,7 @@ TEST(SessionStateFile, BadFilesAreRefusedByName) {
   SessionOptions of16 = o;
   of16.cache = LatentStorage::f16;
   Session f16(model, of16);
-  expect_refused(f16, good, Status::invalid_argument, "holds a int8 cache; this session's is f16");
+  expect_refused(f16, good, Status::invalid_argument, "holds an int8 cache; this session's is f16");
   SessionOptions small = o;
   small.n_ctx = 100;
   Session short_ctx(model, small);

@@ -316,9 +316,16 @@ TEST(Session, BadTokenIdIsRefused) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), Status::invalid_argument);
-    EXPECT_NE(std::string(e.what()).find("512"), std::string::npos);
+    EXPECT_EQ(std::string(e.what()), "token 2 of 2 (512) is outside the vocabulary [0, 512)");
   }
   EXPECT_EQ(s.n_past(), 0);
+  // One token (a decode): no position to name.
+  try {
+    s.decode(-3);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "token -3 is outside the vocabulary [0, 512)");
+  }
 }
 
 TEST(Session, ResetStartsOver) {

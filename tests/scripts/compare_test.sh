@@ -89,10 +89,10 @@ EOF
 printf '#!/bin/sh\necho "  --n-prompt"\necho "boom" >&2\nexit 3\n' > "$t/broken-bench"
 chmod +x "$t/latte" "$t/llama-bench" "$t/ik-bench" "$t/broken-bench"
 export T=$t
-unset OMP_WAIT_POLICY GOMP_SPINCOUNT
+unset OMP_WAIT_POLICY GOMP_SPINCOUNT LATTE_POOL_SPIN_US LATTE_POOL_ADAPT
 
 # ---------------------------------------------------------------- a full run
-if out=$(GOMP_SPINCOUNT=1000 "$compare" -m "$t/model.gguf" --latte "$t/latte" --llama-bench "$t/llama-bench" \
+if out=$(GOMP_SPINCOUNT=1000 LATTE_POOL_SPIN_US=20 "$compare" -m "$t/model.gguf" --latte "$t/latte" --llama-bench "$t/llama-bench" \
            --ik-bench "$t/ik-bench" --depths 4096,0 -p 64 -n 8 --rounds 2 -t 2 \
            --json "$t/out.json" 2>"$t/err"); then
   ok "a run with both peers exits 0"
@@ -121,6 +121,7 @@ check(("decode", 4096), 5, "ik_llama.cpp", 5.5, 5 / 5.5, {"llama.cpp": 4, "ik_ll
 assert any("ik_llama.cpp" in n and "prefill" in n for n in doc["not_comparable"]), doc["not_comparable"]
 assert doc["rounds"] == 2 and doc["reps"] == 2 and doc["threads"] == 2 and doc["n_prompt"] == 64 and doc["n_gen"] == 8
 assert doc["GOMP_SPINCOUNT"] == "1000" and doc["OMP_WAIT_POLICY"] is None, doc
+assert doc["LATTE_POOL_SPIN_US"] == "20" and doc["LATTE_POOL_ADAPT"] is None, doc
 commits = {e["name"]: e["build_commit"] for e in doc["engines"]}
 assert commits == {"latte": None, "llama.cpp": "abc1234", "ik_llama.cpp": "ik5678", "ik_llama.cpp -rtr": "ik5678"}, commits
 PY

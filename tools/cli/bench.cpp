@@ -92,8 +92,8 @@ int run_bench(const BenchOptions& o) {
   SessionOptions so0 = so;
   so0.n_ctx = std::max(o.n_gen, 1) + 1;
   Session s0(model, so0);
-  // What the sessions run with (OMP_THREAD_LIMIT may cap --threads): the
-  // figure reported, and the plain reads' team.
+  // What the sessions run with (the default: one per available CPU, as many
+  // as start): the figure reported, and the plain reads' threads.
   const int threads = s.threads();
   const std::size_t weight_bytes = model->decode_weight_bytes();
   // Over the decode step's bytes, from 64 MiB (so a cache does not hold it
@@ -210,14 +210,15 @@ int run_bench(const BenchOptions& o) {
       std::snprintf(b, sizeof b, fmt, v);
       return std::string(b);
     };
-    // How OpenMP threads wait moves these timings (README: "Threads and
-    // other load on the cores"): the variables in effect, null when unset.
+    // How the pool's threads wait moves these timings (docs/performance.md:
+    // "Threads and other load on the cores"): the variables in effect, null
+    // when unset.
     const auto env_json = [](const char* name) {
       const char* v = std::getenv(name);
       return v ? json_string(v) : std::string("null");
     };
-    std::printf("  \"OMP_WAIT_POLICY\": %s,\n  \"GOMP_SPINCOUNT\": %s,\n", env_json("OMP_WAIT_POLICY").c_str(),
-                env_json("GOMP_SPINCOUNT").c_str());
+    std::printf("  \"LATTE_POOL_SPIN_US\": %s,\n  \"LATTE_POOL_ADAPT\": %s,\n", env_json("LATTE_POOL_SPIN_US").c_str(),
+                env_json("LATTE_POOL_ADAPT").c_str());
     std::printf("  \"decode_weight_bytes\": %zu,\n  \"read_GBps_before\": %s,\n  \"read_GBps_after\": %s,\n",
                 weight_bytes, num(measured_decode, read_before / 1e9, "%.2f").c_str(),
                 num(measured_decode, read_after / 1e9, "%.2f").c_str());
