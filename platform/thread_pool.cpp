@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <new>
 #include <string>
@@ -41,15 +42,19 @@ inline void cpu_relax() {
 
 // The governor: a trial is at least this long (a scheduler's time slices
 // are a few ms: a shorter one could miss the preemptions it is about) and
-// this many steps; after a decision, steps run its way at least this long
-// and this many steps, doubling while the decisions agree; parallel must be
-// this much faster (one thread frees a core for others).
+// one step. After a decision, steps run its way at least kExploitMinNs and
+// long enough that the losing way's trial costs at most kTrialShare of the
+// time (a big model's serial step is a whole token slower), at most
+// kExploitMaxNs. Parallel must be kParallelMargin faster (one thread frees a
+// core for others). While parallel, kSlowSteps steps in a row kSlowFactor
+// slower than its trial (another program took a core) end the wait early.
 constexpr std::int64_t kTrialNs = 10'000'000;
-constexpr int kTrialSteps = 2;
-constexpr std::int64_t kExploitBaseNs = 160'000'000;
-constexpr std::int64_t kExploitMaxNs = 1'280'000'000;
-constexpr int kExploitSteps = 8;
+constexpr std::int64_t kExploitMinNs = 160'000'000;
+constexpr std::int64_t kExploitMaxNs = 10'000'000'000;
+constexpr double kTrialShare = 0.03;
 constexpr double kParallelMargin = 0.97;
+constexpr double kSlowFactor = 1.5;
+constexpr int kSlowSteps = 3;
 
 // LATTE_POOL_ADAPT=0 turns the governor off, for measurements.
 bool adaptive() {
@@ -233,12 +238,14 @@ void ThreadPool::end_step() {
   const std::int64_t dt = t1 - step_start_ns_;
   ++phase_steps_;
   if (phase_ == Phase::exploit) {
-    if (t1 < phase_end_ns_ || phase_steps_ < kExploitSteps) return;
+    slow_steps_ = parallel_won_ && dt > kSlowFactor * parallel_mean_ ? slow_steps_ + 1 : 0;
+    if (t1 < phase_end_ns_ && slow_steps_ < kSlowSteps) return;
+    slow_steps_ = 0;
     start_phase(Phase::try_parallel, false, t1);  // measure both ways again
     return;
   }
   phase_time_ns_ += dt;
-  if (phase_steps_ < kTrialSteps || t1 - phase_start_ns_ < kTrialNs) return;
+  if (t1 - phase_start_ns_ < kTrialNs) return;
   const double mean = static_cast<double>(phase_time_ns_) / phase_steps_;
   if (phase_ == Phase::try_parallel) {
     parallel_mean_ = mean;
@@ -248,10 +255,13 @@ void ThreadPool::end_step() {
   // Both measured on neighbouring steps of the same work: the faster way,
   // for a while.
   const bool parallel = parallel_mean_ < mean * kParallelMargin;
-  exploit_ns_ = parallel == parallel_won_ && exploit_ns_ > 0 ? std::min(2 * exploit_ns_, kExploitMaxNs) : kExploitBaseNs;
+  // The next trial of the losing way costs about one trial's worth of its
+  // extra time per step.
+  const double lost = std::abs(mean - parallel_mean_) * static_cast<double>(phase_steps_);
+  const auto exploit_ns = static_cast<std::int64_t>(std::min<double>(kExploitMaxNs, lost / kTrialShare));
   parallel_won_ = parallel;
   start_phase(Phase::exploit, !parallel, t1);
-  phase_end_ns_ = t1 + exploit_ns_;
+  phase_end_ns_ = t1 + std::max(kExploitMinNs, exploit_ns);
 }
 
 void ThreadPool::start_phase(Phase phase, bool serial, std::int64_t t) {

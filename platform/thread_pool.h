@@ -19,9 +19,10 @@
 // back), and small regions can gain nothing from a second thread. So the
 // caller can mark steps, the repeated units of its work (a decoded token):
 // the pool times a trial of steps with their regions in parallel and one
-// with them on the caller alone (>= 10 ms each), runs the faster way for
-// 0.16 s (doubling up to 1.28 s while the answer stays), then measures
-// again. A region started inside another region, on a pool another thread
+// with them on the caller alone (>= 10 ms and a step each), runs the faster
+// way for a while (>= 0.16 s, and long enough that the slower way's next
+// trial costs <= 3% of it, at most 10 s; sooner where parallel steps turn
+// 1.5x slower than measured), then measures again. A region started inside another region, on a pool another thread
 // is using, or in a process forked from the pool's runs as one slot on the
 // calling thread too. The first
 // exception a slot throws is rethrown by run() once every started slot has
@@ -120,8 +121,8 @@ class ThreadPool {
   std::atomic<bool> serial_{false};
   Phase phase_ = Phase::try_parallel;
   bool parallel_won_ = true;
-  std::int64_t step_start_ns_ = 0, phase_start_ns_ = 0, phase_time_ns_ = 0, phase_end_ns_ = 0, exploit_ns_ = 0;
-  int phase_steps_ = 0;
+  std::int64_t step_start_ns_ = 0, phase_start_ns_ = 0, phase_time_ns_ = 0, phase_end_ns_ = 0;
+  int phase_steps_ = 0, slow_steps_ = 0;
   double parallel_mean_ = 0;
 
   std::vector<std::thread> workers_;

@@ -385,5 +385,25 @@ TEST(Reliability, EvalUnderMemoryLimitsEndsWithoutASignal) {
   fs::remove_all(dir);
 }
 
+// Issue 55, 1: where the OS cannot start the threads asked for (the probe:
+// --threads 32 under `ulimit -v 300000`), latte run says so and exits 1;
+// libgomp used to print "Thread creation failed" and end the process from
+// inside the call. Without --threads it runs on those that start. (The same
+// through the C API, under a thread limit that holds in the ASan build too:
+// Session.ThreadsTheOsRefusesAreAStatus.)
+TEST(Reliability, ThreadsTheOsRefusesAreAnError) {
+  if (under_asan() || under_emulator()) GTEST_SKIP() << "address-space limits do not apply under ASan or qemu";
+  const std::string model = std::string(LATTE_SOURCE_DIR) + "/models/latte-tiny-mla.gguf";
+  const std::string run = std::string(LATTE_CLI) + " run -m " + model + " -p 'Q: Why' -n 4 --seed 1";
+  std::string out;
+  int rc = run_shell("ulimit -v 300000; " + run + " --threads 64", &out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("cannot start thread"), std::string::npos) << out;
+  EXPECT_NE(out.find("of 64"), std::string::npos) << out;
+  EXPECT_EQ(out.find("libgomp"), std::string::npos) << out;
+  rc = run_shell("ulimit -v 300000; OMP_NUM_THREADS=200 " + run, &out);
+  EXPECT_EQ(rc, 0) << out;
+}
+
 }  // namespace
 }  // namespace latte
