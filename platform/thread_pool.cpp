@@ -118,7 +118,7 @@ void ThreadPool::stop_workers() {
   }
   stop_.store(true, std::memory_order_seq_cst);
   wake_.fetch_add(1, std::memory_order_seq_cst);
-  wake_.notify_all();
+  wake_all(wake_);
   for (std::thread& w : workers_)
     if (w.joinable()) w.join();
   workers_.clear();
@@ -158,7 +158,7 @@ bool ThreadPool::wait_for_work(std::uint32_t seen) {
   const std::uint32_t w = wake_.load(std::memory_order_seq_cst);
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   if (epoch_of(claim_.load(std::memory_order_seq_cst)) == seen && !stop_.load(std::memory_order_seq_cst))
-    wake_.wait(w, std::memory_order_seq_cst);
+    wait_while_equal(wake_, w);
   sleepers_.fetch_sub(1, std::memory_order_seq_cst);
   return true;
 }
@@ -198,7 +198,7 @@ void ThreadPool::run(int n_slots, SlotFn fn, void* ctx) {
   claim_.store(v, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     wake_.fetch_add(1, std::memory_order_seq_cst);
-    wake_.notify_all();
+    wake_all(wake_);
   }
   // The caller takes slots like any worker, then waits for those started
   // elsewhere (polling: they are running, not waiting to be woken).

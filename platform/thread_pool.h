@@ -184,4 +184,11 @@ void parallel_slots(int n_slots, F&& f) {
 // (thread_pool_posix.cpp: pthread_atfork; never changes on Windows).
 unsigned fork_generation();
 
+// Sleeps while word == old (it may return early: callers recheck);
+// wake_all wakes every thread sleeping on word. A futex on Linux,
+// WaitOnAddress on Windows: not std::atomic::wait, whose fallback in
+// mingw's libstdc++ 12 (no futex there) loses wake-ups and hung the pool.
+void wait_while_equal(std::atomic<std::uint32_t>& word, std::uint32_t old);
+void wake_all(std::atomic<std::uint32_t>& word);
+
 }  // namespace latte

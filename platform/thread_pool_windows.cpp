@@ -1,4 +1,5 @@
-// available_cpus and fork_generation (thread_pool.h) on Windows.
+// available_cpus, fork_generation and the sleep on a word (thread_pool.h)
+// on Windows.
 #include "platform/thread_pool.h"
 
 #include "platform/windows_util.h"
@@ -11,5 +12,12 @@ int available_cpus() {
 }
 
 unsigned fork_generation() { return 0; }  // no fork
+
+void wait_while_equal(std::atomic<std::uint32_t>& word, std::uint32_t old) {
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  WaitOnAddress(reinterpret_cast<volatile VOID*>(&word), &old, sizeof old, INFINITE);
+}
+
+void wake_all(std::atomic<std::uint32_t>& word) { WakeByAddressAll(reinterpret_cast<PVOID>(&word)); }
 
 }  // namespace latte

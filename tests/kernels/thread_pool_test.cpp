@@ -180,6 +180,39 @@ TEST(ThreadPool, ScopeSetsTheCurrentPool) {
 // step run in parallel slower than on the caller alone; after a trial of
 // each, the pool's steps run on the caller (one slot), and after a while
 // it tries in parallel again. Outside steps, regions stay parallel.
+// Asleep is where a lost wake-up hides: the sleep primitive wakes a sleeper
+// each time, and pools whose workers sleep (regions farther apart than
+// their spin) start and stop without hanging (mingw's std::atomic::wait
+// once lost a wake-up and hung a pool's stop under wine).
+TEST(ThreadPool, SleepersWakeAndPoolsStopWithTheirWorkersAsleep) {
+  std::atomic<std::uint32_t> word{0};
+  std::atomic<int> woken{0};
+  std::thread sleeper([&] {
+    for (std::uint32_t i = 0; i < 200; ++i) {
+      while (word.load() == i) wait_while_equal(word, i);
+      woken.fetch_add(1);
+    }
+  });
+  for (std::uint32_t i = 0; i < 200; ++i) {
+    if (i % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));  // often asleep first
+    word.fetch_add(1);
+    wake_all(word);
+    while (woken.load() <= static_cast<int>(i)) std::this_thread::yield();
+  }
+  sleeper.join();
+  EXPECT_EQ(woken.load(), 200);
+
+  for (int round = 0; round < 30; ++round) {
+    ThreadPool pool(3);
+    for (int r = 0; r < 3; ++r) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // past the spin: the workers sleep
+      std::atomic<int> sum{0};
+      pool.run(6, [&](int s, int n) { sum.fetch_add(n == 6 ? s + 1 : 21); });
+      ASSERT_EQ(sum.load(), 21) << "round " << round;
+    }
+  }
+}
+
 TEST(ThreadPool, StepsHeldUpByAWorkerRunOnTheCaller) {
   ThreadPool pool(2);
   const std::thread::id caller = std::this_thread::get_id();
