@@ -249,15 +249,17 @@ void ThreadPool::end_step() {
   const double mean = static_cast<double>(phase_time_ns_) / phase_steps_;
   if (phase_ == Phase::try_parallel) {
     parallel_mean_ = mean;
+    parallel_steps_ = phase_steps_;
     start_phase(Phase::try_serial, true, t1);
     return;
   }
   // Both measured on neighbouring steps of the same work: the faster way,
   // for a while.
   const bool parallel = parallel_mean_ < mean * kParallelMargin;
-  // The next trial of the losing way costs about one trial's worth of its
-  // extra time per step.
-  const double lost = std::abs(mean - parallel_mean_) * static_cast<double>(phase_steps_);
+  // The next trial of the losing way costs its extra time on as many steps
+  // as its trial took.
+  const int loser_steps = parallel ? phase_steps_ : parallel_steps_;
+  const double lost = std::abs(mean - parallel_mean_) * static_cast<double>(loser_steps);
   const auto exploit_ns = static_cast<std::int64_t>(std::min<double>(kExploitMaxNs, lost / kTrialShare));
   parallel_won_ = parallel;
   start_phase(Phase::exploit, !parallel, t1);

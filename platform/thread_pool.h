@@ -122,7 +122,7 @@ class ThreadPool {
   Phase phase_ = Phase::try_parallel;
   bool parallel_won_ = true;
   std::int64_t step_start_ns_ = 0, phase_start_ns_ = 0, phase_time_ns_ = 0, phase_end_ns_ = 0;
-  int phase_steps_ = 0, slow_steps_ = 0;
+  int phase_steps_ = 0, slow_steps_ = 0, parallel_steps_ = 0;
   double parallel_mean_ = 0;
 
   std::vector<std::thread> workers_;
