@@ -46,4 +46,18 @@ void aligned_free(void* p);
 // failed mapping.
 bool address_space_available(std::size_t bytes);
 
+// Reads a byte of each 4 KiB page of [p, p + bytes), over the current
+// pool's threads: the page-table work of a first access done now rather than
+// on the first use (a machine virtualized with shadow page tables redoes it
+// for every page after a protection change: 1.4 s for a 9 GiB model here).
+void touch_pages(const std::uint8_t* p, std::size_t bytes);
+
+// Memory a new allocation of this process can have without pushing other
+// programs' pages out: Linux's MemAvailable (free memory and the caches the
+// kernel can drop), less where the process's cgroup (v2) allows less;
+// Windows' available physical memory. 0 where the OS does not say.
+std::uint64_t available_memory_bytes();
+// The machine's physical memory; 0 where the OS does not say.
+std::uint64_t total_memory_bytes();
+
 }  // namespace latte

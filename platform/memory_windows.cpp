@@ -66,4 +66,16 @@ bool address_space_available(std::size_t bytes) {
   return true;
 }
 
+std::uint64_t available_memory_bytes() {
+  MEMORYSTATUSEX m{};
+  m.dwLength = sizeof m;
+  return ::GlobalMemoryStatusEx(&m) ? m.ullAvailPhys : 0;
+}
+
+std::uint64_t total_memory_bytes() {
+  MEMORYSTATUSEX m{};
+  m.dwLength = sizeof m;
+  return ::GlobalMemoryStatusEx(&m) ? m.ullTotalPhys : 0;
+}
+
 }  // namespace latte

@@ -32,6 +32,13 @@ class ReadOnlyFile {
   // count read, short only at the end of the file. A read error throws.
   std::size_t read(void* dst, std::size_t n);
   void seek(std::uint64_t offset) { offset_ = offset; }
+  // Reads up to n bytes at `offset`, leaving the current offset alone (safe
+  // from several threads at once): the count read, short only at the end of
+  // the file. A read error throws.
+  std::size_t read_at(void* dst, std::size_t n, std::uint64_t offset) const;
+  // A hint that [offset, offset + n) will not be read again: the page
+  // cache may let go of it (POSIX_FADV_DONTNEED; nothing on Windows).
+  void drop_cached(std::uint64_t offset, std::uint64_t n) const;
 
  private:
   std::string what_;

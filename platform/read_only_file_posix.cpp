@@ -40,17 +40,31 @@ bool ReadOnlyFile::inheritable() const {
 }
 
 std::size_t ReadOnlyFile::read(void* dst, std::size_t n) {
+  const std::size_t got = read_at(dst, n, offset_);
+  offset_ += got;
+  return got;
+}
+
+std::size_t ReadOnlyFile::read_at(void* dst, std::size_t n, std::uint64_t offset) const {
   auto* p = static_cast<char*>(dst);
   std::size_t got = 0;
   while (got < n) {
-    const ssize_t r = ::pread(static_cast<int>(handle_), p + got, n - got, static_cast<off_t>(offset_ + got));
+    const ssize_t r = ::pread(static_cast<int>(handle_), p + got, n - got, static_cast<off_t>(offset + got));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) throw Error(Status::io_error, "cannot read " + what_ + ": " + std::strerror(errno));
     if (r == 0) break;  // the end of the file
     got += static_cast<std::size_t>(r);
   }
-  offset_ += got;
   return got;
+}
+
+void ReadOnlyFile::drop_cached(std::uint64_t offset, std::uint64_t n) const {
+#if defined(POSIX_FADV_DONTNEED)
+  (void)::posix_fadvise(static_cast<int>(handle_), static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
+#else
+  (void)offset;
+  (void)n;
+#endif
 }
 
 }  // namespace latte

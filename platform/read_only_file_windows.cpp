@@ -54,10 +54,16 @@ bool ReadOnlyFile::inheritable() const {
 }
 
 std::size_t ReadOnlyFile::read(void* dst, std::size_t n) {
+  const std::size_t got = read_at(dst, n, offset_);
+  offset_ += got;
+  return got;
+}
+
+std::size_t ReadOnlyFile::read_at(void* dst, std::size_t n, std::uint64_t offset) const {
   auto* p = static_cast<char*>(dst);
   std::size_t got = 0;
   while (got < n) {
-    const std::uint64_t at = offset_ + got;
+    const std::uint64_t at = offset + got;
     OVERLAPPED ov{};
     ov.Offset = static_cast<DWORD>(at);
     ov.OffsetHigh = static_cast<DWORD>(at >> 32);
@@ -70,8 +76,9 @@ std::size_t ReadOnlyFile::read(void* dst, std::size_t n) {
     if (r == 0) break;  // the end of the file
     got += r;
   }
-  offset_ += got;
   return got;
 }
+
+void ReadOnlyFile::drop_cached(std::uint64_t, std::uint64_t) const {}  // no such hint
 
 }  // namespace latte

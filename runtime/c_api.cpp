@@ -123,7 +123,7 @@ const char* latte_last_error(void) { return g_last_error_fixed ? g_last_error_fi
 
 latte_model_options latte_model_default_options(void) {
   latte_model_options o;
-  o.use_mmap = 1;
+  o.use_mmap = -1;
   return o;
 }
 
@@ -133,13 +133,14 @@ latte_status latte_model_load_with_options(const char* path, const latte_model_o
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_load: path and out must not be NULL");
   if (*path == '\0') return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_load: path must not be empty");
   const latte_model_options o = options ? *options : latte_model_default_options();
-  if (o.use_mmap != 0 && o.use_mmap != 1)
+  if (o.use_mmap < -1 || o.use_mmap > 1)
     return fail(LATTE_ERR_INVALID_ARGUMENT,
-                "latte_model_load: use_mmap must be 0 or 1, got " + std::to_string(o.use_mmap));
+                "latte_model_load: use_mmap must be -1 (automatic), 0 (read) or 1 (map), got " +
+                    std::to_string(o.use_mmap));
   return guarded([&] {
     auto m = std::make_unique<latte_model>();
     latte::LoadOptions lo;
-    lo.file = o.use_mmap ? latte::GgufLoad::map : latte::GgufLoad::read;
+    lo.file = o.use_mmap < 0 ? latte::GgufLoad::automatic : o.use_mmap ? latte::GgufLoad::map : latte::GgufLoad::read;
     m->model = latte::Model::load(path, lo);
     *out = m.release();
   });
@@ -159,6 +160,10 @@ int64_t latte_model_n_ctx_train(const latte_model* model) {
 
 const char* latte_model_architecture(const latte_model* model) {
   return model ? latte::model_arch_name(model->model->params().arch) : "";
+}
+
+int32_t latte_model_is_mapped(const latte_model* model) {
+  return model && model->model->file().private_data() == nullptr ? 1 : 0;
 }
 
 latte_session_options latte_session_default_options(void) {

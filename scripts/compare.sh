@@ -15,11 +15,12 @@
 # reversed, so a drift of the machine's speed during the run does not always
 # favour the same engine; each engine's figure is the best of its rounds.
 # Within a round every engine repeats each test --reps times (-r, default
-# 2) and the best counts. llama-bench warms up with a whole unmeasured
-# prompt before it times one, `latte bench` with two tokens; on the
-# real-size V2-Lite MoE, mapped, Latte's first 512-token prefill measured
-# the same as its second (docs/performance-log.md, 27 November 2026), so
-# the repetitions are there for the noise of a shared machine.
+# 2) and the best counts. Both warm up with a whole unmeasured prompt
+# before they time one (`latte bench` times that first prefill after load
+# apart, as "cold": the JSON's prefill_cold_tok_s, kept in --raw-dir), so
+# the repetitions are there for the noise of a shared machine. Latte runs
+# with its defaults (the file read into memory where it fits, else mapped)
+# unless --latte-args says otherwise.
 #
 # What each engine measures at depth D (tokens already in the cache):
 #   Latte          `latte bench --depths D`: prefill of -p tokens at D, and
@@ -65,7 +66,7 @@ engine, the best peer, and Latte over it.
   -t, --threads N       threads for every engine (default: nproc)
   --cache-type T        Latte's latent cache: int8, f16 or f32 (default int8)
   --no-ik-rtr           leave out the ik_llama.cpp -rtr 1 run
-  --latte-args "ARGS"   more arguments for `latte bench` (e.g. "--no-mmap")
+  --latte-args "ARGS"   more arguments for `latte bench` (e.g. "--mmap")
   --llama-args "ARGS"   more arguments for llama.cpp's llama-bench
   --ik-args "ARGS"      more arguments for ik_llama.cpp's llama-bench
   --json OUT            also write the points as JSON to OUT

@@ -85,15 +85,21 @@ LATTE_API const char* latte_status_string(latte_status status);
 LATTE_API const char* latte_last_error(void);
 
 typedef struct latte_model_options {
-  /* 1 (default): map the file read-only, nothing copied. 0: read it into
-   * private memory on huge pages (slower load, the model's size in private
-   * memory, faster decode where decode is bound by weight reads), where
-   * the matrices decode streams are re-laid out in place for this CPU's
-   * kernels (Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL
-   * interleaved by 16 rows with AVX-512 VNNI; no second copy; the same
-   * results up to float summation order).
-   * A mapped file truncated or rewritten in place while loaded raises
-   * SIGBUS at the next read of a lost page: replace files by rename. */
+  /* -1 (default): read the file into memory where it fits in the memory
+   * available with room to spare (its size and 1 GiB, or an eighth of the
+   * machine's memory where that is more), else map it.
+   * 0: read it into private memory on huge pages, whatever its size: a
+   * slower load (seconds per GiB) and the model's size in private memory,
+   * faster decode (decode is bound by weight reads), the matrices decode
+   * streams re-laid out in place for this CPU's kernels (Q4_K, Q5_K, Q6_K,
+   * IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL interleaved by 16 rows with
+   * AVX-512 VNNI; no second copy; the same results up to float summation
+   * order). Where the page cache could not also hold the file beside the
+   * copy, it is asked to let go of what was read.
+   * 1: map the file read-only, nothing copied: an instant load, pages
+   * shared with other processes. A mapped file truncated or rewritten in
+   * place while loaded raises SIGBUS at the next read of a lost page:
+   * replace files by rename. latte_model_is_mapped() says which was done. */
   int32_t use_mmap;
 } latte_model_options;
 
@@ -108,6 +114,8 @@ LATTE_API int32_t latte_model_n_vocab(const latte_model* model);
 LATTE_API int64_t latte_model_n_ctx_train(const latte_model* model);
 /* "deepseek2", "minicpm3" or "plm". */
 LATTE_API const char* latte_model_architecture(const latte_model* model);
+/* 1 if the model's file is mapped, 0 if it was read into memory. */
+LATTE_API int32_t latte_model_is_mapped(const latte_model* model);
 
 LATTE_API latte_session_options latte_session_default_options(void);
 /* options may be NULL (defaults). The session keeps the model alive. */

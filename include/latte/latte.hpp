@@ -110,6 +110,7 @@ class Model {
   int32_t n_vocab() const { return latte_model_n_vocab(m_); }
   int64_t n_ctx_train() const { return latte_model_n_ctx_train(m_); }
   std::string architecture() const { return latte_model_architecture(m_); }
+  bool is_mapped() const { return latte_model_is_mapped(m_) != 0; }
   latte_model* handle() const { return m_; }
 
   // Text (the model's tokenizer; Exception LATTE_ERR_UNSUPPORTED without one).

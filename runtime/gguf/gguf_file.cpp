@@ -1,8 +1,11 @@
 #include "runtime/gguf/gguf_file.h"
 
 #include <algorithm>
+#include <thread>
+#include <atomic>
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -11,6 +14,7 @@
 #include "platform/file_map.h"
 #include "platform/memory.h"
 #include "platform/read_only_file.h"
+#include "platform/thread_pool.h"
 
 namespace latte {
 
@@ -354,35 +358,77 @@ std::string GgufTensor::shape_string() const {
 namespace {
 
 // Reads the whole of the file (size bytes) into a fresh 2 MiB-aligned region
-// advised for huge pages, then makes it read-only like the mapping; in steps
-// of 64 MiB, each said to on_read.
+// advised for huge pages, then makes it read-only like the mapping: parts of
+// 64 MiB, read by the current pool's threads (a copy from the page cache, or
+// the disk, is faster on several), on_read told of them on this thread.
+// Null where the memory cannot be had and `or_null`; else out_of_memory.
+// drop_behind: the page cache's copy of each part is let go once read (a
+// file that fits in memory once, not twice).
 std::uint8_t* read_into_huge_pages(ReadOnlyFile& file, const std::string& path, std::size_t size,
-                                   const std::function<void(std::size_t, std::size_t)>& on_read) {
+                                   const std::function<void(std::size_t, std::size_t)>& on_read, bool or_null,
+                                   bool drop_behind) {
   std::uint8_t* start = map_huge_region(size, 0, /*lazy=*/false);
+  if (start == nullptr && or_null) return nullptr;
   if (start == nullptr)
     throw Error(Status::out_of_memory, path + ": cannot allocate " + std::to_string(size) + " bytes to read it into");
   constexpr std::size_t kStep = std::size_t{64} << 20;
-  std::size_t got = 0;
+  const std::size_t parts = (size + kStep - 1) / kStep;
+  std::atomic<std::size_t> next{0}, done{0}, short_at{size};
+  const std::thread::id caller = std::this_thread::get_id();
   try {
-    while (got < size) {
-      const std::size_t n = file.read(start + got, std::min(kStep, size - got));
-      got += n;
-      if (n == 0) break;
-      if (on_read) on_read(got, size);
-    }
+    parallel_slots(static_cast<int>(std::min<std::size_t>(parts, current_pool_size())), [&](int, int) {
+      for (std::size_t i; (i = next.fetch_add(1)) < parts && short_at.load() == size;) {
+        const std::size_t at = i * kStep, n = std::min(kStep, size - at);
+        const std::size_t got = file.read_at(start + at, n, at);
+        if (got != n) {  // the file shrank: the lowest place it was found short
+          std::size_t s = short_at.load();
+          while (at + got < s && !short_at.compare_exchange_weak(s, at + got)) {
+          }
+          return;
+        }
+        if (drop_behind) file.drop_cached(at, n);
+        const std::size_t total = done.fetch_add(n) + n;
+        if (on_read && std::this_thread::get_id() == caller) on_read(total, size);
+      }
+    });
   } catch (...) {
     unmap_huge_region(start, size);
     throw;
   }
-  if (got != size) {
+  if (short_at.load() != size) {
     unmap_huge_region(start, size);
-    throw Error(Status::io_error, path + ": cannot read at byte " + std::to_string(got) + ": the file shrank while being read");
+    throw Error(Status::io_error, path + ": cannot read at byte " + std::to_string(short_at.load()) +
+                                      ": the file shrank while being read");
   }
+  if (on_read) on_read(size, size);
   protect_region_read_only(start, size);
   return start;
 }
 
+std::string gib_text(std::uint64_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f GiB", static_cast<double>(bytes) / (1u << 30));
+  return b;
+}
+
 }  // namespace
+
+AutomaticLoad choose_automatic_load(std::uint64_t size, std::uint64_t available, std::uint64_t total) {
+  AutomaticLoad c;
+  const std::uint64_t spare = std::max<std::uint64_t>(std::uint64_t{1} << 30, total / 8);
+  if (available == 0) {
+    c.note = "mapped, not read into memory: the memory available is not known";
+    return c;
+  }
+  c.read = available >= spare && size <= available - spare;
+  if (c.read) {
+    c.drop_behind = size > available - spare - size;
+    return c;
+  }
+  c.note = "mapped, not read into memory: " + gib_text(size) + " and " + gib_text(spare) +
+           " to spare need more than the " + gib_text(available) + " available (decode is slower mapped)";
+  return c;
+}
 
 void GgufFile::edit_private_data(const std::function<void(std::uint8_t*)>& fn) {
   if (!region_) return;
@@ -404,8 +450,20 @@ GgufFile GgufFile::open(const std::string& path, GgufLoad how,
   // than waited on (see ReadOnlyFile); the mapping outlives the descriptor.
   ReadOnlyFile file(path, path);
   const auto size = static_cast<std::size_t>(file.size());
-  if (size > 0 && how == GgufLoad::read) {
-    std::uint8_t* start = read_into_huge_pages(file, path, size, on_read);
+  bool read = how == GgufLoad::read, drop_behind = false;
+  if (size > 0 && how == GgufLoad::automatic) {
+    AutomaticLoad choice = choose_automatic_load(size, available_memory_bytes(), total_memory_bytes());
+    read = choice.read;
+    drop_behind = choice.drop_behind;
+    f.load_note_ = std::move(choice.note);
+  }
+  std::uint8_t* start = nullptr;
+  if (size > 0 && read) {
+    start = read_into_huge_pages(file, path, size, on_read, how == GgufLoad::automatic, drop_behind);
+    if (start == nullptr)
+      f.load_note_ = "mapped, not read into memory: " + gib_text(size) + " to read it into cannot be had";
+  }
+  if (start != nullptr) {
     f.region_ = start;
     f.region_bytes_ = size;  // what release() unmaps
     f.base_ = start;
@@ -445,6 +503,7 @@ GgufFile::GgufFile(GgufFile&& o) noexcept
       region_bytes_(std::exchange(o.region_bytes_, 0)),
       owned_(std::move(o.owned_)),  // a vector's move keeps its buffer, so base_ stays valid
       path_(std::move(o.path_)),
+      load_note_(std::move(o.load_note_)),
       version_(o.version_),
       alignment_(o.alignment_),
       data_offset_(o.data_offset_),
@@ -463,6 +522,7 @@ GgufFile& GgufFile::operator=(GgufFile&& o) noexcept {
     region_bytes_ = std::exchange(o.region_bytes_, 0);
     owned_ = std::move(o.owned_);
     path_ = std::move(o.path_);
+    load_note_ = std::move(o.load_note_);
     version_ = o.version_;
     alignment_ = o.alignment_;
     data_offset_ = o.data_offset_;

@@ -124,13 +124,29 @@ enum class GgufLoad {
   // weight once per token (fewer TLB misses; prefetchers cross no 4 KiB
   // boundaries).
   read,
+  // read where the file fits in the memory available now with room to
+  // spare (choose_automatic_load) and that memory can be had; mapped
+  // otherwise (load_note() says why).
+  automatic,
 };
+
+// GgufLoad::automatic's choice for a file of `size` bytes with `available`
+// bytes of memory available (0: not known) on a machine of `total`: read
+// where size + spare <= available, spare being 1 GiB or an eighth of total
+// where that is more; drop_behind where the page cache could not also hold
+// the file beside the copy; else mapped, `note` saying why.
+struct AutomaticLoad {
+  bool read = false;
+  bool drop_behind = false;
+  std::string note;
+};
+AutomaticLoad choose_automatic_load(std::uint64_t size, std::uint64_t available, std::uint64_t total);
 
 class GgufFile {
  public:
   // Maps (or reads, see GgufLoad) `path`. io_error if it cannot be opened
-  // or read. on_read, with GgufLoad::read: called with (bytes read, file
-  // size) as the file is read in.
+  // or read. on_read, when the file is read: called with (bytes read, file
+  // size) as it is read in.
   static GgufFile open(const std::string& path, GgufLoad how = GgufLoad::map,
                        const std::function<void(std::size_t, std::size_t)>& on_read = {});
   // Parses a caller-owned buffer; it must outlive the GgufFile (no copy).
@@ -154,6 +170,9 @@ class GgufFile {
   // edit_private_data(fn), which runs fn with it writable: the owner may
   // re-lay out tensors in place there (Model's row-interleaved weights).
   const std::uint8_t* private_data() const { return region_; }
+  // GgufLoad::automatic: why the file was mapped rather than read ("" when
+  // it was read, or when another GgufLoad was asked for).
+  const std::string& load_note() const { return load_note_; }
   void edit_private_data(const std::function<void(std::uint8_t*)>& fn);
   const std::string& path() const { return path_; }  // "<memory>" for buffers
 
@@ -221,6 +240,7 @@ class GgufFile {
   std::size_t region_bytes_ = 0;
   std::vector<std::uint8_t> owned_;  // from_bytes
   std::string path_;
+  std::string load_note_;
 
   std::uint32_t version_ = 0;
   std::uint32_t alignment_ = kGgufDefaultAlignment;

@@ -8,6 +8,7 @@
 
 #include "kernels/isa.h"
 #include "kernels/matvec/matvec.h"
+#include "platform/memory.h"
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
 #include "runtime/model/vocab.h"
@@ -37,6 +38,9 @@ std::shared_ptr<const Model> Model::from_file(GgufFile file, const LoadOptions& 
   std::shared_ptr<Model> m(new Model(std::move(file)));
   m->bind(options);
   if (options.interleave && m->file_.private_data()) m->interleave();
+  // The copy is read-only now, its last protection change made: its pages'
+  // first access is paid here, in the load, not by the first prompt.
+  if (m->file_.private_data()) touch_pages(m->file_.private_data(), m->file_.file_size());
   if (gguf_has_vocab(m->file_)) {
     m->tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::create(vocab_from_gguf(m->file_)));
     if (m->tokenizer_->n_vocab() > m->params_.n_vocab)

@@ -64,6 +64,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
   graph_ = std::make_unique<Graph>(p, active_isa(), threads, opts_.gemm_min_tokens, cache_.layout());
   graph_->rope = p.mla.rope;
   graph_->rope.freq_factors = model_->rope_factors(p.rope_long_factors(opts_.n_ctx));
+  graph_->reserve_chunk(p, static_cast<int>(std::min<std::int64_t>(opts_.prefill_chunk, opts_.n_ctx)));
   last_logits_.assign(p.n_vocab, 0.f);
   prev_logits_.assign(p.n_vocab, 0.f);
 }

@@ -128,4 +128,21 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
   n_past_ += n;
 }
 
+void Session::Graph::reserve_chunk(const ModelParams& p, int n) {
+  const MlaConfig& m = p.mla;
+  const std::size_t t = static_cast<std::size_t>(n), d = m.d_model, nh = m.n_heads;
+  auto touch = [](AlignedBuffer& b, std::size_t floats) { std::memset(b.get(floats), 0, floats * sizeof(float)); };
+  // The sizes forward_chunk asks for.
+  touch(rope_cs, t * m.d_rope);
+  touch(h, t * d);
+  touch(x, t * d);
+  touch(q, t * nh * m.q_head_dim());
+  touch(kv, t * (m.kv_lora_rank + m.d_rope));
+  touch(c_kv, t * m.kv_lora_rank);
+  touch(k_pe, t * m.d_rope);
+  touch(o, t * nh * m.d_v);
+  touch(y, t * d);
+  if (m.q_lora_rank > 0) touch(cq, t * m.q_lora_rank);
+}
+
 }  // namespace latte

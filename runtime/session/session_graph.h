@@ -31,6 +31,11 @@ struct Session::Graph {
 
   int threads() const { return wm.threads(); }
 
+  // The chunk buffers below sized for chunks of n tokens and their pages
+  // touched, at session creation: the first prefill's page faults paid
+  // there (Error(out_of_memory) where they cannot be had).
+  void reserve_chunk(const ModelParams& p, int n);
+
   RopeParams rope;  // the model's, with this context's rope factors
   WeightMultiply wm;
   FeedForward ffn;

@@ -175,26 +175,29 @@ TEST(CApi, ShiftDropsAfterTheKeptStart) {
   EXPECT_THROW(s.shift(0, 100), latte::api::Exception);
 }
 
-// A model read into memory (use_mmap 0) computes what the mapped one does.
+// A model read into memory (use_mmap 0) computes what the mapped one does;
+// the default (-1) reads a file this small, and each says how it loaded.
 TEST(CApi, ModelReadIntoMemoryGivesTheSameLogits) {
   const int32_t toks[] = {510, 327, 57, 12, 379};
-  std::vector<float> logits[2];
-  for (int use_mmap : {1, 0}) {
+  std::vector<float> logits[3];
+  for (int use_mmap : {1, 0, -1}) {
     latte_model_options mo = latte_model_default_options();
-    EXPECT_EQ(mo.use_mmap, 1);
+    EXPECT_EQ(mo.use_mmap, -1);
     mo.use_mmap = use_mmap;
     latte_model* m = nullptr;
     ASSERT_EQ(latte_model_load_with_options(kDense.c_str(), &mo, &m), LATTE_OK) << latte_last_error();
+    EXPECT_EQ(latte_model_is_mapped(m), use_mmap == 1 ? 1 : 0) << "use_mmap " << use_mmap;
     latte_session_options o = latte_session_default_options();
     o.n_ctx = 64;
     latte_session* s = nullptr;
     ASSERT_EQ(latte_session_create(m, &o, &s), LATTE_OK) << latte_last_error();
     ASSERT_EQ(latte_session_prefill(s, toks, 5), LATTE_OK);
-    logits[use_mmap].assign(latte_session_logits(s), latte_session_logits(s) + 512);
+    logits[use_mmap + 1].assign(latte_session_logits(s), latte_session_logits(s) + 512);
     latte_session_free(s);
     latte_model_free(m);
   }
-  EXPECT_EQ(logits[0], logits[1]);
+  EXPECT_EQ(logits[0], logits[1]);  // -1 read it
+  EXPECT_EQ(logits[1], logits[2]);
   latte_model* m = nullptr;
   latte_model_options bad = latte_model_default_options();
   bad.use_mmap = 2;
@@ -205,6 +208,8 @@ TEST(CApi, ModelReadIntoMemoryGivesTheSameLogits) {
   EXPECT_NE(std::string(latte_last_error()).find("/nonexistent/model.gguf"), std::string::npos);
   latte::api::Model wrapped(kDense, latte_model_options{0});
   EXPECT_EQ(wrapped.n_vocab(), 512);
+  EXPECT_FALSE(wrapped.is_mapped());
+  EXPECT_TRUE(latte::api::Model(kDense, latte_model_options{1}).is_mapped());
 }
 
 TEST(CApi, ErrorsNameWhatIsWrong) {

@@ -40,15 +40,19 @@ std::string tokens_csv() {
 }
 
 TEST(Cli, EvalMatchesLlamaCppLogits) {
-  // The file mapped, then read into memory (--no-mmap): both match.
-  for (const char* load : {"", " --no-mmap"}) {
-    // A file of its own per run, none there before it: the second run must
-    // not pass on the first one's output.
-    const std::string out = ::testing::TempDir() + "/eval" + (*load ? "_read" : "_mapped") + ".f32";
+  // The file mapped (--mmap), read into memory (--no-mmap), and as the
+  // default loads it (read, a file this small): all match, each said.
+  for (const char* load : {" --mmap", " --no-mmap", ""}) {
+    // A file of its own per run, none there before it: the next run must
+    // not pass on the last one's output.
+    const std::string out = ::testing::TempDir() + "/eval" + (*load ? load + 3 : "default") + ".f32";
     std::filesystem::remove(out);
     const Result r = run("eval -m " + kTestdata + "/tiny-moe-v2-lite.gguf --tokens " + tokens_csv() +
                          " --logits-out " + out + " --cache-type f32 --threads 2" + load);
     ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find(std::string(", ") + (std::string(load) == " --mmap" ? "mapped" : "read into memory") + ", in "),
+              std::string::npos)
+        << load << ": " << r.output;
     // Exactly [160, 512] floats, and llama.cpp's file as long.
     ASSERT_TRUE(std::filesystem::exists(out)) << load << ": no logits file\n" << r.output;
     ASSERT_EQ(std::filesystem::file_size(out), 160u * 512 * 4) << load;

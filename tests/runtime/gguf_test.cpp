@@ -944,5 +944,40 @@ TEST(GgufValidation, RandomCorruptionNeverCrashes) {
   EXPECT_GT(accepted, 0);  // some corruptions only touch values or data
 }
 
+// GgufLoad::automatic reads a file that fits with room to spare (1 GiB, or
+// an eighth of the machine's memory), lets the page cache's copy go where
+// both copies would not fit, and maps otherwise, saying why; a small file
+// is read, and reads the same bytes as a mapping.
+TEST(GgufLoadAutomatic, ReadsWhatFitsAndSaysWhyItMaps) {
+  constexpr std::uint64_t G = std::uint64_t{1} << 30;
+  AutomaticLoad c = choose_automatic_load(9 * G, 24 * G, 32 * G);  // spare 4 GiB
+  EXPECT_TRUE(c.read);
+  EXPECT_FALSE(c.drop_behind);
+  EXPECT_TRUE(c.note.empty());
+  c = choose_automatic_load(9 * G, 16 * G, 32 * G);  // fits once, not twice
+  EXPECT_TRUE(c.read);
+  EXPECT_TRUE(c.drop_behind);
+  c = choose_automatic_load(9 * G, 12 * G, 32 * G);  // 9 + 4 > 12
+  EXPECT_FALSE(c.read);
+  EXPECT_NE(c.note.find("9.0 GiB and 4.0 GiB to spare need more than the 12.0 GiB available"), std::string::npos)
+      << c.note;
+  c = choose_automatic_load(9 * G, 10 * G, 8 * G);  // spare 1 GiB
+  EXPECT_TRUE(c.read);
+  c = choose_automatic_load(G / 2, G / 2, 2 * G);  // less than the spare available
+  EXPECT_FALSE(c.read);
+  c = choose_automatic_load(G, 0, 0);
+  EXPECT_FALSE(c.read);
+  EXPECT_NE(c.note.find("not known"), std::string::npos);
+
+  const std::string path = testdata("tiny-dense.gguf");
+  const GgufFile read = GgufFile::open(path, GgufLoad::automatic);
+  ASSERT_NE(read.private_data(), nullptr) << read.load_note();
+  EXPECT_TRUE(read.load_note().empty());
+  const GgufFile mapped = GgufFile::open(path, GgufLoad::map);
+  EXPECT_EQ(mapped.private_data(), nullptr);
+  ASSERT_EQ(read.file_size(), mapped.file_size());
+  EXPECT_EQ(std::memcmp(read.file_data(), mapped.file_data(), read.file_size()), 0);
+}
+
 }  // namespace
 }  // namespace latte

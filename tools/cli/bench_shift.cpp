@@ -64,7 +64,7 @@ int run_bench_shift(const BenchOptions& o) {
   const std::vector<std::int64_t> depths = parse_int_list(o.depths, "--depths", std::int64_t{1} << 24);
   for (const std::int64_t D : depths)
     if (D < 3) throw UsageError("--shift: --depths of 3 tokens or more (" + std::to_string(D) + " given)");
-  auto model = load_model(o.model, o.no_mmap);
+  auto model = load_model(o.model, o.no_mmap, o.mmap);
   const ModelParams& p = model->params();
   std::vector<std::string> caches;
   if (o.cache == "all") caches = {"int8", "f16", "f32"};

@@ -44,7 +44,8 @@ struct EvalOptions {
   std::string cache = "f32";
   int threads = 0;
   int prefill_chunk = 512;
-  bool no_mmap = false;     // read the file into huge pages instead of mapping it
+  bool no_mmap = false;     // read the file into huge pages, whatever its size
+  bool mmap = false;        // map it, whatever its size (default: read where it fits in memory)
 };
 // `latte eval`: logits of every position as float32 [n_tokens, n_vocab].
 int run_eval(const EvalOptions& opts);
@@ -60,7 +61,8 @@ struct BenchOptions {
   std::string form = "auto";  // prefill form: auto (cost model) | naive | absorbed
   int prefill_chunk = 512;    // tokens per prefill chunk (the measured prefill and the fill)
   bool json = false;
-  bool no_mmap = false;     // read the file into huge pages instead of mapping it
+  bool no_mmap = false;     // read the file into huge pages, whatever its size
+  bool mmap = false;        // map it, whatever its size (default: read where it fits in memory)
   bool shift = false;       // time context shifts against re-prefills instead (bench_shift.cpp)
   std::int64_t reprefill_max = 32768;  // with shift: longest re-prefill measured (tokens)
 };
@@ -106,7 +108,8 @@ struct RunOptions {
   std::string cache = "int8";
   int threads = 0;
   std::int64_t n_ctx = -1;  // -1: 4096, or the model's trained context if smaller; 0: the model's
-  bool no_mmap = false;     // read the file into huge pages instead of mapping it
+  bool no_mmap = false;     // read the file into huge pages, whatever its size
+  bool mmap = false;        // map it, whatever its size (default: read where it fits in memory)
   bool no_context_shift = false;  // stop when the context fills instead of shifting it
   std::int64_t keep = -1;   // tokens a shift keeps; -1: the system turn with --chat, else BOS
 };
@@ -133,7 +136,8 @@ struct PerplexityOptions {
   int threads = 0;
   int prefill_chunk = 512;
   bool json = false;
-  bool no_mmap = false;     // read the file into huge pages instead of mapping it
+  bool no_mmap = false;     // read the file into huge pages, whatever its size
+  bool mmap = false;        // map it, whatever its size (default: read where it fits in memory)
   bool shift = false;       // -f only: the whole text through one --ctx session, shifted as it fills
   std::int64_t keep = -1;   // with shift: tokens kept at the start; -1: BOS where the model adds one
   bool reprefill = false;   // with shift: prefill the kept tokens afresh instead of shifting
@@ -178,7 +182,9 @@ std::string json_string(std::string_view s);
 void warn_beyond_trained_context(const Model& model, std::int64_t n_tokens, const char* what);
 
 // Loads a model: progress on a terminal ("loading FILE: 1.2 / 9.0 GiB"),
-// then a line saying what was loaded; no_mmap: GgufLoad::read.
-std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap = false);
+// then a line saying what was loaded and, mapped where reading was the
+// default, why. no_mmap: GgufLoad::read; mmap: GgufLoad::map; neither:
+// GgufLoad::automatic.
+std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap = false, bool mmap = false);
 
 }  // namespace latte::cli

@@ -18,7 +18,7 @@ namespace latte::cli {
 
 int run_eval(const EvalOptions& o) {
   const auto tokens = parse_token_list(o.tokens, "--tokens");
-  auto model = load_model(o.model, o.no_mmap);
+  auto model = load_model(o.model, o.no_mmap, o.mmap);
   check_token_ids(tokens, model->params().n_vocab, "--tokens");
   warn_beyond_trained_context(*model, static_cast<std::int64_t>(tokens.size()), "--tokens");
   SessionOptions so;

@@ -82,21 +82,23 @@ std::string default_model_or_explain() {
                                     path + "' (give -m FILE, or set LATTE_MODEL to a GGUF model file)");
 }
 
-std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap) {
+std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap, bool mmap) {
   LoadOptions o;
   ProgressLine progress;  // erased by its destructor if the load fails
   const std::string name = file_name_of(path);
   o.on_progress = [&](std::size_t done, std::size_t total) {
     progress.show("loading " + name + ": " + binary_bytes_of(static_cast<double>(done), static_cast<double>(total)));
   };
-  o.file = no_mmap ? GgufLoad::read : GgufLoad::map;
+  o.file = no_mmap ? GgufLoad::read : mmap ? GgufLoad::map : GgufLoad::automatic;
   const auto t0 = std::chrono::steady_clock::now();
   auto model = Model::load(path, o);
   progress.clear();
+  const GgufFile& f = model->file();
   std::fprintf(stderr, "loaded %s: %s, %s, in %.1f s\n", path.c_str(),
-               binary_bytes(static_cast<double>(model->file().file_size())).c_str(),
-               no_mmap ? "read into memory" : "mapped",
+               binary_bytes(static_cast<double>(f.file_size())).c_str(),
+               f.private_data() ? "read into memory" : "mapped",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (!f.load_note().empty()) std::fprintf(stderr, "note: %s; --no-mmap reads it all the same\n", f.load_note().c_str());
   return model;
 }
 

@@ -86,10 +86,17 @@ const CLI::Validator kWeightType(
     },
     "");
 
-// --no-mmap's help, the same for every command that loads a model.
-constexpr const char* kNoMmapHelp =
-    "Read the model into memory (huge pages) instead of mapping it, its matrices re-laid out in place for this "
-    "CPU's kernels: faster decode, slower load";
+// --no-mmap and --mmap, the same for every command that loads a model
+// (the default: read where the file fits in the memory available).
+void load_flags(CLI::App* cmd, bool& no_mmap, bool& mmap) {
+  auto* read = cmd->add_flag("--no-mmap", no_mmap,
+                             "Read the model into memory even where it does not fit with room to spare (the "
+                             "default reads it where it does, else maps it)");
+  auto* map = cmd->add_flag("--mmap", mmap,
+                            "Map the model instead of reading it: instant load, pages shared with other processes, "
+                            "slower decode (the matrices keep the file's layout)");
+  read->excludes(map);
+}
 
 }  // namespace
 
@@ -143,7 +150,7 @@ int main(int argc, char** raw_argv) {
                   ->required());
   eval->add_option("--cache-type", eval_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
   eval->add_option("--threads", eval_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
-  eval->add_flag("--no-mmap", eval_opts.no_mmap, kNoMmapHelp);
+  load_flags(eval, eval_opts.no_mmap, eval_opts.mmap);
   eval->add_option("--prefill-chunk", eval_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
 
   latte::cli::BenchOptions bench_opts;
@@ -162,7 +169,7 @@ int main(int argc, char** raw_argv) {
       ->check(integer_in(0, 1LL << 24))
       ->needs(bench_shift);
   bench->add_option("--threads", bench_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
-  bench->add_flag("--no-mmap", bench_opts.no_mmap, kNoMmapHelp);
+  load_flags(bench, bench_opts.no_mmap, bench_opts.mmap);
   bench->add_option("-p,--n-prompt", bench_opts.n_prompt, "Prompt tokens for the prefill measurement")->check(integer_in(0, 1LL << 20));
   bench->add_option("-n,--n-gen", bench_opts.n_gen, "Tokens for the decode measurement")->check(integer_in(0, 1LL << 20));
   bench->add_option("-r,--repetitions", bench_opts.repetitions, "Repetitions (the best is reported)")->check(integer_in(1, 100));
@@ -216,7 +223,7 @@ int main(int argc, char** raw_argv) {
                        ->default_str("");
   run->add_option("--cache-type", run_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
   run->add_option("--threads", run_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
-  run->add_flag("--no-mmap", run_opts.no_mmap, kNoMmapHelp);
+  load_flags(run, run_opts.no_mmap, run_opts.mmap);
   auto* run_ctx = run->add_option("-c,--ctx", run_opts.n_ctx,
                                   "Context size in tokens (default: 4096, or the model's trained context if smaller; "
                                   "0: the model's)")
@@ -248,7 +255,7 @@ int main(int argc, char** raw_argv) {
                 "With -f, llama.cpp's method: whole --ctx chunks (at least 2), each starting with BOS where the model "
                 "adds one, only the tokens after each chunk's first half scored");
   ppl->add_option("--threads", ppl_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
-  ppl->add_flag("--no-mmap", ppl_opts.no_mmap, kNoMmapHelp);
+  load_flags(ppl, ppl_opts.no_mmap, ppl_opts.mmap);
   ppl->add_option("--prefill-chunk", ppl_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
   ppl->add_flag("--json", ppl_opts.json, "JSON output");
   auto* ppl_shift = ppl->add_flag("--shift", ppl_opts.shift,

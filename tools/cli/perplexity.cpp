@@ -191,7 +191,7 @@ int run_perplexity(const PerplexityOptions& o) {
   // Ctrl-C (or a termination request) stops the scoring: the windows done
   // so far are reported, marked partial.
   const CtrlCScope ctrl_c;
-  auto model = load_model(o.model, o.no_mmap);
+  auto model = load_model(o.model, o.no_mmap, o.mmap);
   const int V = model->params().n_vocab;
   std::vector<std::vector<std::int32_t>> wins;
   std::size_t first_scored = 0;  // logits row of each window where scoring starts

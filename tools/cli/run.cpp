@@ -225,7 +225,7 @@ int run_generate(const RunOptions& o) {
   }
 
   const std::string path = o.model.empty() ? default_model_or_explain() : o.model;
-  auto model = load_model(path, o.no_mmap);
+  auto model = load_model(path, o.no_mmap, o.mmap);
   const Tokenizer* tok = model->tokenizer();
   if (!tok) throw Error(Status::unsupported, "'" + path + "' has no tokenizer (tokenizer.ggml.*): use `latte eval` with token ids");
   check_token_ids(prompt_ids, model->params().n_vocab, "--prompt-ids");
