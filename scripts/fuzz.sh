@@ -47,10 +47,11 @@ if [ ! -f "$fuzzer_lib" ]; then
 fi
 
 READER=(runtime/gguf/gguf_file.cpp tools/gguf_writer.cpp platform/atomic_file_posix.cpp platform/read_only_file_posix.cpp
-        platform/file_map_posix.cpp platform/memory_posix.cpp platform/alloc_hook.cpp runtime/error.cpp quant/ggml_types.cpp)
+        platform/file_map_posix.cpp platform/memory_posix.cpp platform/memory.cpp platform/thread_pool.cpp
+        platform/thread_pool_posix.cpp platform/alloc_hook.cpp runtime/error.cpp quant/ggml_types.cpp)
 TOKENIZER=(runtime/tokenizer/tokenizer.cpp runtime/tokenizer/pretokenizer.cpp)
 PCRE2=(-DPCRE2_CODE_UNIT_WIDTH=8 -lpcre2-8)
-FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -I. -Wall -Wextra -Wno-unused-parameter)
+FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -pthread -I. -Wall -Wextra -Wno-unused-parameter)
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all)
 
 mkdir -p "$OUT"
