@@ -49,7 +49,8 @@ bool address_space_available(std::size_t bytes);
 // Reads a byte of each 4 KiB page of [p, p + bytes), over the current
 // pool's threads: the page-table work of a first access done now rather than
 // on the first use (a machine virtualized with shadow page tables redoes it
-// for every page after a protection change: 1.4 s for a 9 GiB model here).
+// for every page after a protection change; docs/performance.md, "Loading:
+// read or mapped").
 void touch_pages(const std::uint8_t* p, std::size_t bytes);
 
 // Memory a new allocation of this process can have without pushing other
