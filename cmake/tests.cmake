@@ -80,6 +80,11 @@ foreach(isa ${LATTE_ISAS})
   add_test(NAME context_shift_${isa} COMMAND test_runtime --gtest_filter=*CacheShift*:*SessionShift*)
   set_tests_properties(context_shift_${isa} PROPERTIES ENVIRONMENT "LATTE_ISA=${isa}" LABELS runtime)
 endforeach()
+# Many sessions in one step equal to each alone, with each ISA's kernels.
+foreach(isa ${LATTE_ISAS})
+  add_test(NAME session_step_${isa} COMMAND test_runtime --gtest_filter=SessionStep.EqualsEach*)
+  set_tests_properties(session_step_${isa} PROPERTIES ENVIRONMENT "LATTE_ISA=${isa}" LABELS runtime)
+endforeach()
 # An ARMv8.0 core under qemu (the Raspberry Pi 4's Cortex-A72: no dot
 # products): Latte must pick the asimd kernels (sdot emulated), say why not
 # neon, and compute llama.cpp's logits (each cache type) without an

@@ -67,6 +67,16 @@ std::uint64_t Model::fingerprint(int threads) const {
   return fingerprint_;
 }
 
+std::size_t Model::expert_bytes() const {
+  auto bytes = [](const WeightRef& w) { return static_cast<std::size_t>(w.rows) * w.row_bytes; };
+  for (int il = 0; il < params_.n_layers; ++il)
+    if (params_.is_moe_layer(il)) {
+      const LayerWeights& L = layers_[il];
+      return bytes(L.exp_gate.head) + bytes(L.exp_up.head) + bytes(L.exp_down.head);
+    }
+  return 0;
+}
+
 std::size_t Model::decode_weight_bytes() const {
   auto bytes = [](const WeightRef& w) { return static_cast<std::size_t>(w.rows) * w.row_bytes; };
   auto ffn = [&](const FfnWeights& f) { return bytes(f.gate) + bytes(f.up) + bytes(f.down); };

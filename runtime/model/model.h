@@ -120,6 +120,10 @@ class Model {
   // one embedding row. Decode at depth 0 is bound by reading these, so
   // bytes x tok/s against the machine's read bandwidth is its efficiency.
   std::size_t decode_weight_bytes() const;
+  // Bytes of one routed expert (gate, up and down) of an MoE layer; 0
+  // without MoE layers. decode_weight_bytes counts n_experts_used of them
+  // per MoE layer.
+  std::size_t expert_bytes() const;
   // A 64-bit hash of every byte of the model file as the file holds it
   // (runtime/model/fingerprint.h): a saved session names the model it
   // belongs to by it, so any other weights (another model, another

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kernels/isa.h"
@@ -28,19 +29,31 @@
 
 namespace latte {
 
+// Rows [off, off + n) of a step's queries: one sequence's tokens at its
+// positions p0.., attending over rows [0, p0 + n) of its layer's cache.
+struct AttnSpan {
+  int off = 0;
+  int n = 0;
+  std::int64_t p0 = 0;
+  LatentLayerView view{};
+};
+
 class AbsorbedAttention {
  public:
   // Sizes the kernel's scratch for the cache's tiles and the threads.
   AbsorbedAttention(WeightMultiply& wm, Isa isa, int n_heads, const LatentTileLayout& layout);
-  // o (n, n_h * d_v) for queries q (n, n_h, d_nope + d_R) at positions
-  // p0.. (RoPE applied) over rows [0, p0 + n) of the layer's cache.
-  void run(const MlaConfig& m, const LayerWeights& L, int layer, const float* q, int n, std::int64_t p0,
-           const LatentLayerView& view, float* o);
+  // o (n, n_h * d_v) for queries q (n, n_h, d_nope + d_R) (RoPE applied):
+  // each span's rows over its own cache (spans cover [0, n) in order). W_UK
+  // and W_UV are applied to all n rows at once (read once per step), the
+  // kernel runs span by span.
+  void run(const MlaConfig& m, const LayerWeights& L, int layer, const float* q, int n,
+           std::span<const AttnSpan> spans, float* o);
 
  private:
   WeightMultiply& wm_;
   const kernels::MlaAttnKernels* attn_;
-  std::vector<std::uint8_t> attn_scratch_;  // the kernel's, for all threads
+  int n_heads_;
+  std::vector<std::uint8_t> attn_scratch_;  // the kernel's, for all threads (grown for a span's layout)
   AlignedBuffer q_lat_, q_pe_, o_lat_;       // (n, n_h, d_c), (n, n_h, d_R), (n, n_h, d_c)
 };
 

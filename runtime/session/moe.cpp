@@ -78,6 +78,7 @@ void Moe::forward(const ModelParams& p, const LayerWeights& L, const float* x, i
   wm_.linear(L.gate_inp, x, d, n, logits, ne);
   ExpertTokens by_expert(ne);  // expert -> (token, weight)
   moe_route(p, L, logits, n, by_expert);
+  for (const auto& list : by_expert) experts_read_ += !list.empty();
   // One token: the shared FFN and the routed experts (ascending, as
   // below) as one sum, in one parallel region.
   std::vector<WeightRef> routed;  // (k, {gate, up, down}); terms point into it

@@ -39,6 +39,10 @@ class Moe {
   // y (n, d) = the shared experts' FFN + the routed experts' weighted FFNs
   // of x (n, d).
   void forward(const ModelParams& p, const LayerWeights& L, const float* x, int n, int d, float* y);
+  // Routed experts that got tokens, summed over forward() calls since the
+  // last reset: the experts a step reads (benchmarks' memory bound).
+  std::int64_t experts_read() const { return experts_read_; }
+  void reset_experts_read() { experts_read_ = 0; }
 
  private:
   // Whether experts_parallel takes a chunk whose largest expert has max_nt
@@ -64,6 +68,7 @@ class Moe {
   };
   std::unique_ptr<ExpertBuffers[]> expert_bufs_;  // (threads)
   AlignedBuffer expert_out_;                      // (routed pairs, d)
+  std::int64_t experts_read_ = 0;
 };
 
 }  // namespace latte

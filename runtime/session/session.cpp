@@ -25,6 +25,8 @@ namespace latte {
 
 int Session::threads() const { return graph_->threads(); }
 
+std::int64_t Session::last_experts_read() const { return graph_->moe.experts_read(); }
+
 Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
     : model_(std::move(model)),
       opts_(opts),
@@ -124,11 +126,33 @@ std::int64_t Session::make_room(std::int64_t n_new, std::int64_t n_keep) {
   return drop;
 }
 
+void Session::check_tokens(std::span<const std::int32_t> tokens, const std::string& item) const {
+  const int V = model_->params().n_vocab;
+  if (tokens.empty()) throw Error(Status::invalid_argument, item + "no tokens to evaluate");
+  for (std::size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= V)
+      throw Error(Status::invalid_argument,
+                  item + "token " +
+                      (tokens.size() == 1 ? std::to_string(tokens[i])
+                                          : std::to_string(i + 1) + " of " + std::to_string(tokens.size()) + " (" +
+                                                std::to_string(tokens[i]) + ")") +
+                      " is outside the vocabulary [0, " + std::to_string(V) + ")");
+}
+
+bool Session::needs_shift(std::int64_t n_new) const {
+  const bool shift_first = opts_.context_shift && n_past_ + n_new > opts_.n_ctx &&
+                           n_new <= opts_.n_ctx - std::clamp<std::int64_t>(opts_.shift_keep, 0, n_past_);
+  if (n_past_ + n_new > opts_.n_ctx && !shift_first)
+    throw Error(Status::context_overflow,
+                std::to_string(n_past_) + " tokens in the cache + " + std::to_string(n_new) +
+                    " new would exceed the context of " + std::to_string(opts_.n_ctx));
+  return shift_first;
+}
+
 void Session::decode(std::int32_t token) { prefill(std::span<const std::int32_t>(&token, 1)); }
 
 void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* all_logits) {
   const ModelParams& p = model_->params();
-  if (tokens.empty()) throw Error(Status::invalid_argument, "no tokens to evaluate");
   // The session's own tokens() (say, to compute them again elsewhere): its
   // storage may move when it grows below, so read a copy.
   const std::less<const std::int32_t*> before;  // a total order, unlike < on unrelated pointers
@@ -136,21 +160,9 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
     const std::vector<std::int32_t> copy(tokens.begin(), tokens.end());
     return prefill(copy, all_logits);
   }
-  for (std::size_t i = 0; i < tokens.size(); ++i)
-    if (tokens[i] < 0 || tokens[i] >= p.n_vocab)
-      throw Error(Status::invalid_argument,
-                  "token " +
-                      (tokens.size() == 1 ? std::to_string(tokens[i])
-                                          : std::to_string(i + 1) + " of " + std::to_string(tokens.size()) + " (" +
-                                                std::to_string(tokens[i]) + ")") +
-                      " is outside the vocabulary [0, " + std::to_string(p.n_vocab) + ")");
+  check_tokens(tokens, "");
   const std::int64_t n_new = static_cast<std::int64_t>(tokens.size());
-  const bool shift_first = opts_.context_shift && n_past_ + n_new > opts_.n_ctx &&
-                           n_new <= opts_.n_ctx - std::clamp<std::int64_t>(opts_.shift_keep, 0, n_past_);
-  if (n_past_ + n_new > opts_.n_ctx && !shift_first)
-    throw Error(Status::context_overflow,
-                std::to_string(n_past_) + " tokens in the cache + " + std::to_string(tokens.size()) +
-                    " new would exceed the context of " + std::to_string(opts_.n_ctx));
+  const bool shift_first = needs_shift(n_new);
   if (all_logits) {
     const std::size_t count = tokens.size() * static_cast<std::size_t>(p.n_vocab);
     try {

@@ -58,6 +58,24 @@ class Session {
   // One token (the absorbed kernel).
   void decode(std::int32_t token);
 
+  // One session's part of a step: tokens at its next positions.
+  struct StepItem {
+    Session* session = nullptr;
+    std::span<const std::int32_t> tokens;
+  };
+  // Advances several sessions of one model in one step (session_step.cpp),
+  // each by its own tokens: a decoded token, or a chunk of a prompt of at
+  // most its prefill_chunk tokens. Every weight is read once for all of
+  // them; each attends over its own cache; each one's logits() become its
+  // last token's. Runs on the first session's threads. Each session's
+  // context shift applies as in prefill. Error(invalid_argument) for no
+  // items, a session given twice, sessions of different models, no tokens,
+  // a chunk longer than the session's prefill_chunk or an id outside the
+  // vocabulary (naming the item), Error(context_overflow); on any error
+  // (out of memory, a non-finite logit, ...) every session is as before the
+  // call, except the context shifts already made.
+  static void step(std::span<const StepItem> items);
+
   std::span<const float> logits() const { return last_logits_; }  // (n_vocab)
   // Whether logits() are the last cached token's: false after reset(), and
   // after a truncate() that cut tokens, until the next token is fed.
@@ -121,9 +139,25 @@ class Session {
   const LatentCache& cache() const { return cache_; }
   // The form the last chunk of each call ran in (for tests and reports).
   MlaForm last_form() const { return last_form_; }
+  // Routed experts read by the last chunk or step this session ran (a
+  // step's first session), summed over the layers: with
+  // Model::expert_bytes, the expert bytes it streamed (benchmarks).
+  std::int64_t last_experts_read() const;
 
  private:
-  struct Graph;  // session_graph.h
+  struct Graph;     // session_graph.h
+  struct StepPart;  // one session's rows in forward_step (session_graph.h)
+  // Checks a call's tokens: Error(invalid_argument) for none or an id
+  // outside the vocabulary (`item` prefixes the message where not empty).
+  void check_tokens(std::span<const std::int32_t> tokens, const std::string& item) const;
+  // Whether n_new tokens first need a context shift (context_shift on and
+  // the shift can make room); Error(context_overflow) where they cannot fit.
+  bool needs_shift(std::int64_t n_new) const;
+  // One step through the model (session_forward.cpp): each part's tokens at
+  // its session's positions, rows written to its cache, its n_past_
+  // advanced, logits to its logits_out or last_logits_. Runs on the first
+  // part's graph and threads. On an error the callers roll back.
+  static void forward_step(std::span<StepPart> parts);
   // One chunk through the model (session_forward.cpp): its rows written to
   // the cache, n_past_ advanced, the logits to logits_out (every token's,
   // (n, n_vocab)) or last_logits_. On an error prefill() rolls back.

@@ -1,13 +1,16 @@
-// The layer loop (Session::forward_chunk): one chunk of tokens through the
-// model, top to bottom: the form of its attention, the RoPE rotations of its
-// positions, the embedding, then per layer the attention block (norm, q and
+// The layer loop (Session::forward_step): one step of tokens through the
+// model, top to bottom, for one session's chunk or several sessions' at
+// once (their rows side by side: every weight read once, each attending
+// over its own cache): the form of each one's attention, the RoPE rotations
+// of its positions, the embedding, then per layer the attention block (norm, q and
 // kv_a, RoPE, the cache write, attention.h, W_O, residual) and the FFN
 // block (norm, ffn.h or moe.h, residual), then the output head.
-// Rules: graph_common.h; the cache rows this chunk writes are the only
-// session state it changes besides n_past_ and the logits, and
-// Session::prefill takes them back on an error.
+// Rules: graph_common.h; the cache rows a step writes are the only session
+// state it changes besides n_past_, the last form and the logits, and
+// Session::prefill and Session::step take them back on an error.
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "kernels/isa.h"
 #include "quant/ggml_blocks.h"
@@ -21,31 +24,58 @@
 namespace latte {
 
 void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_out, bool all_logits) {
-  const ModelParams& p = model_->params();
+  StepPart part;
+  part.s = this;
+  part.tokens = tokens;
+  part.logits_out = all_logits ? logits_out : nullptr;
+  forward_step(std::span<StepPart>(&part, 1));
+}
+
+void Session::forward_step(std::span<StepPart> parts) {
+  Session& lead = *parts[0].s;  // whose graph, threads and weights the step runs on
+  const Model& model = *lead.model_;
+  const ModelParams& p = model.params();
   const MlaConfig& m = p.mla;
-  Graph& g = *graph_;
+  Graph& g = *lead.graph_;
   const int threads = g.threads();
-  const int n = static_cast<int>(tokens.size());
   const int d = m.d_model, nh = m.n_heads, qh = m.q_head_dim(), dn = m.d_nope, dr = m.d_rope;
   const int dc = m.kv_lora_rank, dv = m.d_v, ql = m.q_lora_rank, V = p.n_vocab;
-  const std::int64_t p0 = n_past_;
 
-  // Form for this chunk: decode is always absorbed (the kernel's job).
-  MlaForm form = MlaForm::absorbed;
-  if (n > 1) {
-    if (opts_.prefill_form) form = *opts_.prefill_form;
-    else
-      form = mla_pick_form(m, n, p0,
-                           mla_absorbed_pair_cost(opts_.cache == LatentStorage::int8, active_isa() == Isa::avx512),
-                           gemm_f32_is_onednn() ? 1.0 : kOwnGemmCost);
+  // Each part's form: decode is always absorbed (the kernel's job). Rows are
+  // laid out absorbed parts first, so one W_UK/W_UV product covers them all.
+  for (StepPart& pt : parts) {
+    Session& s = *pt.s;
+    const int ni = static_cast<int>(pt.tokens.size());
+    pt.p0 = s.n_past_;
+    pt.form = MlaForm::absorbed;
+    if (ni > 1) {
+      if (s.opts_.prefill_form) pt.form = *s.opts_.prefill_form;
+      else
+        pt.form = mla_pick_form(m, ni, pt.p0,
+                                mla_absorbed_pair_cost(s.opts_.cache == LatentStorage::int8, active_isa() == Isa::avx512),
+                                gemm_f32_is_onednn() ? 1.0 : kOwnGemmCost);
+    }
+    s.last_form_ = pt.form;
   }
-  last_form_ = form;
+  int n = 0, n_abs = 0;  // rows in all, rows of absorbed parts
+  for (int pass = 0; pass < 2; ++pass)
+    for (StepPart& pt : parts)
+      if ((pt.form == MlaForm::absorbed) == (pass == 0)) {
+        pt.off = n;
+        n += static_cast<int>(pt.tokens.size());
+        if (pass == 0) n_abs = n;
+      }
 
-  // RoPE rotations of this chunk's positions, attn_factor included.
+  // RoPE rotations of each part's positions (its context's rope factors),
+  // attn_factor included.
   float* rope_cs = g.rope_cs.get(static_cast<std::size_t>(n) * dr);  // (n, cos | sin)
-  rope_table(g.rope, static_cast<double>(p0), n, g.rope.attn_factor, rope_cs);
-  auto rope = [&](float* v, int t) {  // v (d_R) of token t
-    const float* c = rope_cs + t * dr;
+  for (const StepPart& pt : parts) {
+    const RopeParams& rp = pt.s->graph_->rope;
+    rope_table(rp, static_cast<double>(pt.p0), static_cast<int>(pt.tokens.size()), rp.attn_factor,
+               rope_cs + static_cast<std::size_t>(pt.off) * dr);
+  }
+  auto rope = [&](float* v, int t) {  // v (d_R) of row t
+    const float* c = rope_cs + static_cast<std::size_t>(t) * dr;
     rope_rotate(g.rope.style, dr, c, c + dr / 2, v);
   };
 
@@ -54,13 +84,14 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
   auto add_residual = [&](const float* y) {  // h += y * residual_scale, y (n, d)
     for_row_elements(n, d, threads, [&](std::size_t i) { h[i] += y[i] * p.residual_scale; });
   };
-  const WeightRef& emb = model_->token_embd();
-  for (int t = 0; t < n; ++t) {  // serial: dequantize_row_ref may throw (not here: the type was checked at load)
-    dequantize_row_ref(emb.type, emb.data + static_cast<std::size_t>(tokens[t]) * emb.row_bytes,
-                       h + static_cast<std::size_t>(t) * d, d);
-    if (p.embed_scale != 1.f)
-      for (int i = 0; i < d; ++i) h[static_cast<std::size_t>(t) * d + i] *= p.embed_scale;
-  }
+  const WeightRef& emb = model.token_embd();
+  for (const StepPart& pt : parts)
+    for (std::size_t i = 0; i < pt.tokens.size(); ++i) {  // serial: dequantize_row_ref may throw (not here: the type was checked at load)
+      float* row = h + (static_cast<std::size_t>(pt.off) + i) * d;
+      dequantize_row_ref(emb.type, emb.data + static_cast<std::size_t>(pt.tokens[i]) * emb.row_bytes, row, d);
+      if (p.embed_scale != 1.f)
+        for (int k = 0; k < d; ++k) row[k] *= p.embed_scale;
+    }
 
   float* x = g.x.get(static_cast<std::size_t>(n) * d);             // (n, d)
   float* q = g.q.get(static_cast<std::size_t>(n) * nh * qh);       // (n, n_h, d_nope + d_R)
@@ -69,9 +100,12 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
   float* k_pe = g.k_pe.get(static_cast<std::size_t>(n) * dr);      // (n, d_R)
   float* o = g.o.get(static_cast<std::size_t>(n) * nh * dv);       // (n, n_h * d_v)
   float* y = g.y.get(static_cast<std::size_t>(n) * d);             // (n, d)
+  g.moe.reset_experts_read();
+  std::vector<AttnSpan>& spans = g.spans;  // the absorbed parts', per layer
+  spans.reserve(parts.size());
 
   for (int il = 0; il < p.n_layers; ++il) {
-    const LayerWeights& L = model_->layer(il);
+    const LayerWeights& L = model.layer(il);
     // --- attention: q and kv_a from the normed stream
     rms_norm_rows(h, L.attn_norm, n, d, m.rms_eps, x, d, d, threads);
     if (!L.wq_a.empty()) {
@@ -95,17 +129,28 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
     // A NaN or inf row must not enter the cache: later positions would read
     // it (the int8 kernel's clamped exponentials could even hide it from
     // the logits), and a saved session holding it is refused at load.
-    refuse_non_finite_rows(c_kv, n, dc, il, p0);
-    refuse_non_finite_rows(k_pe, n, dr, il, p0);
     // Likewise the queries and (in attention) its output: the int8 kernels
     // quantize queries and clamp exponentials, so a NaN, inf or overflowing
     // score there could come out finite but wrong.
-    refuse_non_finite_rows(q, n, static_cast<std::size_t>(nh) * qh, il, p0, "query");
-    cache_.write(il, p0, n, c_kv, k_pe);
+    spans.clear();
+    for (const StepPart& pt : parts) {
+      const int ni = static_cast<int>(pt.tokens.size());
+      const std::size_t r = static_cast<std::size_t>(pt.off);
+      refuse_non_finite_rows(c_kv + r * dc, ni, dc, il, pt.p0);
+      refuse_non_finite_rows(k_pe + r * dr, ni, dr, il, pt.p0);
+      refuse_non_finite_rows(q + r * nh * qh, ni, static_cast<std::size_t>(nh) * qh, il, pt.p0, "query");
+      pt.s->cache_.write(il, pt.p0, ni, c_kv + r * dc, k_pe + r * dr);
+      if (pt.form == MlaForm::absorbed) spans.push_back({pt.off, ni, pt.p0, pt.s->cache_.view(il)});
+    }
 
-    // --- attention over the cache, W_O, residual
-    if (form == MlaForm::absorbed) g.absorbed.run(m, L, il, q, n, p0, cache_.view(il), o);
-    else g.naive.run(m, L, il, q, n, p0, cache_, o);
+    // --- attention over each part's cache, W_O, residual
+    if (n_abs > 0) g.absorbed.run(m, L, il, q, n_abs, spans, o);
+    for (const StepPart& pt : parts)
+      if (pt.form != MlaForm::absorbed) {
+        const std::size_t r = static_cast<std::size_t>(pt.off);
+        g.naive.run(m, L, il, q + r * nh * qh, static_cast<int>(pt.tokens.size()), pt.p0, pt.s->cache_,
+                    o + r * nh * dv);
+      }
     g.wm.linear(L.wo, o, static_cast<std::size_t>(nh) * dv, n, y, d);
     add_residual(y);
 
@@ -116,16 +161,36 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
     add_residual(y);
   }
 
-  // --- output: logits of every token, or of the last only.
-  const int first = all_logits ? 0 : n - 1;
-  const int nl = n - first;
-  rms_norm_rows(h + static_cast<std::size_t>(first) * d, model_->output_norm(), nl, d, m.rms_eps, x, d, d, threads);
+  // --- output: each part's logits of every token, or of its last only,
+  // normed into consecutive rows of x.
+  int nl = 0;
+  for (const StepPart& pt : parts) {
+    const int ni = static_cast<int>(pt.tokens.size());
+    const int first = pt.logits_out ? 0 : ni - 1;
+    rms_norm_rows(h + (static_cast<std::size_t>(pt.off) + first) * d, model.output_norm(), ni - first, d, m.rms_eps,
+                  x + static_cast<std::size_t>(nl) * d, d, d, threads);
+    nl += ni - first;
+  }
   if (p.logit_scale != 1.f)
     for (std::size_t i = 0; i < static_cast<std::size_t>(nl) * d; ++i) x[i] *= p.logit_scale;
-  float* lg = all_logits ? logits_out : last_logits_.data();  // (nl, n_vocab)
-  g.wm.linear(model_->output(), x, d, nl, lg, V);
-  if (all_logits) std::memcpy(last_logits_.data(), lg + static_cast<std::size_t>(nl - 1) * V, sizeof(float) * V);
-  n_past_ += n;
+  if (parts.size() == 1) {  // straight to the session's buffer
+    StepPart& pt = parts[0];
+    float* lg = pt.logits_out ? pt.logits_out : pt.s->last_logits_.data();  // (nl, n_vocab)
+    g.wm.linear(model.output(), x, d, nl, lg, V);
+    if (pt.logits_out)
+      std::memcpy(pt.s->last_logits_.data(), lg + static_cast<std::size_t>(nl - 1) * V, sizeof(float) * V);
+  } else {
+    float* lg = g.logits.get(static_cast<std::size_t>(nl) * V);  // (nl, n_vocab)
+    g.wm.linear(model.output(), x, d, nl, lg, V);
+    std::size_t r = 0;
+    for (StepPart& pt : parts) {
+      const std::size_t rows = pt.logits_out ? pt.tokens.size() : 1;
+      if (pt.logits_out) std::memcpy(pt.logits_out, lg + r * V, sizeof(float) * rows * V);
+      std::memcpy(pt.s->last_logits_.data(), lg + (r + rows - 1) * V, sizeof(float) * V);
+      r += rows;
+    }
+  }
+  for (StepPart& pt : parts) pt.s->n_past_ += static_cast<std::int64_t>(pt.tokens.size());
 }
 
 void Session::Graph::reserve_chunk(const ModelParams& p, int n) {

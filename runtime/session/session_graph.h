@@ -6,6 +6,8 @@
 // Rules: graph_common.h.
 #pragma once
 
+#include <vector>
+
 #include "kernels/isa.h"
 #include "runtime/mla/latent_cache.h"
 #include "runtime/mla/rope.h"
@@ -54,6 +56,19 @@ struct Session::Graph {
   AlignedBuffer o;        // (n, n_h * d_v) attention output
   AlignedBuffer y;        // (n, d) a block's output, added to h
   AlignedBuffer rope_cs;  // (n, d_R) the chunk's rotations: cos | sin
+  AlignedBuffer logits;   // (parts, n_vocab) a step's logits, before they go to each session
+  std::vector<AttnSpan> spans;  // a step's absorbed parts (Session::forward_step)
+};
+
+// One session's rows in Session::forward_step.
+struct Session::StepPart {
+  Session* s = nullptr;
+  std::span<const std::int32_t> tokens;
+  float* logits_out = nullptr;  // (n, n_vocab) every token's logits, or null: the last token's to last_logits_
+  // Set by forward_step:
+  int off = 0;                     // first row in the step's buffers
+  std::int64_t p0 = 0;             // the session's n_past_ before the step
+  MlaForm form = MlaForm::absorbed;
 };
 
 }  // namespace latte

@@ -65,12 +65,16 @@ struct BenchOptions {
   bool mmap = false;        // map it, whatever its size (default: read where it fits in memory)
   bool shift = false;       // time context shifts against re-prefills instead (bench_shift.cpp)
   std::int64_t reprefill_max = 32768;  // with shift: longest re-prefill measured (tokens)
+  std::string batch;        // "1,2,4,8": aggregate decode of N sequences stepped together (bench_batch.cpp)
 };
 // `latte bench`: prefill and decode tok/s at several context depths.
 int run_bench(const BenchOptions& opts);
 // `latte bench --shift`: a context shift of half of each depth against a
 // prefill of the tokens it keeps, alternated, medians.
 int run_bench_shift(const BenchOptions& opts);
+// `latte bench --batch`: aggregate decode tok/s of N sequences at each depth,
+// stepped together, against the step's memory bound.
+int run_bench_batch(const BenchOptions& opts);
 
 struct MakeModelOptions {
   std::string preset = "v2-lite";

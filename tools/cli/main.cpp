@@ -177,6 +177,10 @@ int main(int argc, char** raw_argv) {
       ->check(CLI::IsMember({"auto", "naive", "absorbed"}));
   bench->add_option("--prefill-chunk", bench_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
   bench->add_flag("--json", bench_opts.json, "JSON output");
+  list_option(bench->add_option("--batch", bench_opts.batch,
+                                "Sequence counts (1,2,4,8): aggregate decode of that many sequences at each depth, "
+                                "stepped together")
+                  ->excludes(bench_shift));
 
   latte::cli::RunOptions run_opts;
   auto* run = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
@@ -337,6 +341,7 @@ int main(int argc, char** raw_argv) {
       if (!bench_opts.shift && bench_opts.cache == "all") return usage_error("--cache-type all applies to --shift only");
       if (!bench_opts.shift && bench_opts.n_prompt == 0 && bench_opts.n_gen == 0)
         return usage_error("-p and -n are both 0, so there is nothing to measure");
+      if (!bench_opts.batch.empty()) return latte::cli::run_bench_batch(bench_opts);
       return bench_opts.shift ? latte::cli::run_bench_shift(bench_opts) : latte::cli::run_bench(bench_opts);
     }
     if (*run) {

@@ -1,0 +1,182 @@
+// `latte bench --batch 1,2,4,8`: aggregate decode of N sequences stepped
+// together (Session::step: each weight read once for all N tokens, each
+// sequence attending over its own cache), like llama-batched-bench's
+// generation figure. For each depth D, max(N) sessions are filled to D
+// tokens once (prefills of seeded random ids); then for each N the first N
+// decode n_gen steps together, best of the repetitions after a warm-up
+// step, each cut back to D after it.
+//
+// Beside each figure, the memory bound: the bytes a step must read (the
+// weights every token uses once, each distinct routed expert the N tokens
+// went to, counted by the step itself, and each sequence's D cached rows)
+// at the plain read bandwidth measured before and after, with the same
+// threads; `%` is the aggregate rate against that bound.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/isa.h"
+#include "runtime/error.h"
+#include "runtime/mla/latent_cache.h"
+#include "runtime/model/model.h"
+#include "runtime/session/session.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/progress.h"
+#include "tools/read_bandwidth.h"
+
+namespace latte::cli {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int run_bench_batch(const BenchOptions& o) {
+  if (o.n_gen <= 0) throw UsageError("--batch measures decode: -n must be > 0");
+  std::vector<std::int64_t> batches = parse_int_list(o.batch, "--batch", 256);
+  std::vector<std::int64_t> depths = parse_int_list(o.depths, "--depths", std::int64_t{1} << 24);
+  for (std::int64_t n : batches)
+    if (n < 1) throw UsageError("--batch: sizes must be >= 1");
+  std::sort(batches.begin(), batches.end());
+  batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+  std::sort(depths.begin(), depths.end());
+  depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
+  auto model = load_model(o.model, o.no_mmap, o.mmap);
+  const ModelParams& p = model->params();
+  const int max_n = static_cast<int>(batches.back());
+  SessionOptions so;
+  so.threads = o.threads;
+  so.cache = *parse_latent_storage(o.cache);
+  so.prefill_chunk = o.prefill_chunk;
+  so.n_ctx = depths.back() + o.n_gen + 1;
+  warn_beyond_trained_context(*model, so.n_ctx, "the deepest measurement");
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int i = 0; i < max_n; ++i) sessions.push_back(std::make_unique<Session>(model, so));
+  const int threads = sessions[0]->threads();
+  const std::size_t expert = model->expert_bytes();
+  // What every token of a step reads once: decode's weights less the routed
+  // experts one token reads.
+  std::size_t moe_layers = 0;
+  for (int il = 0; il < p.n_layers; ++il) moe_layers += p.is_moe_layer(il);
+  const std::size_t shared_bytes =
+      model->decode_weight_bytes() - moe_layers * static_cast<std::size_t>(p.n_experts_used) * expert;
+  const std::size_t read_bytes =
+      std::clamp<std::size_t>(model->decode_weight_bytes(), std::size_t{64} << 20, std::size_t{1} << 30);
+  ProgressLine progress;
+  const auto measuring = [&](const std::string& what) { progress.show("bench: " + what, /*now=*/true); };
+  const std::string plain_read = "reading " + binary_bytes(static_cast<double>(read_bytes)) + " (plain read bandwidth)";
+  measuring(plain_read);
+  const double read_before = measure_read_bandwidth(read_bytes, threads, 5);
+
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<std::int32_t> tok(0, p.n_vocab - 1);
+  struct Row {
+    std::int64_t depth;
+    int n;
+    double tps = 0;       // aggregate tokens per second, the best repetition
+    double step_ms = 0;   // that repetition's mean step
+    double bytes = 0;     // mean bytes a step reads (that repetition)
+  };
+  std::vector<Row> rows;
+  for (std::int64_t depth : depths) {
+    const std::string at = "depth " + std::to_string(depth) + ": ";
+    for (int i = 0; i < max_n; ++i) {
+      Session& s = *sessions[i];
+      std::vector<std::int32_t> fill(static_cast<std::size_t>(depth - s.n_past()));
+      for (auto& t : fill) t = tok(rng);
+      if (!fill.empty()) {
+        measuring(at + "filling sequence " + std::to_string(i + 1) + " of " + std::to_string(max_n));
+        s.prefill(fill);
+      }
+    }
+    const std::size_t cache_bytes =
+        LatentCache::bytes_for(p.n_layers, p.mla.kv_lora_rank, p.mla.d_rope, std::max<std::int64_t>(depth, 1),
+                               so.cache);
+    for (std::int64_t nb : batches) {
+      const int n = static_cast<int>(nb);
+      Row r{depth, n};
+      std::vector<std::int32_t> next(static_cast<std::size_t>(n));
+      std::vector<Session::StepItem> items(static_cast<std::size_t>(n));
+      auto step = [&] {
+        for (int i = 0; i < n; ++i) {
+          next[i] = tok(rng);
+          items[i] = {sessions[i].get(), std::span<const std::int32_t>(&next[i], 1)};
+        }
+        Session::step(items);
+        return sessions[0]->last_experts_read();
+      };
+      auto cut_back = [&] {
+        for (int i = 0; i < n; ++i) sessions[i]->truncate(depth);
+      };
+      measuring(at + std::to_string(n) + " sequences: warm-up step");
+      step();
+      cut_back();
+      for (int rep = 0; rep < o.repetitions; ++rep) {
+        measuring(at + std::to_string(n) + " sequences: " + count_of(o.n_gen, "step") + ", repetition " +
+                  std::to_string(rep + 1) + " of " + std::to_string(o.repetitions));
+        std::int64_t experts = 0;
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int k = 0; k < o.n_gen; ++k) experts += step();
+        const double secs = seconds_since(t0);
+        cut_back();
+        const double tps = static_cast<double>(n) * o.n_gen / secs;
+        if (tps > r.tps) {
+          r.tps = tps;
+          r.step_ms = secs * 1e3 / o.n_gen;
+          r.bytes = static_cast<double>(shared_bytes) + static_cast<double>(experts) / o.n_gen * expert +
+                    static_cast<double>(n) * cache_bytes;
+        }
+      }
+      rows.push_back(r);
+    }
+  }
+  measuring(plain_read);
+  const double read_after = measure_read_bandwidth(read_bytes, threads, 5);
+  progress.clear();
+  const double read_best = std::max(read_before, read_after);
+  auto bound = [&](const Row& r) { return r.n * read_best / r.bytes; };  // tok/s at the plain read bandwidth
+
+  if (o.json) {
+    std::printf("{\n  \"model\": %s,\n  \"architecture\": \"%s\",\n  \"cache_type\": \"%s\",\n  \"threads\": %d,\n"
+                "  \"isa\": \"%s\",\n  \"weights\": \"%s\",\n  \"n_gen\": %d,\n  \"read_GBps_before\": %.2f,\n"
+                "  \"read_GBps_after\": %.2f,\n  \"batch\": [\n",
+                json_string(o.model).c_str(), model_arch_name(p.arch), o.cache.c_str(), threads,
+                isa_name(active_isa()), model->file().private_data() ? "read" : "mmap", o.n_gen, read_before / 1e9,
+                read_after / 1e9);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      std::printf("    {\"depth\": %lld, \"n\": %d, \"decode_tok_s\": %.2f, \"per_sequence_tok_s\": %.2f, "
+                  "\"step_ms\": %.3f, \"step_MB\": %.1f, \"bound_tok_s\": %.2f, \"bound_pct\": %.1f}%s\n",
+                  static_cast<long long>(r.depth), r.n, r.tps, r.tps / r.n, r.step_ms, r.bytes / 1e6, bound(r),
+                  100 * r.tps / bound(r), i + 1 < rows.size() ? "," : "");
+    }
+    std::printf("  ]\n}\n");
+    return 0;
+  }
+  std::printf("model %s (%s), cache %s, threads %d, kernels %s, weights %s\n", o.model.c_str(),
+              model_arch_name(p.arch), o.cache.c_str(), threads, isa_name(active_isa()),
+              model->file().private_data() ? "read into memory" : "mapped");
+  std::printf("%8s | %4s | %16s | %12s | %9s | %9s | %20s\n", "depth", "N", "decode tok/s", "per seq", "step ms",
+              "step MB", "memory bound (%)");
+  for (const Row& r : rows)
+    std::printf("%8lld | %4d | %16.1f | %12.1f | %9.2f | %9.1f | %12.1f (%3.0f%%)\n", static_cast<long long>(r.depth),
+                r.n, r.tps, r.tps / r.n, r.step_ms, r.bytes / 1e6, bound(r), 100 * r.tps / bound(r));
+  std::printf("(N sequences at the depth decode %s together; best of %d after a warm-up step; decode tok/s: all "
+              "N together)\n",
+              count_of(o.n_gen, "step").c_str(), o.repetitions);
+  std::printf("(step MB: the weights every token uses, the routed experts the N tokens went to, N caches at the "
+              "depth; memory bound: N tokens per step read at the plain read bandwidth, %.1f GB/s before, %.1f "
+              "after, the better)\n",
+              read_before / 1e9, read_after / 1e9);
+  return 0;
+}
+
+}  // namespace latte::cli
