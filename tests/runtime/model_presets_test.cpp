@@ -16,14 +16,13 @@
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/model.h"
 #include "runtime/session/session.h"
-#include "tests/runtime/cli_run.h"
 #include "tools/model_catalog.h"
 #include "tools/model_presets.h"
+#if LATTE_TEST_POSIX  // the CLI is run through a POSIX shell
+#include "tests/runtime/cli_run.h"
+#endif
 
 namespace {
-
-using latte::test::Result;
-using latte::test::run;
 
 // What a preset must read back as, beside its name in the catalog.
 struct Expected {
@@ -73,6 +72,10 @@ TEST(MakeModelPresets, FullSizeMatchesTheRealModels) {
   EXPECT_FALSE(latte::model_preset_spec("minicpm3").has_value());
   EXPECT_EQ(latte::model_preset_names(), "v2-lite, v2-lite-moe, minicpm3-4b, plm-1.8b, tiny");
 }
+
+#if LATTE_TEST_POSIX
+using latte::test::Result;
+using latte::test::run;
 
 // Each written small (2 layers, vocab 600, Q8_0): Latte reads the
 // architecture, the overrides and the real head shapes back, and 96 decode
@@ -164,5 +167,6 @@ TEST(MakeModelPresets, SmallCopiesLoadAndDecode) {
     RecordProperty(std::string(e.preset) + "_logit_range", range);
   }
 }
+#endif  // LATTE_TEST_POSIX
 
 }  // namespace
