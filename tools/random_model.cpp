@@ -46,6 +46,11 @@ GgmlType row_type_for(GgmlType want, std::uint64_t cols) {
 
 std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
   if (s.n_vocab < 258) throw Error(Status::invalid_argument, "random model: n_vocab must be >= 258");
+  for (const auto* f : {&s.rope_factors_long, &s.rope_factors_short})
+    if (!f->empty() && f->size() != static_cast<std::size_t>(s.d_rope / 2))
+      throw Error(Status::invalid_argument, "random model: " + std::to_string(f->size()) +
+                                                " rope factors given for d_rope " + std::to_string(s.d_rope) +
+                                                " (one per rotated pair: " + std::to_string(s.d_rope / 2) + ")");
   std::mt19937_64 rng(s.seed);
   GgufWriter w;
   const std::string arch = model_arch_name(s.arch);
@@ -61,7 +66,7 @@ std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
   w.add_u32(k + "block_count", s.n_layers);
   w.add_u32(k + "feed_forward_length", s.ff);
   w.add_u32(k + "attention.head_count", s.n_heads);
-  w.add_f32(k + "rope.freq_base", 10000.f);
+  w.add_f32(k + "rope.freq_base", s.rope_freq_base);
   w.add_f32(k + "attention.layer_norm_rms_epsilon", s.rms_eps);
   w.add_u32(k + "vocab_size", s.n_vocab);
   w.add_u32(k + "attention.q_lora_rank", s.q_lora_rank);
@@ -167,7 +172,7 @@ std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
   auto blk = [](int i, const char* n) { return "blk." + std::to_string(i) + "." + n + ".weight"; };
 
   auto add_tensors = [&] {
-    matrix("token_embd.weight", {d, V}, 1.f * std::sqrt(static_cast<float>(d)));
+    matrix("token_embd.weight", {d, V}, s.embd_range * std::sqrt(static_cast<float>(d)));
     norm("output_norm.weight", d);
     if (s.arch == ModelArch::minicpm3 && s.rope_factors && !counting) {
       // Frequency divisors per rotated pair, as MiniCPM3's LongRoPE lists
@@ -178,6 +183,8 @@ std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
         shorts[i] = 1.f + 0.3f * u * (1.f + 0.5f * uni(rng));
         longs[i] = 1.f + 30.f * u * u * (1.f + 0.5f * uni(rng));
       }
+      if (!s.rope_factors_long.empty()) longs = s.rope_factors_long;
+      if (!s.rope_factors_short.empty()) shorts = s.rope_factors_short;
       w.add_tensor_f32("rope_factors_long.weight", {dr / 2}, longs);
       w.add_tensor_f32("rope_factors_short.weight", {dr / 2}, shorts);
     }

@@ -40,6 +40,7 @@ struct RandomModelSpec {
   int n_expert_groups = 0, n_expert_groups_used = 0;
   bool expert_bias = false;  // exp_probs_b.bias
   // RoPE
+  float rope_freq_base = 10000.f;
   bool yarn = true;
   float yarn_factor = 4.f;
   int yarn_orig_ctx = 128;
@@ -47,8 +48,16 @@ struct RandomModelSpec {
   float rms_eps = 1e-6f;
   std::uint32_t alignment = 0;  // general.alignment written when nonzero (else GGUF's default 32, unwritten)
   bool rope_factors = false;             // minicpm3: rope_factors_long / _short tensors
+  // Their values, d_rope / 2 each (a real model's); empty: made at random.
+  std::vector<float> rope_factors_long, rope_factors_short;
   GgmlType weight_type = GgmlType::F32;  // matrices (see row_type_for); norms stay F32
   bool tied_output = false;              // no `output` tensor
+  // token_embd's elements: uniform in [-embd_range, embd_range]. With tied
+  // output the logits are these rows against the normed state: rows of
+  // unit-size elements give the token just fed a logit near 0.58 d (over
+  // 1000 at d 2048) on a shallow model; 1/sqrt(d), as trained rows are
+  // sized, keeps logits of a few units.
+  float embd_range = 1.f;
   bool tokenizer = true;                 // false: no tokenizer.ggml.* keys (a file run on token ids alone)
   // Control tokens in the place of the first fillers after the byte tokens
   // (chat markers such as "<|im_start|>").

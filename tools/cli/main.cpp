@@ -18,6 +18,7 @@
 #include "platform/paths.h"
 #include "platform/process.h"
 #include "tools/cli/commands.h"
+#include "tools/model_presets.h"
 #include "runtime/error.h"
 #include "runtime/session/session.h"
 
@@ -278,10 +279,13 @@ int main(int argc, char** raw_argv) {
 
   latte::cli::MakeModelOptions mm_opts;
   auto* mm = app.add_subcommand("make-model", "Write a random-weight model with real shapes (for benchmarks)");
-  mm->add_option("--preset", mm_opts.preset,
-                 "Shapes: v2-lite (DeepSeek-V2-Lite attention, dense FFN), v2-lite-moe (DeepSeek-V2-Lite whole: "
-                 "a dense first layer, then 64 experts, 6 used, 2 shared) or tiny")
-      ->check(CLI::IsMember({"v2-lite", "v2-lite-moe", "tiny"}));
+  std::string preset_help = "Shapes:";
+  std::vector<std::string> preset_names;
+  for (const latte::ModelPreset& p : latte::model_presets()) {
+    preset_help += std::string(preset_names.empty() ? " " : "; ") + p.name + " (" + p.what + ")";
+    preset_names.push_back(p.name);
+  }
+  mm->add_option("--preset", mm_opts.preset, preset_help)->check(CLI::IsMember(preset_names));
   mm->add_option("--type", mm_opts.type,
                  std::string("Weight type of every matrix, in any case: ") + latte::ggml_supported_type_names())
       ->transform(kWeightType);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "platform/console.h"
@@ -11,32 +12,15 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/progress.h"
 #include "runtime/error.h"
+#include "tools/model_presets.h"
 #include "tools/random_model.h"
 
 namespace latte::cli {
 
 int run_make_model(const MakeModelOptions& o) {
-  RandomModelSpec s;
-  if (o.preset == "v2-lite" || o.preset == "v2-lite-moe") {
-    // DeepSeek-V2-Lite's attention: d 2048, 16 heads, no q_lora, d_c 512,
-    // d_R 64, nope 128, v 128, YaRN as V2; a dense SwiGLU FFN of 1408.
-    s.d_model = 2048, s.n_heads = 16, s.q_lora_rank = 0, s.kv_lora_rank = 512;
-    s.d_nope = 128, s.d_rope = 64, s.d_v = 128, s.ff = 1408;
-    s.context_length = 163840, s.yarn_factor = 40, s.yarn_orig_ctx = 4096, s.yarn_log_multiplier = 0.0707f;
-    if (o.preset == "v2-lite-moe") {
-      // DeepSeek-V2-Lite whole: a first dense layer (FFN 10944), then MoE
-      // layers of 64 routed experts (6 used per token, softmax gating,
-      // weights not renormalized) and 2 shared ones, each 1408 wide.
-      s.ff = 10944;
-      s.n_experts = 64, s.n_experts_used = 6, s.n_experts_shared = 2, s.ff_expert = 1408, s.n_leading_dense = 1;
-      s.gating = GatingFunc::softmax, s.expert_weights_norm = false, s.expert_weights_scale = 1.f;
-    }
-  } else if (o.preset == "tiny") {
-    s.d_model = 256, s.n_heads = 8, s.q_lora_rank = 96, s.kv_lora_rank = 64;
-    s.d_nope = 32, s.d_rope = 32, s.d_v = 32, s.ff = 512;
-  } else {
-    throw UsageError("unknown preset '" + o.preset + "' (v2-lite, v2-lite-moe, tiny)");
-  }
+  std::optional<RandomModelSpec> preset = model_preset_spec(o.preset);
+  if (!preset) throw UsageError("unknown preset '" + o.preset + "' (" + model_preset_names() + ")");
+  RandomModelSpec& s = *preset;
   s.n_layers = o.layers;
   s.n_vocab = o.vocab;
   s.seed = o.seed;
