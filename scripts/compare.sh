@@ -37,6 +37,11 @@
 # its own (docs/performance.md, "Threads and other load on the cores"). The
 # table and the JSON record OMP_WAIT_POLICY, GOMP_SPINCOUNT and Latte's
 # LATTE_POOL_SPIN_US and LATTE_POOL_ADAPT (null: unset).
+#
+# With --batch 1,2,4,8 it compares aggregate decode of N sequences instead:
+# `latte bench --batch` against each peer's llama-batched-bench (-npp D:
+# each sequence's own prompt of D tokens, then -ntg N steps of all of them;
+# its S_TG t/s), at each depth D of --depths (512 unless given).
 # Needs python3 (the JSON is read with it) and bash 4.
 set -euo pipefail
 
@@ -71,6 +76,13 @@ engine, the best peer, and Latte over it.
   --ik-args "ARGS"      more arguments for ik_llama.cpp's llama-bench
   --json OUT            also write the points as JSON to OUT
   --raw-dir DIR         keep every run's output (JSON and log) in DIR
+  --batch LIST          aggregate decode of N sequences stepped together,
+                        for each N in LIST (e.g. 1,2,4,8), each sequence at
+                        each depth of --depths (default 512 here); the peers
+                        are then their llama-batched-bench programs:
+  --llama-batched PATH  llama.cpp's llama-batched-bench (-fa on)
+  --ik-batched PATH     ik_llama.cpp's llama-batched-bench (-mla 3 -fa 1,
+                        as is and with -rtr 1 unless --no-ik-rtr)
   -h, --help            this help
 
 JSON: {"points": [{"test": "prefill"|"decode", "depth": N, "latte_tok_s": x,
@@ -85,7 +97,8 @@ need_arg() { [ "$#" -ge 2 ] && [ -n "$2" ] || die "$1 needs a value (see --help)
 
 [ "${BASH_VERSINFO[0]}" -ge 4 ] || die "needs bash 4 or newer (this is $BASH_VERSION; on macOS: brew install bash)"
 repo=$(cd "$(dirname "$0")/.." && pwd)
-model="" llama="" ik="" latte="" depths="0,4096,16384" n_prompt=512 n_gen=32 rounds=2 reps=2
+model="" llama="" ik="" latte="" depths="" n_prompt=512 batch="" llama_batched="" ik_batched=""
+n_prompt=512 n_gen=32 rounds=2 reps=2
 threads="" cache=int8 ik_rtr=1 latte_args="" llama_args="" ik_args="" json_out="" raw_dir=""
 [ "$#" -gt 0 ] || { usage >&2; exit 2; }
 while [ "$#" -gt 0 ]; do
@@ -108,6 +121,9 @@ while [ "$#" -gt 0 ]; do
     --ik-args) [ "$#" -ge 2 ] || die "$1 needs a value"; ik_args=$2; shift 2 ;;
     --json) need_arg "$@"; json_out=$2; shift 2 ;;
     --raw-dir) need_arg "$@"; raw_dir=$2; shift 2 ;;
+    --batch) need_arg "$@"; batch=$2; shift 2 ;;
+    --llama-batched) need_arg "$@"; llama_batched=$2; shift 2 ;;
+    --ik-batched) need_arg "$@"; ik_batched=$2; shift 2 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -118,13 +134,27 @@ command -v python3 >/dev/null || die "python3 is needed to read the engines' JSO
 [ -e "$model" ] || die "model file '$model' does not exist"
 [ -f "$model" ] && [ -r "$model" ] || die "model '$model' is not a readable regular file"
 [ "$(head -c 4 "$model")" = GGUF ] || die "model '$model' is not a GGUF file (it does not start with 'GGUF')"
-[ -n "$llama$ik" ] || die "no peer: give --llama-bench PATH and/or --ik-bench PATH"
+if [ -n "$batch" ]; then
+  [ -n "$llama_batched$ik_batched" ] || die "--batch: give --llama-batched PATH and/or --ik-batched PATH"
+  [ -z "$llama$ik" ] || die "--batch compares with llama-batched-bench: give --llama-batched/--ik-batched, not --llama-bench/--ik-bench"
+  [[ "$batch" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "bad --batch '$batch': want positive integers separated by commas, e.g. 1,2,4,8"
+  batch=$(tr , '\n' <<<"$batch" | while read -r b; do
+    [ "${#b}" -le 3 ] && [ $((10#$b)) -ge 1 ] || die "bad --batch: $b (want 1 to 999)"
+    echo $((10#$b)); done | sort -n -u | paste -sd, -)
+  depths=${depths:-512}
+else
+  [ -z "$llama_batched$ik_batched" ] || die "--llama-batched and --ik-batched go with --batch"
+  [ -n "$llama$ik" ] || die "no peer: give --llama-bench PATH and/or --ik-bench PATH"
+  depths=${depths:-0,4096,16384}
+fi
 check_prog() {  # option, path
   [ -e "$2" ] || die "$1 '$2' does not exist"
   [ -f "$2" ] && [ -x "$2" ] || die "$1 '$2' is not an executable file"
 }
 [ -z "$llama" ] || check_prog --llama-bench "$llama"
 [ -z "$ik" ] || check_prog --ik-bench "$ik"
+[ -z "$llama_batched" ] || check_prog --llama-batched "$llama_batched"
+[ -z "$ik_batched" ] || check_prog --ik-batched "$ik_batched"
 [ -z "$latte" ] || check_prog --latte "$latte"
 [[ "$depths" =~ ^[0-9]+(,[0-9]+)*$ ]] ||
   die "bad --depths '$depths': want non-negative integers separated by commas, e.g. 0,4096,16384"
@@ -148,6 +178,10 @@ if [ -z "$latte" ]; then
   latte=$repo/build/bin/latte
 fi
 
+# The engines run in the work folder (llama-batched-bench writes llama.log
+# where it runs), so every path they get is absolute.
+model=$(realpath "$model")
+for v in llama ik llama_batched ik_batched latte; do [ -z "${!v}" ] || printf -v "$v" '%s' "$(realpath "${!v}")"; done
 work=$(mktemp -d "${TMPDIR:-/tmp}/latte-compare.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 if [ -n "$raw_dir" ]; then mkdir -p "$raw_dir" || die "cannot make --raw-dir '$raw_dir'"; fi
@@ -168,6 +202,31 @@ add_engine() {  # name kind prog args...
   argv[$1]=$(printf '%s\n' "${@:4}")
 }
 read -r -a extra_latte <<<"$latte_args"
+if [ -n "$batch" ]; then
+  [ "$n_gen" -gt 0 ] || die "--batch measures decode: -n must be > 0"
+  add_engine latte latte "$latte" bench -m "$model" --batch "$batch" --depths "$depths" --cache-type "$cache" \
+    --threads "$threads" -n "$n_gen" -r "$reps" --json "${extra_latte[@]}"
+  # Room for the largest batch of the deepest sequences (llama-batched-bench
+  # gives each sequence its own prompt).
+  max_b=${batch##*,} max_d=${depths##*,}
+  ctx=$((max_b * (max_d + n_gen) + 16))
+  bb_common=(-m "$model" -c "$ctx" -b 2048 -ub 512 -npp "$depths" -ntg "$n_gen" -npl "$batch" -t "$threads")
+  if [ -n "$llama_batched" ]; then
+    help=$("$llama_batched" --help 2>&1 || true)
+    [[ "$help" == *-npl* ]] || die "--llama-batched '$llama_batched' does not look like llama-batched-bench: its --help has no -npl"
+    fa=(-fa); [[ "$help" == *"--flash-attn [on|off|auto]"* || "$help" == *"-fa, --flash-attn FA"* ]] && fa=(-fa on)
+    read -r -a extra <<<"$llama_args"
+    add_engine llama.cpp llama "$llama_batched" "${bb_common[@]}" "${fa[@]}" "${extra[@]}"
+  fi
+  if [ -n "$ik_batched" ]; then
+    help=$("$ik_batched" --help 2>&1 || true)
+    [[ "$help" == *-npl* && "$help" == *-mla* ]] ||
+      die "--ik-batched '$ik_batched' does not look like ik_llama.cpp's llama-batched-bench: its --help has no -npl or -mla"
+    read -r -a extra <<<"$ik_args"
+    add_engine ik_llama.cpp ik "$ik_batched" "${bb_common[@]}" -mla 3 -fa 1 "${extra[@]}"
+    [ "$ik_rtr" = 0 ] || add_engine "ik_llama.cpp -rtr" ik "$ik_batched" "${bb_common[@]}" -mla 3 -fa 1 -rtr 1 "${extra[@]}"
+  fi
+else
 add_engine latte latte "$latte" bench -m "$model" --depths "$depths" --cache-type "$cache" \
   --threads "$threads" -p "$n_prompt" -n "$n_gen" -r "$reps" --json "${extra_latte[@]}"
 
@@ -208,6 +267,7 @@ if [ -n "$ik" ]; then
     notes+=("ik_llama.cpp: nothing it can measure was asked for (prefill at depths above 0 only): not run")
   fi
 fi
+fi
 if [ "${#names[@]}" -lt 2 ]; then
   printf 'compare.sh: %s\n' "${notes[@]}" >&2
   die "no peer is left to run"
@@ -237,7 +297,7 @@ for ((r = 1; r <= rounds; r++)); do
     echo "compare.sh: round $r/$rounds: $name: ${progs[$i]} ${args[*]}" >&2
     out=$work/$i-r$r.json log=$work/$i-r$r.log
     rc=0
-    "${progs[$i]}" "${args[@]}" >"$out" 2>"$log" </dev/null || rc=$?
+    (cd "$work" && "${progs[$i]}" "${args[@]}") >"$out" 2>"$log" </dev/null || rc=$?
     if [ -n "$raw_dir" ]; then
       safe=${name// /_}
       cp "$out" "$raw_dir/$safe-r$r.json"; cp "$log" "$raw_dir/$safe-r$r.log"
@@ -252,6 +312,91 @@ for ((r = 1; r <= rounds; r++)); do
   rev=(); for ((k = ${#order[@]} - 1; k >= 0; k--)); do rev+=("${order[$k]}"); done
   order=("${rev[@]}")
 done
+
+# ---------------------------------------------------------------- batch table
+if [ -n "$batch" ]; then
+  COMPARE_MODEL=$model COMPARE_DEPTHS=$depths COMPARE_BATCH=$batch COMPARE_N=$n_gen COMPARE_ROUNDS=$rounds \
+  COMPARE_THREADS=$threads COMPARE_CACHE=$cache COMPARE_MACHINE=$machine COMPARE_DATE=$date_utc \
+    python3 - "$work" "$json_out" <<'PY'
+import json, os, re, sys
+
+work, json_out = sys.argv[1], sys.argv[2]
+env = os.environ
+depths = [int(d) for d in env["COMPARE_DEPTHS"].split(",")]
+batches = [int(b) for b in env["COMPARE_BATCH"].split(",")]
+rounds = int(env["COMPARE_ROUNDS"])
+engines = [l.rstrip("\n").split("\t") for l in open(os.path.join(work, "engines.tsv"))]
+
+
+def fail(msg):
+    print("compare.sh: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+# llama-batched-bench's rows: |PP|TG|B|N_KV|T_PP s|S_PP t/s|T_TG s|S_TG t/s|T s|S t/s| (on
+# stdout or stderr, with its log around them).
+row = re.compile(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|" + r"\s*([\d.]+)\s*\|" * 6)
+best, bound = {}, {}
+for i, name, kind in engines:
+    best[name] = {}
+    for r in range(1, rounds + 1):
+        out, log = (open(os.path.join(work, f"{i}-r{r}.{ext}"), errors="replace").read() for ext in ("json", "log"))
+        if kind == "latte":
+            try:
+                doc = json.loads(out)
+            except ValueError:
+                fail(f"latte: its output is not JSON")
+            for rec in doc["batch"]:
+                key = (rec["depth"], rec["n"])
+                if rec["decode_tok_s"] > best[name].get(key, 0):
+                    best[name][key] = rec["decode_tok_s"]
+                    bound[key] = rec["bound_pct"]
+            continue
+        for line in (out + "\n" + log).splitlines():
+            m = row.match(line.strip())
+            if m:
+                key = (int(m.group(1)), int(m.group(3)))
+                best[name][key] = max(best[name].get(key, 0.0), float(m.group(8)))
+peers = [name for _, name, kind in engines if kind != "latte"]
+rows, points = [], []
+for d in depths:
+    for b in batches:
+        x = best["latte"].get((d, b))
+        if x is None:
+            fail(f"latte reported no batch of {b} at depth {d}")
+        vals = {p: best[p].get((d, b)) for p in peers}
+        have = {p: v for p, v in vals.items() if v}
+        bp = max(have, key=have.get) if have else None
+        ratio = x / have[bp] if bp else None
+        points.append({"depth": d, "n": b, "latte_tok_s": round(x, 2), "latte_bound_pct": bound.get((d, b)),
+                       "best_peer": bp, "best_peer_tok_s": round(have[bp], 2) if bp else None,
+                       "ratio": round(ratio, 3) if ratio else None, "peers": vals})
+        rows.append([str(d), str(b), f"{x:.2f}", f"{bound.get((d, b), 0):.0f}%"] +
+                    [f"{vals[p]:.2f}" if vals[p] else "missing" for p in peers] +
+                    [bp or "-", f"{ratio:.2f}x" if ratio else "n/a"])
+print(f"model {env['COMPARE_MODEL']}")
+print(f"machine {env['COMPARE_MACHINE']}; {env['COMPARE_DATE']}")
+print(f"{env['COMPARE_THREADS']} threads; aggregate decode of N sequences, -n {env['COMPARE_N']} steps; best of "
+      f"{rounds} round(s), engines alternating; Latte {env['COMPARE_CACHE']} cache")
+head = ["depth", "N", "latte", "of bound"] + peers + ["best peer", "latte/best"]
+widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(head)]
+fmt = lambda r: " | ".join(c.rjust(w) for c, w in zip(r, widths))
+print(fmt(head))
+print("-+-".join("-" * w for w in widths))
+for r in rows: print(fmt(r))
+print("(tok/s of all N sequences together; of bound: Latte against the bytes its steps read at the plain read "
+      "bandwidth; peers: llama-batched-bench's S_TG)")
+if json_out:
+    with open(json_out, "w") as f:
+        json.dump({"batch_points": points, "model": env["COMPARE_MODEL"], "machine": env["COMPARE_MACHINE"],
+                   "date": env["COMPARE_DATE"], "threads": int(env["COMPARE_THREADS"]), "n_gen": int(env["COMPARE_N"]),
+                   "rounds": rounds, "latte_cache_type": env["COMPARE_CACHE"],
+                   "engines": [{"name": n, "kind": k} for _, n, k in engines]}, f, indent=2)
+        f.write("\n")
+    print(f"compare.sh: wrote {json_out}", file=sys.stderr)
+PY
+  exit 0
+fi
 
 # ---------------------------------------------------------------- table
 printf '%s\n' "${notes[@]}" > "$work/notes.txt"

@@ -30,8 +30,18 @@ cat > "$t/latte" <<'EOF'
 set -euo pipefail
 . "$T/count.sh" latte
 echo "latte $*" >> "$T/calls"
-depths=""; while [ $# -gt 0 ]; do [ "$1" = --depths ] && depths=$2; shift; done
+depths="" batch=""
+while [ $# -gt 0 ]; do [ "$1" = --depths ] && depths=$2; [ "$1" = --batch ] && batch=$2; shift; done
 IFS=, read -r -a ds <<<"$depths"
+if [ -n "$batch" ]; then  # aggregate decode: 10 x N, then 12 x N; bound 80% then 90%
+  IFS=, read -r -a bs <<<"$batch"
+  echo '{"batch": ['; sep=""
+  for d in "${ds[@]}"; do for b in "${bs[@]}"; do
+    echo "$sep{\"depth\": $d, \"n\": $b, \"decode_tok_s\": $(( (c == 1 ? 10 : 12) * b )), \"bound_pct\": $((c == 1 ? 80 : 90))}"; sep=","
+  done; done
+  echo ']}'
+  exit 0
+fi
 echo '{"results": ['
 sep=""
 for d in "${ds[@]}"; do
@@ -87,7 +97,27 @@ done
 echo ']'
 EOF
 printf '#!/bin/sh\necho "  --n-prompt"\necho "boom" >&2\nexit 3\n' > "$t/broken-bench"
-chmod +x "$t/latte" "$t/llama-bench" "$t/ik-bench" "$t/broken-bench"
+# llama-batched-bench (llama.cpp's, and ik's with -mla): S_TG 9.5 x B, ik
+# 11.5 x B (with -rtr 13.5 x B), its table on stderr among log lines.
+cat > "$t/batched-bench" <<'EOF'
+#!/usr/bin/env bash
+set -euo pipefail
+name=$(basename "$0")
+if [ "$1" = --help ]; then echo "  -npl n0,n1,..."; [ "$name" = ik-batched ] && echo "  -mla, --mla-use"; exit 0; fi
+rtr=0; for a in "$@"; do [ "$a" = -rtr ] && rtr=1; done
+echo "$name$([ $rtr = 1 ] && echo ' -rtr') $*" >> "$T/calls"
+npp="" npl=""; while [ $# -gt 0 ]; do case "$1" in -npp) npp=$2;; -npl) npl=$2;; esac; shift; done
+k=$([ "$name" = ik-batched ] && { [ $rtr = 1 ] && echo 13 || echo 11; } || echo 9)
+echo "llama_model_loader: - kv 0: general.architecture str = deepseek2" >&2
+echo "|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |" >&2
+echo "|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|" >&2
+IFS=, read -r -a bs <<<"$npl"
+for b in "${bs[@]}"; do
+  echo "|   $npp |      8 |    $b |    999 |    1.000 |   100.00 |    1.000 |   $(( k * b )).50 |    2.000 |    50.00 |" >&2
+done
+EOF
+cp "$t/batched-bench" "$t/ik-batched"
+chmod +x "$t/latte" "$t/llama-bench" "$t/ik-bench" "$t/broken-bench" "$t/batched-bench" "$t/ik-batched"
 export T=$t
 unset OMP_WAIT_POLICY GOMP_SPINCOUNT LATTE_POOL_SPIN_US LATTE_POOL_ADAPT
 
@@ -159,6 +189,31 @@ else
   bad "decode only at a depth failed: $(cat "$t/err")"
 fi
 
+# ---------------------------------------------------------------- --batch
+rm -f "$t"/*.count "$t/calls"
+if out=$(cd "$t" && "$compare" -m model.gguf --latte "$t/latte" --llama-batched "$t/batched-bench" --ik-batched "$t/ik-batched" \
+           --batch 4,1 -n 8 --rounds 2 --reps 1 -t 2 --json "$t/batch.json" 2>"$t/err"); then
+  ok "a --batch run exits 0"
+  python3 - "$t/batch.json" <<'PY' && ok "--batch: best of the rounds per N, the best peer, the ratio" || bad "--batch's JSON"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+pts = [(p["depth"], p["n"], p["latte_tok_s"], p["latte_bound_pct"], p["best_peer"], p["best_peer_tok_s"], p["ratio"])
+       for p in doc["batch_points"]]
+assert pts == [(512, 1, 12, 90, "ik_llama.cpp -rtr", 13.5, round(12 / 13.5, 3)),
+               (512, 4, 48, 90, "ik_llama.cpp -rtr", 52.5, round(48 / 52.5, 3))], pts
+assert doc["batch_points"][0]["peers"] == {"llama.cpp": 9.5, "ik_llama.cpp": 11.5, "ik_llama.cpp -rtr": 13.5}
+PY
+  grep -q -- "^latte bench -m $t/model.gguf --batch 1,4 --depths 512 --cache-type int8 --threads 2 -n 8 -r 1 --json$" "$t/calls" &&
+    grep -q -- '^batched-bench -m .* -c 2096 -b 2048 -ub 512 -npp 512 -ntg 8 -npl 1,4 -t 2 -fa$' "$t/calls" &&
+    grep -q -- '^ik-batched -rtr -m .* -npl 1,4 -t 2 -mla 3 -fa 1 -rtr 1$' "$t/calls" &&
+    ok "--batch: each engine's arguments (the model's path made absolute; room for 4 sequences of 512 + 8)" ||
+    bad "--batch arguments: $(cat "$t/calls")"
+  grep -Eq '^ +512 \| +4 \| +48\.00 \| +90% \| +36\.50 \| +44\.50 \| +52\.50 \| ik_llama.cpp -rtr \| +0\.91x$' <<<"$out" &&
+    ok "--batch: the table's row" || bad "--batch: the table: $out"
+else
+  bad "a --batch run failed: $(cat "$t/err")"
+fi
+
 # ---------------------------------------------------------------- bad input
 expect_error() {  # what, expected text, args...
   local what=$1 want=$2 rc=0; shift 2
@@ -186,6 +241,13 @@ expect_error "bad --cache-type" "bad --cache-type 'q4'" -m "$t/model.gguf" "${ba
 expect_error "an unknown option" "unknown argument '--fast'" -m "$t/model.gguf" "${base[@]}" --fast
 expect_error "a value left out at the end" "--json needs a value" -m "$t/model.gguf" "${base[@]}" --json
 expect_error "an old llama-bench, no depth 0 asked for: nothing left" "no -d/--n-depth and depth 0 was not asked for" -m "$t/model.gguf" --latte "$t/latte" --llama-bench "$t/broken-bench" --depths 4096
+bb=(--latte "$t/latte" --llama-batched "$t/batched-bench")
+expect_error "--batch without a batched peer" "--batch: give --llama-batched PATH and/or --ik-batched PATH" -m "$t/model.gguf" --latte "$t/latte" --batch 1,2
+expect_error "--batch with llama-bench" "give --llama-batched/--ik-batched, not --llama-bench" -m "$t/model.gguf" "${base[@]}" --llama-batched "$t/batched-bench" --batch 1,2
+expect_error "bad --batch" "bad --batch '1,x'" -m "$t/model.gguf" "${bb[@]}" --batch 1,x
+expect_error "--batch 0" "bad --batch: 0" -m "$t/model.gguf" "${bb[@]}" --batch 0,2
+expect_error "--llama-batched without --batch" "--llama-batched and --ik-batched go with --batch" -m "$t/model.gguf" "${base[@]}" --llama-batched "$t/batched-bench"
+expect_error "a batched ik that is not ik's" "does not look like ik_llama.cpp's llama-batched-bench" -m "$t/model.gguf" --latte "$t/latte" --ik-batched "$t/batched-bench" --batch 1
 expect_error "a peer that fails" "llama.cpp failed (exit 3)" -m "$t/model.gguf" --latte "$t/latte" --llama-bench "$t/broken-bench" --rounds 1
 grep -q boom "$t/err" && ok "a failing peer's own message is shown" || bad "a failing peer's message: $(cat "$t/err")"
 "$compare" --help > "$t/out" && grep -q -- "--ik-bench PATH" "$t/out" && ok "--help" || bad "--help"
