@@ -46,8 +46,8 @@ static_assert(sizeof(ActQ8K) == 324);
 // of decoding every weight group once per 4 tokens, from a token count that
 // depends on the ISA and the type (matvec_impl.h, packed_min_tokens: where
 // the repacking, a pass over the weights, costs less than the row kernels'
-// extra work): never below kPackedGemmMinTokens, always from
-// kPackedGemmAllTokens on.
+// extra work; x16 weights with AVX-512 VNNI: x16_packed_min_tokens): never
+// below kPackedGemmMinTokens, always from kPackedGemmAllTokens on.
 inline constexpr std::size_t kPackedGemmMinTokens = 8;
 inline constexpr std::size_t kPackedGemmAllTokens = 32;
 

@@ -280,8 +280,18 @@ bool x16_fast(GgmlType type) {
   return uses_zmm_rows<Arch>() && matvec_x16_type(type);
 }
 
+// Where matmul_x16_body's tile kernels run (AVX-512 VNNI) they take every
+// call below kPackedGemmAllTokens: four tokens per pass over a tile held in
+// cache cost less than the packed GEMM's repacking of the whole matrix (a
+// batched decode step of 8 sequences ran 3x faster, prompt chunks of 8 to
+// 24 tokens as fast or faster: docs/performance-log.md).
+template <class Arch>
+std::size_t x16_packed_min_tokens(GgmlType type) {
+  return uses_zmm_rows<Arch>() ? kPackedGemmAllTokens : packed_min_tokens<Arch>(type);
+}
+
 // matmul over a row-interleaved matrix (matvec.h's x16): from
-// packed_min_tokens on the packed GEMM, which packs the tiles directly on
+// x16_packed_min_tokens on the packed GEMM, which packs the tiles directly on
 // AVX-512 and elsewhere takes each chunk back to the original layout as it
 // packs; below, the tile kernels where x16_fast (each
 // thread a contiguous run of tiles, as rows_1), else each tile back to the
@@ -296,7 +306,7 @@ void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t
   auto* xb = static_cast<std::uint8_t*>(scratch);
   const int nth = threads > 1 ? threads : 1;
   // (cols 0: the other paths write the zero sums; the packed GEMM has no group to start its outputs from.)
-  if (n_tokens >= packed_min_tokens<Arch>(type) && cols > 0) {
+  if (n_tokens >= x16_packed_min_tokens<Arch>(type) && cols > 0) {
     // As matmul_body: [n_tokens][cols/32] ActQ8, then their integer sums per 16
     const std::size_t act = cols / 32 * sizeof(ActQ8);
     auto* xq = reinterpret_cast<ActQ8*>(xb);
