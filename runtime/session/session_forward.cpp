@@ -71,6 +71,7 @@ void Session::forward_chunk(std::span<const std::int32_t> tokens, float* logits_
   float* y = g.y.get(static_cast<std::size_t>(n) * d);             // (n, d)
 
   for (int il = 0; il < p.n_layers; ++il) {
+    check_abort();
     const LayerWeights& L = model_->layer(il);
     // --- attention: q and kv_a from the normed stream
     rms_norm_rows(h, L.attn_norm, n, d, m.rms_eps, x, d, d, threads);
