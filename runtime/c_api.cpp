@@ -196,29 +196,37 @@ struct OptionsOf<latte_sampler_options> {
 };
 #undef LATTE_FIELD
 
-// Why `size` is not one this library takes for T: 0, larger than T here
-// (a program built against a newer header), or ending inside a field;
-// {LATTE_OK, ""} when it is fine.
+// LATTE_OK where `size` is one this library takes for T; else the failure
+// (0, larger than T here: a program built against a newer header, or
+// ending inside a field), its message set. Allocates only to fail.
 template <class T>
-std::pair<latte_status, std::string> size_problem(const char* fn, std::size_t size) {
+latte_status check_size(const char* fn, std::size_t size) noexcept {
   using O = OptionsOf<T>;
-  const std::string head = std::string(fn) + ": " + O::type + ".size is " + std::to_string(size);
-  if (size == 0)
-    return {LATTE_ERR_INVALID_ARGUMENT, head + ": start from " + O::init + ", which sets it"};
-  if (size > sizeof(T))
-    return {LATTE_ERR_UNSUPPORTED, head + " bytes, larger than this library's " + std::to_string(sizeof(T)) +
-                                       ": the program was built against a newer latte.h than the library it runs "
-                                       "with (version " + std::to_string(LATTE_VERSION_MAJOR) + "." +
-                                       std::to_string(LATTE_VERSION_MINOR) + "." +
-                                       std::to_string(LATTE_VERSION_PATCH) + ")"};
-  if (size < sizeof(std::size_t))
-    return {LATTE_ERR_INVALID_ARGUMENT, head + ": it ends inside the size field itself"};
+  const Field* inside = nullptr;
   for (const Field& f : O::fields)
-    if (f.offset < size && size < f.offset + f.size)
-      return {LATTE_ERR_INVALID_ARGUMENT, head + ": it ends inside the field " + f.name + " (bytes " +
-                                              std::to_string(f.offset) + " to " + std::to_string(f.offset + f.size) +
-                                              "): start from " + O::init};
-  return {LATTE_OK, ""};
+    if (f.offset < size && size < f.offset + f.size) inside = &f;
+  const bool fine = size >= sizeof(std::size_t) && size <= sizeof(T) && inside == nullptr;
+  if (fine) return LATTE_OK;
+  const latte_status st = size > sizeof(T) ? LATTE_ERR_UNSUPPORTED : LATTE_ERR_INVALID_ARGUMENT;
+  try {
+    std::string m = std::string(fn) + ": " + O::type + ".size is " + std::to_string(size);
+    if (size == 0) {
+      m += std::string(": start from ") + O::init + ", which sets it";
+    } else if (size > sizeof(T)) {
+      m += " bytes, larger than this library's " + std::to_string(sizeof(T)) +
+           ": the program was built against a newer latte.h than the library it runs with (version " +
+           std::to_string(LATTE_VERSION_MAJOR) + "." + std::to_string(LATTE_VERSION_MINOR) + "." +
+           std::to_string(LATTE_VERSION_PATCH) + ")";
+    } else if (size < sizeof(std::size_t)) {
+      m += ": it ends inside the size field itself";
+    } else {
+      m += std::string(": it ends inside the field ") + inside->name + " (bytes " + std::to_string(inside->offset) +
+           " to " + std::to_string(inside->offset + inside->size) + "): start from " + O::init;
+    }
+    return fail(st, std::move(m));
+  } catch (...) {
+    return fail_with(st, "an options struct's size is not one this library takes (no memory to say more)");
+  }
 }
 
 // The caller's options (NULL: the defaults) as this library's struct: the
@@ -230,7 +238,7 @@ latte_status read_options(const char* fn, const T* in, T& out) {
   if (in == nullptr) return LATTE_OK;
   std::size_t size = 0;
   std::memcpy(&size, in, sizeof size);
-  if (auto [st, why] = size_problem<T>(fn, size); st != LATTE_OK) return fail(st, std::move(why));
+  if (latte_status st = check_size<T>(fn, size); st != LATTE_OK) return st;
   for (const Field& f : OptionsOf<T>::fields)
     if (f.offset + f.size <= size)
       std::memcpy(reinterpret_cast<unsigned char*>(&out) + f.offset,
@@ -243,16 +251,12 @@ latte_status read_options(const char* fn, const T* in, T& out) {
 template <class T>
 latte_status init_options(const char* fn, T* options, std::size_t size) {
   if (options == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": options must not be NULL");
-  if (size < sizeof(std::size_t)) {  // not even room for `size`: nothing written
-    auto [st, why] = size_problem<T>(fn, size);
-    return fail(st, std::move(why));
-  }
+  if (size < sizeof(std::size_t)) return check_size<T>(fn, size);  // not even room for `size`: nothing written
   const T d = OptionsOf<T>::defaults();
   std::memset(options, 0, size);
   std::memcpy(options, &d, std::min(size, sizeof(T)));
   std::memcpy(options, &size, sizeof size);
-  if (auto [st, why] = size_problem<T>(fn, size); st != LATTE_OK) return fail(st, std::move(why));
-  return LATTE_OK;
+  return check_size<T>(fn, size);
 }
 
 // ---- metadata as text
@@ -358,17 +362,25 @@ const char* latte_status_string(latte_status status) {
 const char* latte_last_error(void) { return g_last_error_fixed ? g_last_error_fixed : g_last_error.c_str(); }
 
 const char* latte_version(void) {
-  static const std::string v = [] {
-    std::string s = std::to_string(LATTE_VERSION_MAJOR) + "." + std::to_string(LATTE_VERSION_MINOR) + "." +
-                    std::to_string(LATTE_VERSION_PATCH) + " (";
-    try {
-      s += latte::isa_name(latte::active_isa());
-    } catch (const std::exception& e) {  // LATTE_ISA names no ISA: every session would fail saying so
-      s += e.what();
-    }
-    return s + ")";
-  }();
-  return v.c_str();
+  try {
+    static const std::string v = [] {
+      std::string s = std::to_string(LATTE_VERSION_MAJOR) + "." + std::to_string(LATTE_VERSION_MINOR) + "." +
+                      std::to_string(LATTE_VERSION_PATCH) + " (";
+      try {
+        s += latte::isa_name(latte::active_isa());
+      } catch (const std::runtime_error& e) {  // LATTE_ISA names no ISA: every session would fail saying so
+        s += e.what();
+      }
+      return s + ")";
+    }();
+    return v.c_str();
+  } catch (...) {  // no memory for the string (the next call tries again)
+#define LATTE_STR2(x) #x
+#define LATTE_STR(x) LATTE_STR2(x)
+    return LATTE_STR(LATTE_VERSION_MAJOR) "." LATTE_STR(LATTE_VERSION_MINOR) "." LATTE_STR(LATTE_VERSION_PATCH);
+#undef LATTE_STR
+#undef LATTE_STR2
+  }
 }
 
 latte_status latte_log_set(latte_log_callback callback, void* user_data) {
