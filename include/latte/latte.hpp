@@ -105,7 +105,7 @@ inline std::string version() { return latte_version(); }
 inline void set_log(std::function<void(latte_log_level, const char*)> fn) {
   using Fn = std::function<void(latte_log_level, const char*)>;
   static std::mutex m;
-  static std::unique_ptr<Fn> current;
+  static Fn* current = nullptr;  // never freed at exit: a thread may still log then
   const std::lock_guard<std::mutex> lock(m);
   std::unique_ptr<Fn> next = fn ? std::make_unique<Fn>(std::move(fn)) : nullptr;
   const latte_log_callback call = [](latte_log_level level, const char* message, void* data) {
@@ -115,7 +115,8 @@ inline void set_log(std::function<void(latte_log_level, const char*)> fn) {
     }
   };
   check(latte_log_set(next ? call : nullptr, next.get()));
-  current = std::move(next);  // the old one is no longer called: freed
+  delete current;  // no longer called once latte_log_set returned
+  current = next.release();
 }
 
 class Model {
