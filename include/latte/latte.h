@@ -17,7 +17,7 @@
  * floating-point environment as it was and computes in it: a rounding mode
  * other than to nearest (fesetround) changes the logits, and makes them
  * depend on the thread count (the session's threads keep the mode of the
- * thread that created it).
+ * thread that created it, or that last called latte_session_set_threads).
  *
  * Callbacks run on the thread that made the call that runs them, never on
  * the session's own threads and never two at once for one call: a load's
