@@ -3,13 +3,22 @@
 # of what the shared library exports.
 
 # The C API used from C alone (C11; the static internal library brings C++,
-# so it links as C++).
-foreach(prog generate logits)
+# so it links as C++). Each program is compiled as C99 too: latte.h promises
+# it.
+foreach(prog generate logits control)
   add_executable(c_api_${prog} tests/c_api/${prog}.c)
   set_target_properties(c_api_${prog} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON LINKER_LANGUAGE CXX)
   target_compile_options(c_api_${prog} PRIVATE $<$<COMPILE_LANGUAGE:C>:-Wall -Wextra -Werror -pedantic>)
   target_link_libraries(c_api_${prog} PRIVATE latte_internal)
+  add_library(c99_api_${prog} OBJECT tests/c_api/${prog}.c)
+  set_target_properties(c99_api_${prog} PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+  target_compile_options(c99_api_${prog} PRIVATE -Wall -Wextra -Werror -pedantic)
+  target_include_directories(c99_api_${prog} PRIVATE ${PROJECT_SOURCE_DIR}/include)
 endforeach()
+# The control calls from C (abort, log, progress, metadata, state, fork,
+# logit bias) on the shipped model.
+add_test(NAME c_api_control COMMAND c_api_control ${PROJECT_SOURCE_DIR}/models/latte-tiny-mla.gguf)
+set_tests_properties(c_api_control PROPERTIES LABELS runtime)
 # latte.hpp from C++17, the oldest standard it promises.
 add_executable(cpp_api_generate tests/c_api/generate.cpp)
 set_target_properties(cpp_api_generate PROPERTIES CXX_STANDARD 17)
@@ -106,6 +115,9 @@ endif()
 # a CPU without AVX2 or NEON dot products runs).
 add_test(NAME kquant_models_ref COMMAND test_runtime --gtest_filter=RandomModel.KQuantWeightsMatchReference)
 set_tests_properties(kquant_models_ref PROPERTIES ENVIRONMENT "LATTE_ISA=ref" LABELS runtime)
+# Kernels capped below the CPU's best are logged as slower, naming the cap.
+add_test(NAME log_slower_kernels_ref COMMAND test_runtime --gtest_filter=CApiLog.SlowerKernelsAreAWarning)
+set_tests_properties(log_slower_kernels_ref PROPERTIES ENVIRONMENT "LATTE_ISA=ref" LABELS runtime)
 
 # Allocation-failure injection and the runtime's fuzz targets (issue 41).
 include(cmake/reliability_tests.cmake)

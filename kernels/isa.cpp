@@ -99,4 +99,25 @@ Isa active_isa() {
   return chosen;
 }
 
+std::string slower_isa_note() {
+  const Isa isa = active_isa();
+  Isa cpu_best = Isa::ref;
+  for (Isa i : supported_isas()) cpu_best = i;  // ascending order: last is best
+  if (isa != cpu_best) {
+    const char* cap = std::getenv("LATTE_ISA");
+    return std::string("kernels: ") + isa_name(isa) + ", as LATTE_ISA=" + (cap ? cap : "") + " caps them; this CPU runs " +
+           isa_name(cpu_best) + "'s, which are faster";
+  }
+#if defined(LATTE_HAVE_NEON)
+  if (isa == Isa::ref || isa == Isa::asimd)
+    return std::string("kernels: ") + isa_name(isa) +
+           ": this CPU lacks the ARMv8.2 dot products (asimddp) the faster neon kernels need";
+#elif defined(LATTE_HAVE_AVX2)
+  if (isa == Isa::ref)
+    return "kernels: ref (scalar): this CPU lacks the AVX2, FMA and F16C the avx2 kernels need; they run several times "
+           "faster";
+#endif
+  return "";
+}
+
 }  // namespace latte

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -30,6 +31,12 @@ std::vector<Isa> supported_isas();
 // once. Throws std::runtime_error naming the value if LATTE_ISA is not one of
 // ref|avx2|avx512|asimd|neon.
 Isa active_isa();
+
+// Why active_isa() is slower than the best kernels Latte has for this
+// architecture, or "" when it is that best: a LATTE_ISA cap below what the
+// CPU runs, or a CPU without what the faster kernels need (no AVX2, FMA and
+// F16C on x86; no dot products on ARM). For the runtime's log.
+std::string slower_isa_note();
 
 // The best supported ISA not above `cap` (ref if the cap is for the other
 // architecture). Used by active_isa() and by tests forcing an ISA.

@@ -1,16 +1,25 @@
 // The C API (include/latte/latte.h) over Model and Session: every entry point
-// catches everything and turns it into a status plus a thread-local message.
+// catches everything and turns it into a status plus a thread-local message
+// (also logged); options structs are read under their size rule.
 #include "latte/latte.h"
 
+#include <algorithm>
+#include <charconv>
+#include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "kernels/isa.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 #include "runtime/session/session.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/chat.h"
@@ -18,6 +27,7 @@
 
 struct latte_model {
   std::shared_ptr<const latte::Model> model;
+  std::string name;  // latte_model_name's: general.name or the file's name
 };
 
 struct latte_sampler {
@@ -27,14 +37,22 @@ struct latte_sampler {
 struct latte_session {
   std::shared_ptr<const latte::Model> model;  // keeps the model alive
   std::unique_ptr<latte::Session> session;
+  latte_abort_callback abort = nullptr;  // latte_session_set_abort_callback's
+  void* abort_data = nullptr;
 };
 
 static_assert(LATTE_ERR_CONTEXT_OVERFLOW == static_cast<int>(latte::Status::context_overflow) &&
               LATTE_ERR_INTERNAL == static_cast<int>(latte::Status::internal) &&
-              LATTE_ERR_BAD_FILE == static_cast<int>(latte::Status::bad_file),
+              LATTE_ERR_BAD_FILE == static_cast<int>(latte::Status::bad_file) &&
+              LATTE_ERR_ABORTED == static_cast<int>(latte::Status::aborted),
               "C status codes mirror latte::Status");
 static_assert(LATTE_CACHE_INT8 == static_cast<int>(latte::LatentStorage::int8) &&
               LATTE_CACHE_F16 == static_cast<int>(latte::LatentStorage::f16));
+static_assert(LATTE_LOG_ERROR == static_cast<int>(latte::LogLevel::error) &&
+              LATTE_LOG_WARN == static_cast<int>(latte::LogLevel::warn) &&
+              LATTE_LOG_INFO == static_cast<int>(latte::LogLevel::info) &&
+              LATTE_LOG_DEBUG == static_cast<int>(latte::LogLevel::debug),
+              "C log levels mirror latte::LogLevel");
 
 namespace {
 
@@ -42,7 +60,14 @@ thread_local std::string g_last_error;
 // Set instead where a message could not be stored (no memory for it).
 thread_local const char* g_last_error_fixed = nullptr;
 
+// A failed call's message goes to the log too: an error, or a note where
+// the caller's own callback stopped the call.
+void log_failure(latte_status s, std::string_view msg) noexcept {
+  latte::log_message(s == LATTE_ERR_ABORTED ? latte::LogLevel::info : latte::LogLevel::error, msg);
+}
+
 latte_status fail(latte_status s, std::string msg) noexcept {
+  log_failure(s, msg);
   g_last_error = std::move(msg);  // a move: allocates nothing
   g_last_error_fixed = nullptr;
   return s;
@@ -50,6 +75,7 @@ latte_status fail(latte_status s, std::string msg) noexcept {
 
 // The same from a C string (an exception's what()), without throwing.
 latte_status fail_with(latte_status s, const char* msg) noexcept {
+  log_failure(s, msg);
   try {
     g_last_error.assign(msg);
     g_last_error_fixed = nullptr;
@@ -110,38 +136,307 @@ latte_status bool_flag(const char* fn, const char* name, int32_t v) {
               std::string(fn) + ": " + name + " must be 0 or 1, got " + std::to_string(v));
 }
 
+// ---- options structs and their size rule (latte.h's top comment)
+
+// One field of an options struct, for the size rule.
+struct Field {
+  std::size_t offset, size;
+  const char* name;
+};
+#define LATTE_FIELD(T, f) Field{offsetof(T, f), sizeof(static_cast<T*>(nullptr)->f), #f}
+
+// Each struct's fields after `size`, and its name and defaults.
+template <class T>
+struct OptionsOf;
+template <>
+struct OptionsOf<latte_model_options> {
+  static constexpr const char* type = "latte_model_options";
+  static constexpr const char* init = "latte_model_default_options()";
+  static constexpr Field fields[] = {LATTE_FIELD(latte_model_options, use_mmap),
+                                     LATTE_FIELD(latte_model_options, progress),
+                                     LATTE_FIELD(latte_model_options, progress_user_data)};
+  static latte_model_options defaults() {
+    latte_model_options o{};
+    o.size = sizeof o;
+    o.use_mmap = -1;
+    return o;
+  }
+};
+template <>
+struct OptionsOf<latte_session_options> {
+  static constexpr const char* type = "latte_session_options";
+  static constexpr const char* init = "latte_session_default_options()";
+  static constexpr Field fields[] = {
+      LATTE_FIELD(latte_session_options, threads), LATTE_FIELD(latte_session_options, n_ctx),
+      LATTE_FIELD(latte_session_options, cache_type), LATTE_FIELD(latte_session_options, prefill_chunk)};
+  static latte_session_options defaults() {
+    latte_session_options o{};
+    o.size = sizeof o;
+    o.threads = 0;
+    o.n_ctx = 4096;
+    o.cache_type = LATTE_CACHE_INT8;
+    o.prefill_chunk = 512;
+    return o;
+  }
+};
+template <>
+struct OptionsOf<latte_sampler_options> {
+  static constexpr const char* type = "latte_sampler_options";
+  static constexpr const char* init = "latte_sampler_default_options()";
+  static constexpr Field fields[] = {
+      LATTE_FIELD(latte_sampler_options, temperature), LATTE_FIELD(latte_sampler_options, top_k),
+      LATTE_FIELD(latte_sampler_options, top_p),       LATTE_FIELD(latte_sampler_options, min_p),
+      LATTE_FIELD(latte_sampler_options, repeat_penalty), LATTE_FIELD(latte_sampler_options, repeat_last_n),
+      LATTE_FIELD(latte_sampler_options, seed)};
+  static latte_sampler_options defaults() {
+    latte_sampler_options o = latte::copy_sampling_fields<latte_sampler_options>(latte::SamplerConfig{});
+    o.size = sizeof o;
+    return o;
+  }
+};
+#undef LATTE_FIELD
+
+// LATTE_OK where `size` is one this library takes for T; else the failure
+// (0, larger than T here: a program built against a newer header, or
+// ending inside a field), its message set. Allocates only to fail.
+template <class T>
+latte_status check_size(const char* fn, std::size_t size) noexcept {
+  using O = OptionsOf<T>;
+  const Field* inside = nullptr;
+  for (const Field& f : O::fields)
+    if (f.offset < size && size < f.offset + f.size) inside = &f;
+  const bool fine = size >= sizeof(std::size_t) && size <= sizeof(T) && inside == nullptr;
+  if (fine) return LATTE_OK;
+  const latte_status st = size > sizeof(T) ? LATTE_ERR_UNSUPPORTED : LATTE_ERR_INVALID_ARGUMENT;
+  try {
+    std::string m = std::string(fn) + ": " + O::type + ".size is " + std::to_string(size);
+    if (size == 0) {
+      m += std::string(": start from ") + O::init + ", which sets it";
+    } else if (size > sizeof(T)) {
+      m += " bytes, larger than this library's " + std::to_string(sizeof(T)) +
+           ": the program was built against a newer latte.h than the library it runs with (version " +
+           std::to_string(LATTE_VERSION_MAJOR) + "." + std::to_string(LATTE_VERSION_MINOR) + "." +
+           std::to_string(LATTE_VERSION_PATCH) + ")";
+    } else if (size < sizeof(std::size_t)) {
+      m += ": it ends inside the size field itself";
+    } else {
+      m += std::string(": it ends inside the field ") + inside->name + " (bytes " + std::to_string(inside->offset) +
+           " to " + std::to_string(inside->offset + inside->size) + "): start from " + O::init;
+    }
+    return fail(st, std::move(m));
+  } catch (...) {
+    return fail_with(st, "an options struct's size is not one this library takes (no memory to say more)");
+  }
+}
+
+// The caller's options (NULL: the defaults) as this library's struct: the
+// fields its size covers, the defaults for the rest (a program built
+// against an older header); only those bytes of it are read.
+template <class T>
+latte_status read_options(const char* fn, const T* in, T& out) {
+  out = OptionsOf<T>::defaults();
+  if (in == nullptr) return LATTE_OK;
+  std::size_t size = 0;
+  std::memcpy(&size, in, sizeof size);
+  if (latte_status st = check_size<T>(fn, size); st != LATTE_OK) return st;
+  for (const Field& f : OptionsOf<T>::fields)
+    if (f.offset + f.size <= size)
+      std::memcpy(reinterpret_cast<unsigned char*>(&out) + f.offset,
+                  reinterpret_cast<const unsigned char*>(in) + f.offset, f.size);
+  return LATTE_OK;
+}
+
+// latte_*_options_init: the defaults into the caller's `size` bytes (zeros
+// past what this library knows), size set.
+template <class T>
+latte_status init_options(const char* fn, T* options, std::size_t size) {
+  if (options == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": options must not be NULL");
+  if (size < sizeof(std::size_t)) return check_size<T>(fn, size);  // not even room for `size`: nothing written
+  const T d = OptionsOf<T>::defaults();
+  std::memset(options, 0, size);
+  std::memcpy(options, &d, std::min(size, sizeof(T)));
+  std::memcpy(options, &size, sizeof size);
+  return check_size<T>(fn, size);
+}
+
+// ---- metadata as text
+
+// s as a JSON string: quoted, with ", \ and control bytes escaped (other
+// bytes as they are: UTF-8 passes through).
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          out += b;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  out += '"';
+}
+
+// A float or double in the shortest decimal that reads back as it.
+template <class F>
+void append_number(std::string& out, F v) {
+  char b[64];
+  const auto r = std::to_chars(b, b + sizeof b, v);
+  out.append(b, r.ptr);
+}
+
+// One metadata value as latte_model_meta_value gives it; inside an array,
+// strings quoted.
+void append_value(std::string& out, const latte::GgufValue& v, bool in_array) {
+  using T = latte::GgufValueType;
+  switch (v.type) {
+    case T::string: {
+      const std::string_view s = *v.as_string();
+      if (in_array) append_json_string(out, s);
+      else out += s;
+      return;
+    }
+    case T::boolean: out += *v.as_bool() ? "true" : "false"; return;
+    case T::f32: append_number(out, static_cast<float>(*v.as_f64())); return;
+    case T::f64: append_number(out, *v.as_f64()); return;
+    case T::array: {
+      out += '[';
+      latte::GgufArrayElements it = v.elements();
+      latte::GgufValue e;
+      for (bool first = true; it.next(e); first = false) {
+        if (!first) out += ", ";
+        append_value(out, e, true);
+      }
+      out += ']';
+      return;
+    }
+    default:
+      if (const auto i = v.as_i64()) out += std::to_string(*i);
+      else out += std::to_string(*v.as_u64());  // a u64 above INT64_MAX
+  }
+}
+
+// general.name, or the file's name (its path's last component).
+std::string model_name(const latte::Model& m) {
+  if (const latte::GgufKv* kv = m.file().find("general.name"))
+    if (const auto s = kv->value.as_string(); s && !s->empty()) return std::string(*s);
+  const std::string& path = m.file().path();
+  const std::size_t slash = path.find_last_of("/\\");
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// latte_log_set's callback, as the runtime's log sink.
+struct CLogSink {
+  latte_log_callback fn;
+  void* data;
+};
+void c_log_sink(latte::LogLevel level, const char* message, void* p) {
+  const auto* s = static_cast<const CLogSink*>(p);
+  s->fn(static_cast<latte_log_level>(level), message, s->data);
+}
+
+// The session's abort hook: the C callback, nonzero meaning stop.
+bool abort_requested(void* p) {
+  const latte_session* s = static_cast<const latte_session*>(p);
+  return s->abort(s->abort_data) != 0;
+}
+
 }  // namespace
 
 extern "C" {
 
 const char* latte_status_string(latte_status status) {
-  if (status < LATTE_OK || status > LATTE_ERR_INTERNAL) return "unknown status";
+  if (status < LATTE_OK || status > LATTE_ERR_ABORTED) return "unknown status";
   return latte::status_name(static_cast<latte::Status>(status));
 }
 
 const char* latte_last_error(void) { return g_last_error_fixed ? g_last_error_fixed : g_last_error.c_str(); }
 
-latte_model_options latte_model_default_options(void) {
-  latte_model_options o;
-  o.use_mmap = -1;
-  return o;
+const char* latte_version(void) {
+  try {
+    static const std::string v = [] {
+      std::string s = std::to_string(LATTE_VERSION_MAJOR) + "." + std::to_string(LATTE_VERSION_MINOR) + "." +
+                      std::to_string(LATTE_VERSION_PATCH) + " (";
+      try {
+        s += latte::isa_name(latte::active_isa());
+      } catch (const std::runtime_error& e) {  // LATTE_ISA names no ISA: every session would fail saying so
+        s += e.what();
+      }
+      return s + ")";
+    }();
+    return v.c_str();
+  } catch (...) {  // no memory for the string (the next call tries again)
+#define LATTE_STR2(x) #x
+#define LATTE_STR(x) LATTE_STR2(x)
+    return LATTE_STR(LATTE_VERSION_MAJOR) "." LATTE_STR(LATTE_VERSION_MINOR) "." LATTE_STR(LATTE_VERSION_PATCH);
+#undef LATTE_STR
+#undef LATTE_STR2
+  }
+}
+
+latte_status latte_log_set(latte_log_callback callback, void* user_data) {
+  // Refused before the lock below: a thread setting the log waits for the
+  // callbacks in progress, and one of them would wait for it.
+  if (latte::in_log_sink())
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_log_set: called from inside the log callback");
+  static std::mutex setting;  // one setter at a time: `current` is theirs
+  static CLogSink* current = nullptr;
+  const std::lock_guard<std::mutex> lock(setting);
+  CLogSink* next = nullptr;
+  if (callback != nullptr) {
+    next = new (std::nothrow) CLogSink{callback, user_data};
+    if (next == nullptr) return fail(LATTE_ERR_OUT_OF_MEMORY, "latte_log_set: out of memory");
+  }
+  latte::set_log_sink(next ? c_log_sink : nullptr, next);  // returns once no thread is in the old one
+  delete current;
+  current = next;
+  return LATTE_OK;
+}
+
+latte_status latte_model_options_init(latte_model_options* options, size_t size) {
+  return init_options("latte_model_options_init", options, size);
 }
 
 latte_status latte_model_load_with_options(const char* path, const latte_model_options* options,
                                            latte_model** out) {
+  constexpr const char* fn = "latte_model_load";
   if (path == nullptr || out == nullptr)
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_load: path and out must not be NULL");
   if (*path == '\0') return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_load: path must not be empty");
-  const latte_model_options o = options ? *options : latte_model_default_options();
+  latte_model_options o;
+  if (latte_status st = read_options(fn, options, o); st != LATTE_OK) return st;
   if (o.use_mmap < -1 || o.use_mmap > 1)
     return fail(LATTE_ERR_INVALID_ARGUMENT,
                 "latte_model_load: use_mmap must be -1 (automatic), 0 (read) or 1 (map), got " +
                     std::to_string(o.use_mmap));
   return guarded([&] {
+    // The progress callback's 0 is an exception out of the load, which
+    // gives back what it took.
+    auto cancelled = [&](std::uint64_t done, std::uint64_t total) {
+      return latte::Error(latte::Status::aborted, std::string(fn) + ": '" + path +
+                                                      "': cancelled by the progress callback at " +
+                                                      std::to_string(done) + " of " + std::to_string(total) + " bytes");
+    };
     auto m = std::make_unique<latte_model>();
     latte::LoadOptions lo;
     lo.file = o.use_mmap < 0 ? latte::GgufLoad::automatic : o.use_mmap ? latte::GgufLoad::map : latte::GgufLoad::read;
+    if (o.progress != nullptr)
+      lo.on_progress = [&](std::size_t done, std::size_t total) {
+        if (o.progress(done, total, o.progress_user_data) == 0) throw cancelled(done, total);
+      };
     m->model = latte::Model::load(path, lo);
+    m->name = model_name(*m->model);
+    const std::uint64_t size = m->model->file().file_size();
+    if (o.progress != nullptr && o.progress(size, size, o.progress_user_data) == 0) throw cancelled(size, size);
     *out = m.release();
   });
 }
@@ -166,19 +461,62 @@ int32_t latte_model_is_mapped(const latte_model* model) {
   return model && model->model->file().private_data() == nullptr ? 1 : 0;
 }
 
-latte_session_options latte_session_default_options(void) {
-  latte_session_options o;
-  o.threads = 0;
-  o.n_ctx = 4096;
-  o.cache_type = LATTE_CACHE_INT8;
-  o.prefill_chunk = 512;
-  return o;
+int32_t latte_model_n_layers(const latte_model* model) { return model ? model->model->params().n_layers : 0; }
+
+int32_t latte_model_n_embd(const latte_model* model) { return model ? model->model->params().mla.d_model : 0; }
+
+int64_t latte_model_n_params(const latte_model* model) {
+  return model ? static_cast<int64_t>(model->model->parameter_count()) : 0;
+}
+
+int64_t latte_model_file_size(const latte_model* model) {
+  return model ? static_cast<int64_t>(model->model->file().file_size()) : 0;
+}
+
+const char* latte_model_name(const latte_model* model) { return model ? model->name.c_str() : ""; }
+
+int64_t latte_model_meta_count(const latte_model* model) {
+  return model ? static_cast<int64_t>(model->model->file().kv_count()) : 0;
+}
+
+latte_status latte_model_meta_key(const latte_model* model, int64_t index, char* buf, size_t capacity,
+                                  size_t* n_out) {
+  constexpr const char* fn = "latte_model_meta_key";
+  if (model == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": model must not be NULL");
+  const auto count = static_cast<int64_t>(model->model->file().kv_count());
+  if (index < 0 || index >= count)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": index " + std::to_string(index) +
+                                                " is outside [0, " + std::to_string(count) + ")");
+  return guarded([&] {
+    const std::string_view key = model->model->file().kv(static_cast<std::size_t>(index)).key;
+    give(fn, key.data(), key.size(), true, buf, capacity, n_out);
+  });
+}
+
+latte_status latte_model_meta_value(const latte_model* model, const char* key, char* buf, size_t capacity,
+                                    size_t* n_out) {
+  constexpr const char* fn = "latte_model_meta_value";
+  if (model == nullptr || key == nullptr)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": model and key must not be NULL");
+  const latte::GgufKv* kv = model->model->file().find(key);
+  if (kv == nullptr)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": the model's file has no key '" + key + "'");
+  return guarded([&] {
+    std::string text;
+    append_value(text, kv->value, false);
+    give(fn, text.data(), text.size(), true, buf, capacity, n_out);
+  });
+}
+
+latte_status latte_session_options_init(latte_session_options* options, size_t size) {
+  return init_options("latte_session_options_init", options, size);
 }
 
 latte_status latte_session_create(latte_model* model, const latte_session_options* options, latte_session** out) {
   if (model == nullptr || out == nullptr)
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_create: model and out must not be NULL");
-  const latte_session_options o = options ? *options : latte_session_default_options();
+  latte_session_options o;
+  if (latte_status st = read_options("latte_session_create", options, o); st != LATTE_OK) return st;
   if (o.cache_type < LATTE_CACHE_F32 || o.cache_type > LATTE_CACHE_INT8)
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_create: unknown cache_type " + std::to_string(o.cache_type));
   if (o.n_ctx < 0) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_create: n_ctx must be >= 0");
@@ -197,11 +535,55 @@ latte_status latte_session_create(latte_model* model, const latte_session_option
 
 void latte_session_free(latte_session* session) { delete session; }
 
+latte_status latte_session_copy(const latte_session* session, latte_session** out) {
+  if (session == nullptr || out == nullptr)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_copy: session and out must not be NULL");
+  return guarded([&] {
+    auto s = std::make_unique<latte_session>();
+    s->model = session->model;
+    s->session = session->session->copy();
+    *out = s.release();
+  });
+}
+
+latte_status latte_session_set_threads(latte_session* session, int32_t threads) {
+  if (session == nullptr)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_set_threads: session must not be NULL");
+  return guarded([&] { session->session->set_threads(threads); });
+}
+
+int32_t latte_session_threads(const latte_session* session) { return session ? session->session->threads() : 0; }
+
+latte_status latte_session_set_abort_callback(latte_session* session, latte_abort_callback callback,
+                                              void* user_data) {
+  if (session == nullptr)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_set_abort_callback: session must not be NULL");
+  session->abort = callback;
+  session->abort_data = user_data;
+  session->session->set_abort(callback ? abort_requested : nullptr, session);
+  return LATTE_OK;
+}
+
 latte_status latte_session_prefill(latte_session* session, const int32_t* tokens, size_t n_tokens) {
   if (session == nullptr || (tokens == nullptr && n_tokens > 0))
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_prefill: session and tokens must not be NULL");
   return guarded([&] {
     session->session->prefill(std::span<const int32_t>(tokens, n_tokens));
+  });
+}
+
+latte_status latte_session_step(const latte_step_item* items, size_t n_items) {
+  if (items == nullptr && n_items > 0)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_step: items must not be NULL");
+  return guarded([&] {  // (messages are built inside: a failed allocation is a status)
+    std::vector<latte::Session::StepItem> step(n_items);
+    for (size_t i = 0; i < n_items; ++i) {
+      if (items[i].session == nullptr || (items[i].tokens == nullptr && items[i].n_tokens > 0))
+        throw latte::Error(latte::Status::invalid_argument,
+                           "latte_session_step: item " + std::to_string(i) + ": session and tokens must not be NULL");
+      step[i] = {items[i].session->session.get(), std::span<const int32_t>(items[i].tokens, items[i].n_tokens)};
+    }
+    latte::Session::step(step);
   });
 }
 
@@ -280,6 +662,32 @@ latte_status latte_session_load(latte_session* session, const char* path) {
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_load: session and path must not be NULL");
   if (*path == '\0') return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_load: path must not be empty");
   return guarded([&] { session->session->load_state(path); });
+}
+
+size_t latte_session_state_size(const latte_session* session) {
+  return session ? session->session->state_size() : 0;
+}
+
+latte_status latte_session_state_save_to(const latte_session* session, void* buf, size_t capacity, size_t* n_out) {
+  constexpr const char* fn = "latte_session_state_save_to";
+  if (session == nullptr || n_out == nullptr)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": session and n_out must not be NULL");
+  const std::size_t need = session->session->state_size();
+  *n_out = need;
+  if (buf == nullptr && capacity == 0) return LATTE_OK;
+  if (buf == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": buffer is NULL with capacity > 0");
+  if (capacity < need)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": the buffer holds " + std::to_string(capacity) +
+                                                " bytes; the session's state needs " + std::to_string(need));
+  return guarded([&] { session->session->save_state_to(std::span(static_cast<std::uint8_t*>(buf), need)); });
+}
+
+latte_status latte_session_state_load_from(latte_session* session, const void* buf, size_t size) {
+  if (session == nullptr || (buf == nullptr && size > 0))
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_state_load_from: session and buf must not be NULL");
+  return guarded([&] {
+    session->session->load_state_from(std::span(static_cast<const std::uint8_t*>(buf), size));
+  });
 }
 
 // ---------------------------------------------------------------- text
@@ -434,13 +842,14 @@ latte_status latte_chat_tokenize_turn(const latte_model* model, const char* form
 
 // ---------------------------------------------------------------- sampling
 
-latte_sampler_params latte_sampler_default_params(void) {
-  return latte::copy_sampling_fields<latte_sampler_params>(latte::SamplerConfig{});
+latte_status latte_sampler_options_init(latte_sampler_options* options, size_t size) {
+  return init_options("latte_sampler_options_init", options, size);
 }
 
-latte_status latte_sampler_create(const latte_sampler_params* params, latte_sampler** out) {
+latte_status latte_sampler_create(const latte_sampler_options* options, latte_sampler** out) {
   if (out == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_sampler_create: out must not be NULL");
-  const latte_sampler_params p = params ? *params : latte_sampler_default_params();
+  latte_sampler_options p;
+  if (latte_status st = read_options("latte_sampler_create", options, p); st != LATTE_OK) return st;
   return guarded([&] {
     // The constructor validates.
     *out = new latte_sampler{latte::Sampler(latte::copy_sampling_fields<latte::SamplerConfig>(p))};
@@ -466,6 +875,16 @@ latte_status latte_sampler_accept(latte_sampler* sampler, int32_t token) {
 latte_status latte_sampler_reset(latte_sampler* sampler, uint64_t seed) {
   if (sampler == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_sampler_reset: sampler must not be NULL");
   return guarded([&] { sampler->sampler.reset(seed); });
+}
+
+latte_status latte_sampler_set_logit_bias(latte_sampler* sampler, const latte_logit_bias* biases, size_t n_biases) {
+  if (sampler == nullptr || (biases == nullptr && n_biases > 0))
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_sampler_set_logit_bias: sampler and biases must not be NULL");
+  return guarded([&] {
+    std::vector<latte::LogitBias> b(n_biases);
+    for (std::size_t i = 0; i < n_biases; ++i) b[i] = {biases[i].token, biases[i].bias};
+    sampler->sampler.set_logit_bias(b);
+  });
 }
 
 }  // extern "C"

@@ -13,6 +13,7 @@ const char* status_name(Status s) {
     case Status::out_of_memory: return "out of memory";
     case Status::context_overflow: return "context overflow";
     case Status::internal: return "internal error";
+    case Status::aborted: return "aborted";
   }
   return "unknown status";
 }

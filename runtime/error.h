@@ -16,6 +16,7 @@ enum class Status : int {
   out_of_memory = 5,
   context_overflow = 6,   // more tokens than the session's context holds
   internal = 7,
+  aborted = 8,            // a caller's abort callback (or load progress) stopped the call
 };
 
 const char* status_name(Status s);

@@ -17,11 +17,36 @@
  * floating-point environment as it was and computes in it: a rounding mode
  * other than to nearest (fesetround) changes the logits, and makes them
  * depend on the thread count (the session's threads keep the mode of the
- * thread that created it).
+ * thread that created it, or that last called latte_session_set_threads).
+ *
+ * Callbacks run on the thread that made the call that runs them, never on
+ * the session's own threads and never two at once for one call: a load's
+ * progress on latte_model_load's thread; a session's abort callback on the
+ * thread in latte_session_prefill, _decode or _eval_all (so it may read a
+ * flag another thread sets: that is how another thread stops a call); the
+ * log callback on whichever thread logs (any thread with a call in
+ * progress: it must be thread-safe). Inside a callback, calls on the
+ * object being worked on (the session a callback stops, the model being
+ * loaded) are not allowed; other objects' are. The log callback must not
+ * call latte_log_set (refused), and messages that calls made inside it
+ * would log are dropped. A callback must return: throwing through Latte
+ * (C++) or jumping out of it (longjmp) is undefined.
  *
  * Every function that can fail returns a latte_status; on failure
  * latte_last_error() gives a message naming what is wrong (thread-local,
- * valid until the next failing call on the same thread). */
+ * valid until the next failing call on the same thread).
+ *
+ * Options structs (latte_model_options, latte_session_options,
+ * latte_sampler_options) begin with `size`, which the *_default_options()
+ * calls set to the struct's size in the header the program was built with:
+ * start from those and set fields by name, and a program built against
+ * this header keeps working with later libraries, whose structs gain
+ * fields at the end (the library takes the fields `size` covers and its
+ * defaults for the rest). A size of 0 (a struct not from *_default_options)
+ * is LATTE_ERR_INVALID_ARGUMENT; a size larger than the library knows (a
+ * program built against a newer header than the library it runs with) is
+ * LATTE_ERR_UNSUPPORTED. Naming: a struct of settings is *_options, and so
+ * is the parameter that passes it. */
 #ifndef LATTE_H
 #define LATTE_H
 
@@ -45,6 +70,11 @@
 #define LATTE_API
 #endif
 
+/* The version of this header; latte_version() gives the library's. */
+#define LATTE_VERSION_MAJOR 0
+#define LATTE_VERSION_MINOR 1
+#define LATTE_VERSION_PATCH 0
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -57,7 +87,8 @@ typedef enum latte_status {
   LATTE_ERR_UNSUPPORTED = 4,      /* valid, but not something Latte runs */
   LATTE_ERR_OUT_OF_MEMORY = 5,
   LATTE_ERR_CONTEXT_OVERFLOW = 6, /* more tokens than the session's context */
-  LATTE_ERR_INTERNAL = 7
+  LATTE_ERR_INTERNAL = 7,
+  LATTE_ERR_ABORTED = 8           /* an abort or progress callback stopped the call */
 } latte_status;
 
 typedef enum latte_cache_type {
@@ -69,22 +100,50 @@ typedef enum latte_cache_type {
 typedef struct latte_model latte_model;
 typedef struct latte_session latte_session;
 
-typedef struct latte_session_options {
-  int32_t threads;            /* 1..1024; 0: one per CPU the process may use, as many as start */
-  int64_t n_ctx;              /* context capacity in tokens, up to 2^31 - 1; 0: the model's maximum;
-                                 4096 by default, whatever the model: cap it at latte_model_n_ctx_train
-                                 where that is smaller (beyond it the model was not trained; latte run
-                                 does so and warns when told to go past it) */
-  int32_t cache_type;         /* a latte_cache_type (an int, so any value a caller stores is checked) */
-  int32_t prefill_chunk;      /* tokens per prefill chunk (512 by default) */
-} latte_session_options;
-
 /* A short name of a status ("context overflow"). */
 LATTE_API const char* latte_status_string(latte_status status);
 /* The message of the last failed call on this thread ("" if none). */
 LATTE_API const char* latte_last_error(void);
+/* The library's version and the kernels it runs on this CPU: "0.1.0
+ * (avx512)" (avx512, avx2, neon, asimd or ref). Its numbers are the
+ * LATTE_VERSION_* the library was built with. */
+LATTE_API const char* latte_version(void);
+
+/* ---- Log ----------------------------------------------------------------
+ * Warnings and notes the library has for the application (a model mapped
+ * rather than read into memory and why, a context beyond the model's
+ * trained one, kernels slower than the CPU's best, threads the OS refused),
+ * what was loaded (info), each failed call's message (error; an aborted
+ * call's at info), and details (debug). Silent until a callback is set. */
+
+typedef enum latte_log_level {
+  LATTE_LOG_ERROR = 0,
+  LATTE_LOG_WARN = 1,
+  LATTE_LOG_INFO = 2,
+  LATTE_LOG_DEBUG = 3
+} latte_log_level;
+
+/* message: one line of UTF-8, no newline, valid during the call. */
+typedef void (*latte_log_callback)(latte_log_level level, const char* message, void* user_data);
+
+/* Sets the process's log callback (NULL: silent, the default). Thread-safe;
+ * once it returns, the previous callback is no longer running on any
+ * thread and is not called again. From inside the log callback:
+ * LATTE_ERR_INVALID_ARGUMENT, nothing changed. */
+LATTE_API latte_status latte_log_set(latte_log_callback callback, void* user_data);
+
+/* ---- Models --------------------------------------------------------------- */
+
+/* Load progress: called with the bytes of the file done so far and its
+ * size, rising to bytes_total as the file is read into memory (or, mapped,
+ * as its tensors are checked and bound), and once more with bytes_done ==
+ * bytes_total when the load is done. Return nonzero to go on; 0 cancels
+ * the load: latte_model_load returns LATTE_ERR_ABORTED, everything it took
+ * given back. */
+typedef int32_t (*latte_progress_callback)(uint64_t bytes_done, uint64_t bytes_total, void* user_data);
 
 typedef struct latte_model_options {
+  size_t size; /* sizeof(latte_model_options), as latte_model_default_options sets it */
   /* -1 (default): read the file into memory where it fits in the memory
    * available with room to spare (its size and 1 GiB, or an eighth of the
    * machine's memory where that is more), else map it.
@@ -101,9 +160,21 @@ typedef struct latte_model_options {
    * place while loaded raises SIGBUS at the next read of a lost page:
    * replace files by rename. latte_model_is_mapped() says which was done. */
   int32_t use_mmap;
+  latte_progress_callback progress; /* NULL (default): none */
+  void* progress_user_data;         /* passed to progress */
 } latte_model_options;
 
-LATTE_API latte_model_options latte_model_default_options(void);
+/* Fills the first `size` bytes of *options with the defaults (zeros past
+ * the fields this library knows) and sets options->size = size. The
+ * *_default_options functions below call it with their struct's size;
+ * bindings that cannot use an inline function call it directly. A size the
+ * library does not know: LATTE_ERR_UNSUPPORTED (its fields still filled). */
+LATTE_API latte_status latte_model_options_init(latte_model_options* options, size_t size);
+static inline latte_model_options latte_model_default_options(void) {
+  latte_model_options o;
+  latte_model_options_init(&o, sizeof o);
+  return o;
+}
 /* Loads a GGUF model. *out is set only on success. */
 LATTE_API latte_status latte_model_load(const char* path, latte_model** out);
 /* The same with options (NULL: the defaults). */
@@ -116,18 +187,90 @@ LATTE_API int64_t latte_model_n_ctx_train(const latte_model* model);
 LATTE_API const char* latte_model_architecture(const latte_model* model);
 /* 1 if the model's file is mapped, 0 if it was read into memory. */
 LATTE_API int32_t latte_model_is_mapped(const latte_model* model);
+/* The model's layers, its embedding width (d_model), its parameters (the
+ * elements of every tensor in the file) and its file's size in bytes; 0
+ * for NULL. */
+LATTE_API int32_t latte_model_n_layers(const latte_model* model);
+LATTE_API int32_t latte_model_n_embd(const latte_model* model);
+LATTE_API int64_t latte_model_n_params(const latte_model* model);
+LATTE_API int64_t latte_model_file_size(const latte_model* model);
+/* general.name, or the file's name where the file has none; valid while
+ * the model is ("" for NULL). */
+LATTE_API const char* latte_model_name(const latte_model* model);
+/* The GGUF metadata: latte_model_meta_count keys, each one's name by its
+ * index in the file (0 <= index < count) and any key's value as text:
+ * strings as they are, integers in decimal, floats in the shortest decimal
+ * that reads back as the same value ("0.1", "1e-06", "inf", "nan"), bools
+ * as true or false, arrays as [a, b, c] with their strings quoted and
+ * escaped as JSON strings (["a", "b"]; tokenizer.ggml.tokens is then the
+ * whole vocabulary). Buffer rules as for latte_tokenize (below). A
+ * key the file does not have, or an index out of range, is
+ * LATTE_ERR_INVALID_ARGUMENT naming it. */
+LATTE_API int64_t latte_model_meta_count(const latte_model* model);
+LATTE_API latte_status latte_model_meta_key(const latte_model* model, int64_t index, char* buf, size_t capacity,
+                                            size_t* n_out);
+LATTE_API latte_status latte_model_meta_value(const latte_model* model, const char* key, char* buf, size_t capacity,
+                                              size_t* n_out);
 
-LATTE_API latte_session_options latte_session_default_options(void);
+/* ---- Sessions ------------------------------------------------------------- */
+
+typedef struct latte_session_options {
+  size_t size;                /* sizeof(latte_session_options), as latte_session_default_options sets it */
+  int32_t threads;            /* 1..1024; 0: one per CPU the process may use, as many as start */
+  int64_t n_ctx;              /* context capacity in tokens, up to 2^31 - 1; 0: the model's maximum;
+                                 4096 by default, whatever the model: cap it at latte_model_n_ctx_train
+                                 where that is smaller (beyond it the model was not trained; latte run
+                                 does so and warns when told to go past it) */
+  int32_t cache_type;         /* a latte_cache_type (an int, so any value a caller stores is checked) */
+  int32_t prefill_chunk;      /* tokens per prefill chunk (512 by default) */
+} latte_session_options;
+
+/* As latte_model_options_init, for session options. */
+LATTE_API latte_status latte_session_options_init(latte_session_options* options, size_t size);
+static inline latte_session_options latte_session_default_options(void) {
+  latte_session_options o;
+  latte_session_options_init(&o, sizeof o);
+  return o;
+}
 /* options may be NULL (defaults). The session keeps the model alive. */
 LATTE_API latte_status latte_session_create(latte_model* model, const latte_session_options* options,
                                   latte_session** out);
 LATTE_API void latte_session_free(latte_session* session); /* NULL is fine */
+/* A new session of the same model and options (threads, context, cache
+ * type, chunk, context shift; not the abort callback) holding a copy of
+ * this one's tokens, latent cache and logits: a fork of the conversation.
+ * Each then goes on alone, and computes exactly what the original would
+ * have. *out is set only on success. */
+LATTE_API latte_status latte_session_copy(const latte_session* session, latte_session** out);
+/* Runs the session on `threads` threads from now on (1..1024; 0: one per
+ * CPU the process may use, as many as start): the session's pool is
+ * replaced (its threads then take the floating-point mode of the calling
+ * thread). Results do not depend on the thread count: the logits are
+ * bit-identical. Threads the OS refuses are LATTE_ERR_OUT_OF_MEMORY, the
+ * session unchanged. */
+LATTE_API latte_status latte_session_set_threads(latte_session* session, int32_t threads);
+/* The threads the session runs on (0 for NULL). */
+LATTE_API int32_t latte_session_threads(const latte_session* session);
+
+/* Stops a call: return nonzero to abort it. */
+typedef int32_t (*latte_abort_callback)(void* user_data);
+/* Sets the session's abort callback (NULL: none, as a session starts).
+ * latte_session_prefill, _decode and _eval_all call it on their thread
+ * before they change anything and then at the start of every layer of
+ * every chunk of tokens; when it returns nonzero the call returns
+ * LATTE_ERR_ABORTED within the time of one layer, the session as it was
+ * before the call (tokens, cache, logits; a context shift the call made
+ * first stays, as for any other error). Keep it cheap: it runs once per
+ * layer and chunk. */
+LATTE_API latte_status latte_session_set_abort_callback(latte_session* session, latte_abort_callback callback,
+                                                        void* user_data);
 
 /* Feeds tokens at the next positions; afterwards latte_session_logits() holds
  * the last token's logits. On error nothing is consumed: the session keeps
  * its tokens and logits from before the call (also after
- * LATTE_ERR_OUT_OF_MEMORY, after which it stays usable). A logit that comes
- * out NaN or inf (the model's numbers overflow float32) is LATTE_ERR_BAD_FILE. */
+ * LATTE_ERR_OUT_OF_MEMORY, after which it stays usable, and after
+ * LATTE_ERR_ABORTED, the abort callback's stop). A logit that comes out NaN
+ * or inf (the model's numbers overflow float32) is LATTE_ERR_BAD_FILE. */
 LATTE_API latte_status latte_session_prefill(latte_session* session, const int32_t* tokens, size_t n_tokens);
 /* Feeds one token. */
 LATTE_API latte_status latte_session_decode(latte_session* session, int32_t token);
@@ -135,6 +278,32 @@ LATTE_API latte_status latte_session_decode(latte_session* session, int32_t toke
  * (n_tokens * n_vocab floats, row-major). */
 LATTE_API latte_status latte_session_eval_all(latte_session* session, const int32_t* tokens, size_t n_tokens,
                                     float* logits_out);
+/* One session's part of latte_session_step: tokens at its next positions. */
+typedef struct latte_step_item {
+  latte_session* session;
+  const int32_t* tokens;
+  size_t n_tokens;
+} latte_step_item;
+/* Advances several sessions of one model in one step, each by its own
+ * tokens: a decoded token, or a chunk of a prompt (at most the session's
+ * prefill_chunk tokens; feed a long prompt chunk by chunk across steps).
+ * Every weight is read once for all of them, so n sequences decode in far
+ * less than n times one's time; each attends over its own cache, and
+ * afterwards each one's latte_session_logits() holds its last token's
+ * logits. This is continuous batching: sessions join and leave between
+ * steps, some decoding while another prefills. The step runs on the first
+ * item's session's threads, and none of the sessions may be in another call
+ * meanwhile. Each one's logits equal what it computes alone up to float
+ * summation order (the weight products sum a row in an order that depends
+ * on how many rows they have; tests bound the difference at NMSE 1e-8 with
+ * f32 and f16 caches, 1e-6 with int8). Each session's context shift
+ * applies as in prefill. LATTE_ERR_INVALID_ARGUMENT (naming the item) for
+ * no items, a NULL session or tokens, a session twice, sessions of
+ * different models, no tokens, a chunk longer than the session's
+ * prefill_chunk or an id outside the vocabulary; LATTE_ERR_CONTEXT_OVERFLOW;
+ * LATTE_ERR_ABORTED where any session's abort callback asks. On any error
+ * every session is as before the call (except context shifts made). */
+LATTE_API latte_status latte_session_step(const latte_step_item* items, size_t n_items);
 /* The last token's logits (n_vocab floats), NULL before the first token. */
 LATTE_API const float* latte_session_logits(const latte_session* session);
 LATTE_API int64_t latte_session_n_past(const latte_session* session);
@@ -202,6 +371,15 @@ LATTE_API latte_status latte_session_tokens(const latte_session* session, int32_
  * and load. */
 LATTE_API latte_status latte_session_save(const latte_session* session, const char* path);
 LATTE_API latte_status latte_session_load(latte_session* session, const char* path);
+/* The same state in memory, byte for byte a session file's: its size (0
+ * for NULL), written to a caller's buffer (buffer rules as for
+ * latte_tokenize, in bytes and without a NUL), and loaded back with every
+ * check and status of latte_session_load (the model's hash computed first,
+ * as for files). */
+LATTE_API size_t latte_session_state_size(const latte_session* session);
+LATTE_API latte_status latte_session_state_save_to(const latte_session* session, void* buf, size_t capacity,
+                                                   size_t* n_out);
+LATTE_API latte_status latte_session_state_load_from(latte_session* session, const void* buf, size_t size);
 
 /* ---- Text: the model's tokenizer ------------------------------------------
  * A model file without tokenizer metadata (tokenizer.ggml.*) runs on token
@@ -280,14 +458,15 @@ LATTE_API latte_status latte_chat_tokenize_turn(const latte_model* model, const 
                                       size_t* n_out);
 
 /* ---- Sampling ---------------------------------------------------------------
- * Repetition penalty, then greedy (temperature 0) or top-k -> top-p -> min-p
- * -> temperature -> a draw from a generator seeded with `seed` (the same seed
- * and logits give the same tokens on every platform). A sampler is one
- * sequence's: use one per thread. */
+ * Logit bias, repetition penalty, then greedy (temperature 0) or top-k ->
+ * top-p -> min-p -> temperature -> a draw from a generator seeded with
+ * `seed` (the same seed and logits give the same tokens on every platform).
+ * A sampler is one sequence's: use one per thread. */
 
 typedef struct latte_sampler latte_sampler;
 
-typedef struct latte_sampler_params {
+typedef struct latte_sampler_options {
+  size_t size;           /* sizeof(latte_sampler_options), as latte_sampler_default_options sets it */
   float temperature;     /* >= 0; 0: greedy (0.8) */
   int32_t top_k;         /* >= 0; 0: off (40) */
   float top_p;           /* (0, 1]; 1: off (0.95) */
@@ -295,11 +474,17 @@ typedef struct latte_sampler_params {
   float repeat_penalty;  /* > 0; 1: off (1) */
   int32_t repeat_last_n; /* >= 0: tokens the penalty looks back over (64) */
   uint64_t seed;
-} latte_sampler_params;
+} latte_sampler_options;
 
-LATTE_API latte_sampler_params latte_sampler_default_params(void);
-/* params may be NULL (defaults); a value out of range is an error naming it. */
-LATTE_API latte_status latte_sampler_create(const latte_sampler_params* params, latte_sampler** out);
+/* As latte_model_options_init, for sampler options. */
+LATTE_API latte_status latte_sampler_options_init(latte_sampler_options* options, size_t size);
+static inline latte_sampler_options latte_sampler_default_options(void) {
+  latte_sampler_options o;
+  latte_sampler_options_init(&o, sizeof o);
+  return o;
+}
+/* options may be NULL (defaults); a value out of range is an error naming it. */
+LATTE_API latte_status latte_sampler_create(const latte_sampler_options* options, latte_sampler** out);
 LATTE_API void latte_sampler_free(latte_sampler* sampler); /* NULL is fine */
 /* Picks a token from n_logits logits (latte_session_logits: n_vocab) and
  * adds it to the penalty's history. NaN logits are an error. */
@@ -308,6 +493,20 @@ LATTE_API latte_status latte_sampler_sample(latte_sampler* sampler, const float*
 LATTE_API latte_status latte_sampler_accept(latte_sampler* sampler, int32_t token);
 /* Clears the history and re-seeds with `seed`. */
 LATTE_API latte_status latte_sampler_reset(latte_sampler* sampler, uint64_t seed);
+
+typedef struct latte_logit_bias {
+  int32_t token;
+  float bias; /* added to the token's logit; -INFINITY: never sampled */
+} latte_logit_bias;
+/* Sets the biases every later latte_sampler_sample adds to the logits before
+ * anything else (the repetition penalty included), replacing those set
+ * before (n_biases 0: none). A token named twice gets the sum. A
+ * negative token, a NaN or +inf bias is LATTE_ERR_INVALID_ARGUMENT, nothing
+ * changed; a token outside the logits is refused by latte_sampler_sample.
+ * Sampling fails when every token is banned. latte_sampler_reset keeps
+ * them. */
+LATTE_API latte_status latte_sampler_set_logit_bias(latte_sampler* sampler, const latte_logit_bias* biases,
+                                                    size_t n_biases);
 
 #ifdef __cplusplus
 }

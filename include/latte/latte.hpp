@@ -3,12 +3,19 @@
 // the message. Spans of tokens and logits are std::span from C++20 on, and a
 // minimal stand-in (latte::api::Span: data, size, iteration) before it; the
 // calls that take a span also take a braced list (`s.prefill({1, 2, 3})`).
+// Callbacks are std::functions, run as latte.h says (which thread, what they
+// may call); one that throws stops what it watches (an abort or a load) and,
+// where the wrapper can, the exception is rethrown from the call.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <initializer_list>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -89,11 +96,57 @@ std::vector<int32_t> fetch_tokens(Fill fill) {
   return t;
 }
 
+// The library's version and kernels ("0.1.0 (avx512)").
+inline std::string version() { return latte_version(); }
+
+// Sets the process's log (latte_log_set): fn(level, message) on whichever
+// thread logs; an empty fn silences it. Returns once the previous one is
+// no longer running. fn must not throw (what it throws is dropped).
+inline void set_log(std::function<void(latte_log_level, const char*)> fn) {
+  using Fn = std::function<void(latte_log_level, const char*)>;
+  static std::mutex m;
+  static Fn* current = nullptr;  // never freed at exit: a thread may still log then
+  const std::lock_guard<std::mutex> lock(m);
+  std::unique_ptr<Fn> next = fn ? std::make_unique<Fn>(std::move(fn)) : nullptr;
+  const latte_log_callback call = [](latte_log_level level, const char* message, void* data) {
+    try {
+      (*static_cast<Fn*>(data))(level, message);
+    } catch (...) {
+    }
+  };
+  check(latte_log_set(next ? call : nullptr, next.get()));
+  delete current;  // no longer called once latte_log_set returned
+  current = next.release();
+}
+
 class Model {
  public:
+  // Load progress (latte_progress_callback): return false to cancel (the
+  // constructor then throws Exception LATTE_ERR_ABORTED, or what progress threw).
+  using Progress = std::function<bool(std::uint64_t bytes_done, std::uint64_t bytes_total)>;
+
   explicit Model(const std::string& path) { check(latte_model_load(path.c_str(), &m_)); }
   Model(const std::string& path, const latte_model_options& options) {
     check(latte_model_load_with_options(path.c_str(), &options, &m_));
+  }
+  Model(const std::string& path, latte_model_options options, Progress progress) {
+    struct Ctx {
+      Progress* fn;
+      std::exception_ptr error;
+    } ctx{&progress, nullptr};
+    options.progress = [](std::uint64_t done, std::uint64_t total, void* data) -> int32_t {
+      Ctx& c = *static_cast<Ctx*>(data);
+      try {
+        return (*c.fn)(done, total) ? 1 : 0;
+      } catch (...) {
+        c.error = std::current_exception();
+        return 0;
+      }
+    };
+    options.progress_user_data = &ctx;
+    const latte_status st = latte_model_load_with_options(path.c_str(), &options, &m_);
+    if (ctx.error) std::rethrow_exception(ctx.error);
+    check(st);
   }
   ~Model() { latte_model_free(m_); }
   Model(Model&& o) noexcept : m_(std::exchange(o.m_, nullptr)) {}
@@ -112,6 +165,25 @@ class Model {
   std::string architecture() const { return latte_model_architecture(m_); }
   bool is_mapped() const { return latte_model_is_mapped(m_) != 0; }
   latte_model* handle() const { return m_; }
+  int32_t n_layers() const { return latte_model_n_layers(m_); }
+  int32_t n_embd() const { return latte_model_n_embd(m_); }
+  int64_t n_params() const { return latte_model_n_params(m_); }
+  int64_t file_size() const { return latte_model_file_size(m_); }
+  std::string name() const { return latte_model_name(m_); }
+
+  // GGUF metadata as text (latte_model_meta_value's rendering); meta_value
+  // throws for a key the file does not have.
+  int64_t meta_count() const { return latte_model_meta_count(m_); }
+  std::string meta_key(int64_t index) const {
+    return fetch_text([&](char* buf, std::size_t cap, std::size_t* n) {
+      return latte_model_meta_key(m_, index, buf, cap, n);
+    });
+  }
+  std::string meta_value(const std::string& key) const {
+    return fetch_text([&](char* buf, std::size_t cap, std::size_t* n) {
+      return latte_model_meta_value(m_, key.c_str(), buf, cap, n);
+    });
+  }
 
   // Text (the model's tokenizer; Exception LATTE_ERR_UNSUPPORTED without one).
   bool has_tokenizer() const { return latte_model_has_tokenizer(m_) == 1; }
@@ -210,22 +282,51 @@ class Model {
 
 class Session {
  public:
-  explicit Session(const Model& model, const latte_session_options& opts = latte_session_default_options()) {
-    check(latte_session_create(model.handle(), &opts, &s_));
+  explicit Session(const Model& model, const latte_session_options& options = latte_session_default_options()) {
+    check(latte_session_create(model.handle(), &options, &s_));
     n_vocab_ = model.n_vocab();
   }
   ~Session() { latte_session_free(s_); }
-  Session(Session&& o) noexcept : s_(std::exchange(o.s_, nullptr)), n_vocab_(std::exchange(o.n_vocab_, 0)) {}
+  Session(Session&& o) noexcept
+      : s_(std::exchange(o.s_, nullptr)), n_vocab_(std::exchange(o.n_vocab_, 0)), abort_(std::move(o.abort_)) {}
   Session& operator=(Session&& o) noexcept {
     if (this != &o) {
       latte_session_free(s_);
       s_ = std::exchange(o.s_, nullptr);
       n_vocab_ = std::exchange(o.n_vocab_, 0);
+      abort_ = std::move(o.abort_);
     }
     return *this;
   }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
+
+  // A fork: a new session with this one's options, tokens, cache and logits
+  // (latte_session_copy; not the abort callback).
+  Session copy() const {
+    Session c;
+    check(latte_session_copy(s_, &c.s_));
+    c.n_vocab_ = n_vocab_;
+    return c;
+  }
+  void set_threads(int32_t threads) { check(latte_session_set_threads(s_, threads)); }
+  int32_t threads() const { return latte_session_threads(s_); }
+  // Stops prefill, decode and eval_all between layers when it returns true
+  // (or throws): they then throw Exception LATTE_ERR_ABORTED, the session as
+  // before the call. An empty fn removes it.
+  void set_abort(std::function<bool()> fn) {
+    std::unique_ptr<std::function<bool()>> next =
+        fn ? std::make_unique<std::function<bool()>>(std::move(fn)) : nullptr;
+    const latte_abort_callback call = [](void* data) -> int32_t {
+      try {
+        return (*static_cast<std::function<bool()>*>(data))() ? 1 : 0;
+      } catch (...) {
+        return 1;
+      }
+    };
+    check(latte_session_set_abort_callback(s_, next ? call : nullptr, next.get()));
+    abort_ = std::move(next);
+  }
 
   void prefill(Span<const int32_t> tokens) { check(latte_session_prefill(s_, tokens.data(), tokens.size())); }
   void prefill(std::initializer_list<int32_t> tokens) { prefill(Span<const int32_t>(tokens.begin(), tokens.size())); }
@@ -262,16 +363,44 @@ class Session {
   }
   void save(const std::string& path) const { check(latte_session_save(s_, path.c_str())); }
   void load(const std::string& path) { check(latte_session_load(s_, path.c_str())); }
+  // The same state in memory (a session file's bytes).
+  std::vector<uint8_t> save_state() const {
+    std::size_t n = 0;
+    check(latte_session_state_save_to(s_, nullptr, 0, &n));
+    std::vector<uint8_t> b(n);
+    check(latte_session_state_save_to(s_, b.data(), b.size(), &n));
+    return b;
+  }
+  void load_state(Span<const uint8_t> bytes) { check(latte_session_state_load_from(s_, bytes.data(), bytes.size())); }
+
+  latte_session* handle() const { return s_; }
 
  private:
+  Session() = default;  // copy()'s
   latte_session* s_ = nullptr;
   int32_t n_vocab_ = 0;  // the model's, so the spans above are always its size
+  std::unique_ptr<std::function<bool()>> abort_;  // set_abort's, at a stable address
 };
+
+// One session's tokens in a step.
+struct StepItem {
+  Session* session;
+  Span<const int32_t> tokens;
+};
+// Advances several sessions of one model in one step (latte_session_step:
+// each by its own tokens, every weight read once for all of them).
+inline void step(Span<const StepItem> items) {
+  std::vector<latte_step_item> c(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i)
+    c[i] = {items[i].session ? items[i].session->handle() : nullptr, items[i].tokens.data(), items[i].tokens.size()};
+  check(latte_session_step(c.data(), c.size()));
+}
+inline void step(std::initializer_list<StepItem> items) { step(Span<const StepItem>(items.begin(), items.size())); }
 
 class Sampler {
  public:
-  explicit Sampler(const latte_sampler_params& params = latte_sampler_default_params()) {
-    check(latte_sampler_create(&params, &s_));
+  explicit Sampler(const latte_sampler_options& options = latte_sampler_default_options()) {
+    check(latte_sampler_create(&options, &s_));
   }
   ~Sampler() { latte_sampler_free(s_); }
   Sampler(Sampler&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
@@ -292,6 +421,13 @@ class Sampler {
   }
   void accept(int32_t token) { check(latte_sampler_accept(s_, token)); }
   void reset(uint64_t seed) { check(latte_sampler_reset(s_, seed)); }
+  // latte_sampler_set_logit_bias: {token, bias} pairs, -INFINITY bans.
+  void set_logit_bias(Span<const latte_logit_bias> biases) {
+    check(latte_sampler_set_logit_bias(s_, biases.data(), biases.size()));
+  }
+  void set_logit_bias(std::initializer_list<latte_logit_bias> biases) {
+    set_logit_bias(Span<const latte_logit_bias>(biases.begin(), biases.size()));
+  }
 
  private:
   latte_sampler* s_ = nullptr;

@@ -362,6 +362,8 @@ namespace {
 // 64 MiB, read by the current pool's threads (a copy from the page cache, or
 // the disk, is faster on several), on_read told of them on this thread.
 // Null where the memory cannot be had and `or_null`; else out_of_memory.
+// An exception from on_read (a cancelled load) stops the reading threads,
+// gives the region back and propagates.
 // drop_behind: the page cache's copy of each part is let go once read (a
 // file that fits in memory once, not twice).
 std::uint8_t* read_into_huge_pages(ReadOnlyFile& file, const std::string& path, std::size_t size,
@@ -374,10 +376,11 @@ std::uint8_t* read_into_huge_pages(ReadOnlyFile& file, const std::string& path, 
   constexpr std::size_t kStep = std::size_t{64} << 20;
   const std::size_t parts = (size + kStep - 1) / kStep;
   std::atomic<std::size_t> next{0}, done{0}, short_at{size};
+  std::atomic<bool> stopped{false};  // on_read threw (a cancelled load): the other threads stop too
   const std::thread::id caller = std::this_thread::get_id();
   try {
     parallel_slots(static_cast<int>(std::min<std::size_t>(parts, current_pool_size())), [&](int, int) {
-      for (std::size_t i; (i = next.fetch_add(1)) < parts && short_at.load() == size;) {
+      for (std::size_t i; (i = next.fetch_add(1)) < parts && short_at.load() == size && !stopped.load();) {
         const std::size_t at = i * kStep, n = std::min(kStep, size - at);
         const std::size_t got = file.read_at(start + at, n, at);
         if (got != n) {  // the file shrank: the lowest place it was found short
@@ -388,7 +391,14 @@ std::uint8_t* read_into_huge_pages(ReadOnlyFile& file, const std::string& path, 
         }
         if (drop_behind) file.drop_cached(at, n);
         const std::size_t total = done.fetch_add(n) + n;
-        if (on_read && std::this_thread::get_id() == caller) on_read(total, size);
+        if (on_read && std::this_thread::get_id() == caller) {
+          try {
+            on_read(total, size);
+          } catch (...) {
+            stopped.store(true);
+            throw;
+          }
+        }
       }
     });
   } catch (...) {
@@ -400,7 +410,14 @@ std::uint8_t* read_into_huge_pages(ReadOnlyFile& file, const std::string& path, 
     throw Error(Status::io_error, path + ": cannot read at byte " + std::to_string(short_at.load()) +
                                       ": the file shrank while being read");
   }
-  if (on_read) on_read(size, size);
+  if (on_read) {
+    try {
+      on_read(size, size);
+    } catch (...) {
+      unmap_huge_region(start, size);
+      throw;
+    }
+  }
   protect_region_read_only(start, size);
   return start;
 }

@@ -146,7 +146,8 @@ class GgufFile {
  public:
   // Maps (or reads, see GgufLoad) `path`. io_error if it cannot be opened
   // or read. on_read, when the file is read: called with (bytes read, file
-  // size) as it is read in.
+  // size) as it is read in, on the calling thread; it may throw to stop the
+  // load (the exception propagates, the memory read into given back).
   static GgufFile open(const std::string& path, GgufLoad how = GgufLoad::map,
                        const std::function<void(std::size_t, std::size_t)>& on_read = {});
   // Parses a caller-owned buffer; it must outlive the GgufFile (no copy).

@@ -1,6 +1,8 @@
 #include "runtime/model/model.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -11,6 +13,7 @@
 #include "platform/memory.h"
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 #include "runtime/model/vocab.h"
 
 namespace latte {
@@ -25,13 +28,39 @@ WeightRef ref_of(const GgufTensor& t) {
   return {t.type, t.data, static_cast<std::int64_t>(t.n_elements / t.ne[0]), cols, t.row_bytes};
 }
 
+// What a load did, for the log: why the file was mapped rather than read
+// (a slower decode), kernels slower than this CPU's best, then what was
+// loaded and how.
+void log_load(const Model& m, double seconds) {
+  const GgufFile& f = m.file();
+  if (!f.load_note().empty()) log_message(LogLevel::warn, f.path() + ": " + f.load_note());
+  if (const std::string note = slower_isa_note(); !note.empty()) log_message(LogLevel::warn, note);
+  if (!log_enabled(LogLevel::info)) return;
+  char line[256];
+  std::snprintf(line, sizeof line, ": %s, %d layers, %.2f B parameters, %.2f GiB %s in %.2f s, %s kernels",
+                model_arch_name(m.params().arch), m.params().n_layers,
+                static_cast<double>(m.parameter_count()) / 1e9, static_cast<double>(f.file_size()) / (1u << 30),
+                f.private_data() ? "read into memory" : "mapped", seconds, isa_name(active_isa()));
+  log_message(LogLevel::info, "loaded " + f.path() + line);
+}
+
 }  // namespace
 
 Model::Model(GgufFile file) : file_(std::move(file)), params_(ModelParams::from_gguf(file_)) {}
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& options) {
   if (path.empty()) throw Error(Status::invalid_argument, "load model: the path is empty");
-  return from_file(GgufFile::open(path, options.file, options.on_progress), options);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::shared_ptr<const Model> m = from_file(GgufFile::open(path, options.file, options.on_progress), options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  log_load(*m, seconds);
+  return m;
+}
+
+std::uint64_t Model::parameter_count() const {
+  std::uint64_t n = 0;
+  for (const GgufTensor& t : file_.tensors()) n += t.n_elements;
+  return n;
 }
 
 std::shared_ptr<const Model> Model::from_file(GgufFile file, const LoadOptions& options) {

@@ -82,7 +82,8 @@ struct LayerWeights {
 struct LoadOptions {
   // Called while loading with (bytes done, the file's size): as the file is
   // read in (GgufLoad::read), or as its tensors are bound (mapped); may be
-  // empty.
+  // empty. It may throw (Error(aborted): a cancelled load) to stop the
+  // load; everything the load took is given back.
   std::function<void(std::size_t, std::size_t)> on_progress;
   // Map the file (default) or read it into huge pages (GgufLoad::read).
   GgufLoad file = GgufLoad::map;
@@ -95,7 +96,9 @@ class Model {
  public:
   // Maps (or reads) and validates the file: architecture, every tensor's
   // presence, type and shape. latte::Error naming the key or tensor on
-  // failure; invalid_argument for an empty path.
+  // failure; invalid_argument for an empty path. Logs (runtime/log.h) why a
+  // file was mapped rather than read, kernels slower than the CPU's best,
+  // and what was loaded.
   static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& options = {});
   static std::shared_ptr<const Model> from_file(GgufFile file, const LoadOptions& options = {});
 
@@ -111,6 +114,8 @@ class Model {
   }
   // The file's tokenizer; null if it has none (then only token ids work).
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  // The elements of every tensor in the file: the parameter count.
+  std::uint64_t parameter_count() const;
   // Bytes of the weights mapped from the file and packed at load.
   std::size_t mapped_weight_bytes() const { return mapped_bytes_; }
   std::size_t packed_weight_bytes() const;

@@ -42,6 +42,21 @@ void softmax(std::vector<TokenProb>& c, double temperature = 1.0) {
   for (std::size_t i = 0; i < c.size(); ++i) c[i].p = static_cast<float>(e[i] / sum);
 }
 
+// Adds each bias to its token's logit, the sum clamped to the finite range
+// (a bias of -inf, or a logit already -inf, gives -inf: banned).
+void apply_logit_bias(std::span<float> logits, std::span<const LogitBias> biases) {
+  constexpr float kMax = std::numeric_limits<float>::max();
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  for (const LogitBias& b : biases) {
+    if (static_cast<std::size_t>(b.token) >= logits.size())
+      throw Error(Status::invalid_argument, "sampler: a logit bias names token " + std::to_string(b.token) +
+                                                ", outside the " + std::to_string(logits.size()) + " logits");
+    float& l = logits[static_cast<std::size_t>(b.token)];
+    if (l == -kInf || b.bias == -kInf) l = -kInf;
+    else l = std::clamp(l + b.bias, -kMax, kMax);
+  }
+}
+
 }  // namespace
 
 void SamplerConfig::validate() const {
@@ -94,6 +109,21 @@ void Sampler::accept(std::int32_t token) {
     history_.erase(history_.begin(), history_.end() - config_.repeat_last_n);
 }
 
+void Sampler::set_logit_bias(std::span<const LogitBias> biases) {
+  for (std::size_t i = 0; i < biases.size(); ++i) {
+    const LogitBias& b = biases[i];
+    if (b.token < 0)
+      throw Error(Status::invalid_argument, "sampler: logit bias " + std::to_string(i) + " names token " +
+                                                std::to_string(b.token) + ": token ids are >= 0");
+    if (std::isnan(b.bias) || b.bias == std::numeric_limits<float>::infinity())
+      throw Error(Status::invalid_argument, "sampler: logit bias " + std::to_string(i) + " (token " +
+                                                std::to_string(b.token) + ") is " +
+                                                (std::isnan(b.bias) ? "NaN" : "+inf") +
+                                                ": a bias is finite, or -inf to ban the token");
+  }
+  bias_.assign(biases.begin(), biases.end());
+}
+
 void Sampler::reset() { reset(config_.seed); }
 
 void Sampler::reset(std::uint64_t seed) {
@@ -106,12 +136,15 @@ std::span<const std::int32_t> Sampler::history() const { return history_; }
 std::vector<TokenProb> Sampler::candidates(std::span<const float> logits) const {
   check_logits(logits);
   std::vector<float> work(logits.begin(), logits.end());
+  apply_logit_bias(work, bias_);
   apply_repetition_penalty(work, history_, config_.repeat_penalty);
 
   if (config_.temperature == 0.0f) {
     std::size_t best = 0;
     for (std::size_t i = 1; i < work.size(); ++i)
       if (work[i] > work[best]) best = i;
+    if (work[best] == -std::numeric_limits<float>::infinity())
+      throw Error(Status::invalid_argument, "sampler: every logit is -inf");
     return {TokenProb{static_cast<std::int32_t>(best), work[best], 1.0f}};
   }
 

@@ -1,7 +1,9 @@
-// Token sampler: repetition penalty, then greedy (temperature 0) or
-// top-k -> top-p -> min-p -> temperature -> a seeded draw.
+// Token sampler: logit bias, repetition penalty, then greedy (temperature 0)
+// or top-k -> top-p -> min-p -> temperature -> a seeded draw.
 //
 // Semantics follow llama.cpp's default sampler chain:
+//  - logit bias: a caller's (token, bias) pairs added to the logits first;
+//    -inf bans a token;
 //  - repetition penalty over the distinct tokens among the last
 //    repeat_last_n accepted ones: a positive logit is divided by the penalty,
 //    a negative (or zero) one multiplied;
@@ -44,7 +46,7 @@ struct SamplerConfig {
 };
 
 // The seven sampling settings copied between SamplerConfig and any struct
-// that names them the same (the C API's latte_sampler_params, the CLI's
+// that names them the same (the C API's latte_sampler_options, the CLI's
 // options).
 template <class To, class From>
 To copy_sampling_fields(const From& f) {
@@ -58,6 +60,12 @@ To copy_sampling_fields(const From& f) {
   t.seed = f.seed;
   return t;
 }
+
+// A bias added to one token's logit before sampling (-inf: never sampled).
+struct LogitBias {
+  std::int32_t token = 0;
+  float bias = 0.f;
+};
 
 struct TokenProb {
   std::int32_t id;
@@ -80,6 +88,14 @@ class Sampler {
   // Adds a token to the penalty history (e.g. the prompt's tokens).
   void accept(std::int32_t token);
 
+  // Biases added to the logits before anything else (the penalty included)
+  // by every later sample() and candidates(); a token named twice gets the
+  // sum, -inf bans it. Replaces the earlier set (empty: none). Error(
+  // invalid_argument) for a negative token or a NaN or +inf bias, and at
+  // sample time for a token outside the logits given.
+  void set_logit_bias(std::span<const LogitBias> biases);
+  std::span<const LogitBias> logit_bias() const { return bias_; }
+
   // Clears the history and re-seeds (with `seed`, or the config's).
   void reset();
   void reset(std::uint64_t seed);
@@ -96,6 +112,7 @@ class Sampler {
   SamplerConfig config_;
   std::mt19937_64 rng_;
   std::vector<std::int32_t> history_;  // last repeat_last_n accepted tokens, oldest first
+  std::vector<LogitBias> bias_;
 };
 
 // Uniform double in [0, 1) from the top 53 bits of one mt19937_64 output.

@@ -3,8 +3,10 @@
 // checks its tokens, shifts the context where allowed, runs the chunks
 // (session_forward.cpp) and on any error puts the session back as it was
 // before the call: the cache truncated to its old length, the old logits
-// restored. reset, truncate, shift and make_room edit the cache and the
-// tokens; save_state and load_state are session_state.cpp's.
+// restored (also when the abort hook stops it between layers). reset,
+// truncate, shift and make_room edit the cache and the tokens; set_threads
+// rebuilds the pool and the graph; save_state, load_state and copy are
+// session_state.cpp's.
 // The rules every part of the graph keeps: graph_common.h.
 #include "runtime/session/session.h"
 
@@ -17,15 +19,72 @@
 #include "kernels/isa.h"
 #include "platform/thread_pool.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 #include "runtime/session/graph_common.h"
 #include "runtime/session/session_graph.h"
 #include "runtime/session/weight_multiply.h"
 
 namespace latte {
 
+namespace {
+
+// The session's pool: threads asked for must all start; with 0, as many of
+// one per CPU as the OS gives.
+std::unique_ptr<ThreadPool> start_pool(int threads) {
+  const bool asked = threads > 0;
+  try {
+    return std::make_unique<ThreadPool>(asked ? threads : std::min(available_cpus(), kMaxThreads), !asked);
+  } catch (const ThreadStartError& e) {
+    throw Error(Status::out_of_memory, std::string(e.what()) + " (ask for fewer threads)");
+  } catch (const std::bad_alloc&) {
+    throw Error(Status::out_of_memory, "the session's thread pool: out of memory");
+  }
+}
+
+void check_threads(int threads) {
+  if (threads < 0 || threads > kMaxThreads)
+    throw Error(Status::invalid_argument, "threads " + std::to_string(threads) + " is outside [0, " +
+                                              std::to_string(kMaxThreads) + "]");
+}
+
+}  // namespace
+
 int Session::threads() const { return graph_->threads(); }
 
 std::int64_t Session::last_experts_read() const { return graph_->moe.experts_read(); }
+
+std::unique_ptr<Session::Graph> Session::make_graph(int threads) const {
+  const ModelParams& p = model_->params();
+  auto g = std::make_unique<Graph>(p, active_isa(), threads, opts_.gemm_min_tokens, cache_.layout());
+  g->rope = p.mla.rope;
+  g->rope.freq_factors = model_->rope_factors(p.rope_long_factors(opts_.n_ctx));
+  g->reserve_chunk(p, static_cast<int>(std::min<std::int64_t>(opts_.prefill_chunk, opts_.n_ctx)));
+  return g;
+}
+
+void Session::set_threads(int threads) {
+  check_threads(threads);
+  // Both built before either replaces the session's: a failure changes nothing.
+  std::unique_ptr<ThreadPool> pool = start_pool(threads);
+  if (!pool->start_error().empty())
+    log_message(LogLevel::warn, "session: " + std::to_string(pool->threads()) + " threads, fewer than one per CPU: " +
+                                    pool->start_error());
+  std::unique_ptr<Graph> graph;
+  try {
+    graph = make_graph(pool->threads());
+  } catch (const std::bad_alloc&) {
+    throw Error(Status::out_of_memory, "set_threads: the session's buffers for " +
+                                           std::to_string(pool->threads()) + " threads: out of memory");
+  }
+  graph_.swap(graph);
+  pool_.swap(pool);
+  opts_.threads = threads;
+}
+
+void Session::check_abort() const {
+  if (abort_fn_ != nullptr && abort_fn_(abort_data_))
+    throw Error(Status::aborted, "the call was stopped by the session's abort callback");
+}
 
 Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
     : model_(std::move(model)),
@@ -35,9 +94,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
         opts_.n_ctx = p.resolve_n_ctx(opts_.n_ctx);
         if (opts_.prefill_chunk <= 0)
           throw Error(Status::invalid_argument, "prefill_chunk must be > 0");
-        if (opts_.threads < 0 || opts_.threads > kMaxThreads)
-          throw Error(Status::invalid_argument, "threads " + std::to_string(opts_.threads) + " is outside [0, " +
-                                                    std::to_string(kMaxThreads) + "]");
+        check_threads(opts_.threads);
         if (opts_.gemm_min_tokens < 0) throw Error(Status::invalid_argument, "gemm_min_tokens must be >= 0");
         if (opts_.n_ctx > kMaxContextTokens)
           throw Error(Status::invalid_argument, "n_ctx " + std::to_string(opts_.n_ctx) + " is above the limit of " +
@@ -51,24 +108,24 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
         return c;
       }()) {
   const ModelParams& p = model_->params();
-  // Threads asked for must all start; the default takes as many of one per
-  // CPU as the OS gives.
-  const bool asked = opts_.threads > 0;
-  try {
-    pool_ = std::make_unique<ThreadPool>(asked ? opts_.threads : std::min(available_cpus(), kMaxThreads), !asked);
-  } catch (const ThreadStartError& e) {
-    throw Error(Status::out_of_memory, std::string(e.what()) + " (ask for fewer threads)");
-  } catch (const std::bad_alloc&) {
-    throw Error(Status::out_of_memory, "the session's thread pool: out of memory");
-  }
-  const int threads = pool_->threads();
+  pool_ = start_pool(opts_.threads);
   prepare_gemm_f32();
-  graph_ = std::make_unique<Graph>(p, active_isa(), threads, opts_.gemm_min_tokens, cache_.layout());
-  graph_->rope = p.mla.rope;
-  graph_->rope.freq_factors = model_->rope_factors(p.rope_long_factors(opts_.n_ctx));
-  graph_->reserve_chunk(p, static_cast<int>(std::min<std::int64_t>(opts_.prefill_chunk, opts_.n_ctx)));
+  graph_ = make_graph(pool_->threads());
   last_logits_.assign(p.n_vocab, 0.f);
   prev_logits_.assign(p.n_vocab, 0.f);
+  // What the caller may want to know, through the log (runtime/log.h).
+  if (!pool_->start_error().empty())
+    log_message(LogLevel::warn, "session: " + std::to_string(pool_->threads()) +
+                                    " threads, fewer than one per CPU: " + pool_->start_error());
+  if (p.context_length > 0 && opts_.n_ctx > p.context_length)
+    log_message(LogLevel::warn, "session: a context of " + std::to_string(opts_.n_ctx) +
+                                    " tokens, beyond the model's trained context of " +
+                                    std::to_string(p.context_length) + ": its output past that is unreliable");
+  if (log_enabled(LogLevel::debug))
+    log_message(LogLevel::debug, "session: " + std::to_string(pool_->threads()) + " threads, context " +
+                                     std::to_string(opts_.n_ctx) + ", " + latent_storage_name(opts_.cache) +
+                                     " cache, chunks of " + std::to_string(opts_.prefill_chunk) + " tokens, " +
+                                     isa_name(active_isa()) + " kernels");
 }
 
 Session::~Session() = default;
@@ -161,6 +218,9 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
     return prefill(copy, all_logits);
   }
   check_tokens(tokens, "");
+  // Asked once before anything changes: an abort set before the call stops
+  // it before a context shift.
+  check_abort();
   const std::int64_t n_new = static_cast<std::int64_t>(tokens.size());
   const bool shift_first = needs_shift(n_new);
   if (all_logits) {
@@ -208,6 +268,13 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
                                           "(the session is back at " + std::to_string(p0) + " tokens)");
       }
     }
+  } catch (const Error& e) {
+    cache_.truncate(p0);
+    n_past_ = p0;
+    last_logits_.swap(prev_logits_);
+    if (e.status() == Status::aborted)
+      throw Error(Status::aborted, std::string(e.what()) + " (the session is back at " + std::to_string(p0) + " tokens)");
+    throw;
   } catch (...) {
     cache_.truncate(p0);
     n_past_ = p0;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -19,7 +20,8 @@
 
 namespace latte {
 
-class ThreadPool;  // platform/thread_pool.h
+class ThreadPool;   // platform/thread_pool.h
+class StateSource;  // session_state.cpp: a saved session's bytes, from a file or memory
 
 // The most threads a session takes.
 inline constexpr int kMaxThreads = 1024;
@@ -71,9 +73,10 @@ class Session {
   // context shift applies as in prefill. Error(invalid_argument) for no
   // items, a session given twice, sessions of different models, no tokens,
   // a chunk longer than the session's prefill_chunk or an id outside the
-  // vocabulary (naming the item), Error(context_overflow); on any error
-  // (out of memory, a non-finite logit, ...) every session is as before the
-  // call, except the context shifts already made.
+  // vocabulary (naming the item), Error(context_overflow); Error(aborted)
+  // where any session's abort callback asks (before the step and at every
+  // layer). On any error (out of memory, a non-finite logit, ...) every
+  // session is as before the call, except the context shifts already made.
   static void step(std::span<const StepItem> items);
 
   std::span<const float> logits() const { return last_logits_; }  // (n_vocab)
@@ -87,6 +90,21 @@ class Session {
   // The threads the session runs with: SessionOptions::threads, or with 0
   // one per CPU the process may use (fewer where the OS refused some).
   int threads() const;
+  // Runs the session on `threads` threads from now on (0: one per CPU, as
+  // many as start): a new pool, and the engines sized by the thread count
+  // built again. Results stay bit-identical (graph_common.h, rule 1).
+  // Error(invalid_argument) outside [0, kMaxThreads], Error(out_of_memory)
+  // where the threads or buffers cannot be had; the session is then as it was.
+  void set_threads(int threads);
+  // An abort hook: fn(data) is asked on the calling thread before a call's
+  // tokens are fed and at the start of every layer of every chunk; true
+  // stops the call with Error(aborted), the session as it was before the
+  // call (prefill's rollback; a context shift the call made stays). Null fn:
+  // none. Not carried by copy().
+  void set_abort(bool (*fn)(void*), void* data) {
+    abort_fn_ = fn;
+    abort_data_ = data;
+  }
   void reset();  // forget every token
   // Forget the tokens at positions >= n_tokens (n_tokens <= n_past()).
   void truncate(std::int64_t n_tokens);
@@ -130,6 +148,17 @@ class Session {
   // unchanged.
   void save_state(const std::string& path) const;
   void load_state(const std::string& path);
+  // The same format in memory: state_size() bytes written to `out` (at
+  // least that long, else Error(invalid_argument) naming both sizes), and
+  // read back from `bytes` with every check of load_state.
+  std::size_t state_size() const;
+  void save_state_to(std::span<std::uint8_t> out) const;
+  void load_state_from(std::span<const std::uint8_t> bytes);
+  // A new session of the same model and options (threads, context, cache,
+  // chunk, context shift; not the abort hook) holding this one's tokens,
+  // cache rows and logits: a fork of the conversation, which then computes
+  // exactly what this one would. Error(out_of_memory) naming what.
+  std::unique_ptr<Session> copy() const;
   // The checksum a session file ends with, over its other bytes (for tests
   // and tools that write or alter such files).
   static std::uint64_t state_checksum(const void* data, std::size_t n);
@@ -162,6 +191,16 @@ class Session {
   // the cache, n_past_ advanced, the logits to logits_out (every token's,
   // (n, n_vocab)) or last_logits_. On an error prefill() rolls back.
   void forward_chunk(std::span<const std::int32_t> tokens, float* logits_out, bool all_logits);
+  // Error(aborted) where the abort hook says to stop (set_abort).
+  void check_abort() const;
+  // The graph for `threads` threads: engines, RoPE of this context, chunk
+  // buffers reserved (session.cpp).
+  std::unique_ptr<Graph> make_graph(int threads) const;
+  // A saved session's bytes (session_state.cpp): written through `write`
+  // with the model's fingerprint, or read from `in` (named `what` in
+  // messages) into this session, all or nothing.
+  void write_state(const std::function<void(const void*, std::size_t)>& write, std::uint64_t fingerprint) const;
+  void read_state(StateSource& in, const std::string& what);
 
   std::shared_ptr<const Model> model_;
   SessionOptions opts_;
@@ -176,6 +215,8 @@ class Session {
   // Rows before this position are what a fresh prefill gives (shift()).
   std::int64_t unshifted_limit_ = kMaxContextTokens;
   MlaForm last_form_ = MlaForm::absorbed;
+  bool (*abort_fn_)(void*) = nullptr;
+  void* abort_data_ = nullptr;
 };
 
 }  // namespace latte

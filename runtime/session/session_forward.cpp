@@ -105,6 +105,7 @@ void Session::forward_step(std::span<StepPart> parts) {
   spans.reserve(parts.size());
 
   for (int il = 0; il < p.n_layers; ++il) {
+    for (const StepPart& pt : parts) pt.s->check_abort();  // any session's callback stops the step
     const LayerWeights& L = model.layer(il);
     // --- attention: q and kv_a from the normed stream
     rms_norm_rows(h, L.attn_norm, n, d, m.rms_eps, x, d, d, threads);

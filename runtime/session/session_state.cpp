@@ -1,4 +1,6 @@
-// Saved sessions: Session::save_state / load_state.
+// Saved sessions: Session::save_state / load_state to and from a file,
+// save_state_to / load_state_from the same bytes in memory (one writer and
+// one reader serve both), and copy(), a fork of a session.
 //
 // File layout (little-endian, as every machine Latte runs on):
 //   0   char[8]  "LATTESES"
@@ -120,6 +122,48 @@ class Checksum {
 
 std::int64_t tiles_for(std::int64_t n, std::int64_t tile) { return (n + tile - 1) / tile; }
 
+}  // namespace
+
+// Where read_state reads a saved session's bytes from: a file or a caller's
+// buffer, read in order from an offset (short only at the end).
+class StateSource {
+ public:
+  virtual ~StateSource() = default;
+  virtual std::uint64_t size() const = 0;
+  virtual void seek(std::uint64_t offset) = 0;
+  virtual std::size_t read(void* dst, std::size_t n) = 0;
+};
+
+namespace {
+
+class FileSource final : public StateSource {
+ public:
+  explicit FileSource(ReadOnlyFile& f) : f_(f) {}
+  std::uint64_t size() const override { return f_.size(); }
+  void seek(std::uint64_t offset) override { f_.seek(offset); }
+  std::size_t read(void* dst, std::size_t n) override { return f_.read(dst, n); }
+
+ private:
+  ReadOnlyFile& f_;
+};
+
+class MemorySource final : public StateSource {
+ public:
+  explicit MemorySource(std::span<const std::uint8_t> b) : b_(b) {}
+  std::uint64_t size() const override { return b_.size(); }
+  void seek(std::uint64_t offset) override { at_ = std::min<std::uint64_t>(offset, b_.size()); }
+  std::size_t read(void* dst, std::size_t n) override {
+    n = std::min<std::size_t>(n, b_.size() - static_cast<std::size_t>(at_));
+    if (n > 0) std::memcpy(dst, b_.data() + at_, n);
+    at_ += n;
+    return n;
+  }
+
+ private:
+  std::span<const std::uint8_t> b_;
+  std::uint64_t at_ = 0;
+};
+
 // Whether the model rotates keys with one of two RoPE factor sets (minicpm3
 // with both rope_factors tensors) by the session's context.
 bool two_rope_sets(const Model& m) { return m.rope_factors(true) != m.rope_factors(false); }
@@ -171,8 +215,38 @@ std::uint64_t Session::state_checksum(const void* data, std::size_t n) {
   return c.value();
 }
 
-void Session::save_state(const std::string& path) const {
-  refuse_empty_path(path, "save session");
+namespace {
+
+// The tiles of `layer` holding its first n tokens, one after another, the
+// last tile's rows past n written as zeros: they may hold what a truncation
+// or a refused call left (stale tokens, NaN), which a saved session or a
+// copy must not carry (load_state's check of every row passes).
+void layer_tiles(const LatentCache& cache, int layer, std::int64_t n, std::uint8_t* out) {
+  const LatentCacheConfig& cc = cache.config();
+  const LatentTileLayout& lay = cache.layout();
+  const std::int64_t n_tiles = tiles_for(n, cc.tile_tokens);
+  for (std::int64_t t = 0; t < n_tiles; ++t)
+    std::memcpy(out + static_cast<std::size_t>(t) * lay.bytes, cache.tile(layer, t), lay.bytes);
+  if (n_tiles == 0) return;
+  const int used_in_last = static_cast<int>(n - (n_tiles - 1) * cc.tile_tokens);
+  const std::vector<float> zeros(static_cast<std::size_t>(cc.d_c + cc.d_R), 0.f);
+  std::uint8_t* last = out + static_cast<std::size_t>(n_tiles - 1) * lay.bytes;
+  for (int r = used_in_last; r < cc.tile_tokens; ++r)
+    latent_store_row(lay, last, r, zeros.data(), zeros.data() + cc.d_c);
+}
+
+}  // namespace
+
+std::size_t Session::state_size() const {
+  const LatentCacheConfig& cc = cache_.config();
+  const std::size_t tiles = static_cast<std::size_t>(cc.n_layers) *
+                            static_cast<std::size_t>(tiles_for(n_past_, cc.tile_tokens)) * cache_.layout().bytes;
+  return kHeaderBytes + tokens_.size() * sizeof(std::int32_t) + (has_logits_ ? last_logits_.size() * sizeof(float) : 0) +
+         tiles + 8;
+}
+
+void Session::write_state(const std::function<void(const void*, std::size_t)>& write_out,
+                          std::uint64_t fingerprint) const {
   const ModelParams& p = model_->params();
   const LatentCacheConfig& cc = cache_.config();
   const LatentTileLayout& lay = cache_.layout();
@@ -180,8 +254,7 @@ void Session::save_state(const std::string& path) const {
   std::memcpy(h, kMagic, 8);
   put<std::uint32_t>(h + 8, kVersion);
   put<std::uint32_t>(h + 12, static_cast<std::uint32_t>(cc.storage));
-  // First (a pass over the model file, once per model): nothing is written if it fails.
-  put<std::uint64_t>(h + 16, fingerprint_for(*model_, threads(), "save session '" + path + "'"));
+  put<std::uint64_t>(h + 16, fingerprint);
   put<std::uint32_t>(h + 24, static_cast<std::uint32_t>(cc.n_layers));
   put<std::uint32_t>(h + 28, static_cast<std::uint32_t>(cc.d_c));
   put<std::uint32_t>(h + 32, static_cast<std::uint32_t>(cc.d_R));
@@ -193,45 +266,56 @@ void Session::save_state(const std::string& path) const {
   put<std::uint32_t>(h + 64, rope_set(*model_, opts_.n_ctx));
   put<std::uint32_t>(h + 68, static_cast<std::uint32_t>(n_unshifted()));
 
-  // A whole file or none; 0600: it holds a conversation.
-  AtomicFile out(path, "save session", /*private_mode=*/true);
   Checksum sum;
   const auto write = [&](const void* data, std::size_t n) {
     if (n == 0) return;  // data may be null
-    out.write(data, n);
+    write_out(data, n);
     sum.add(data, n);
   };
   write(h, sizeof h);
   write(tokens_.data(), tokens_.size() * sizeof(std::int32_t));
   if (has_logits_) write(last_logits_.data(), last_logits_.size() * sizeof(float));
-  // The last tile's rows past n_past may hold what a truncation or a refused
-  // call left (stale tokens, NaN): written as zero rows instead, so the file
-  // holds nothing the session does not, and load_state's check of every row
-  // passes.
-  const std::int64_t n_tiles = tiles_for(n_past_, cc.tile_tokens);
-  const int used_in_last = static_cast<int>(n_past_ - (n_tiles - 1) * cc.tile_tokens);
-  std::vector<std::uint8_t> last;
-  const std::vector<float> zeros(static_cast<std::size_t>(cc.d_c + cc.d_R), 0.f);
-  for (int l = 0; l < cc.n_layers; ++l)
-    for (std::int64_t t = 0; t < n_tiles; ++t) {
-      if (t + 1 < n_tiles || used_in_last == cc.tile_tokens) {
-        write(cache_.tile(l, t), lay.bytes);
-        continue;
-      }
-      const auto* src = static_cast<const std::uint8_t*>(cache_.tile(l, t));
-      last.assign(src, src + lay.bytes);
-      for (int r = used_in_last; r < cc.tile_tokens; ++r)
-        latent_store_row(lay, last.data(), r, zeros.data(), zeros.data() + cc.d_c);
-      write(last.data(), lay.bytes);
-    }
+  // Layer by layer (one layer's tiles in memory at a time).
+  const std::size_t n_tiles = static_cast<std::size_t>(tiles_for(n_past_, cc.tile_tokens));
+  std::vector<std::uint8_t> tiles = buffer_for<std::uint8_t>("save session", "one layer's tiles", n_tiles * lay.bytes);
+  for (int l = 0; l < cc.n_layers; ++l) {
+    layer_tiles(cache_, l, n_past_, tiles.data());
+    write(tiles.data(), tiles.size());
+  }
   const std::uint64_t check = sum.value();
-  out.write(&check, sizeof check);
+  write_out(&check, sizeof check);
+}
+
+void Session::save_state(const std::string& path) const {
+  refuse_empty_path(path, "save session");
+  // First (a pass over the model file, once per model): nothing is written if it fails.
+  const std::uint64_t fp = fingerprint_for(*model_, threads(), "save session '" + path + "'");
+  // A whole file or none; 0600: it holds a conversation.
+  AtomicFile out(path, "save session", /*private_mode=*/true);
+  write_state([&](const void* data, std::size_t n) { out.write(data, n); }, fp);
   out.commit(/*sync=*/true);
 }
 
+void Session::save_state_to(std::span<std::uint8_t> out) const {
+  const std::size_t need = state_size();
+  if (out.size() < need)
+    throw Error(Status::invalid_argument, "save session to memory: the buffer holds " + std::to_string(out.size()) +
+                                              " bytes; the session's state takes " + std::to_string(need));
+  const std::uint64_t fp = fingerprint_for(*model_, threads(), "save session to memory");
+  std::size_t at = 0;
+  write_state(
+      [&](const void* data, std::size_t n) {
+        std::memcpy(out.data() + at, data, n);
+        at += n;
+      },
+      fp);
+}
+
+namespace {
+
 // Whether the checksum at the end of a file matches its other bytes. For a
 // file whose header cannot be trusted yet: one streaming pass.
-bool checksum_matches(ReadOnlyFile& in, std::uint64_t size, const std::string& what) {
+bool checksum_matches(StateSource& in, std::uint64_t size, const std::string& what) {
   if (size < 8) return false;
   in.seek(0);
   Checksum sum;
@@ -246,17 +330,29 @@ bool checksum_matches(ReadOnlyFile& in, std::uint64_t size, const std::string& w
   return in.read(&stored, sizeof stored) == sizeof stored && stored == sum.value();
 }
 
-// (A function try block: an allocation other than the named buffers below,
-// a small one, still names the file.)
-void Session::load_state(const std::string& path) try {
+}  // namespace
+
+void Session::load_state(const std::string& path) {
   refuse_empty_path(path, "load session");
   const std::string what = "session file '" + path + "'";
+  // Close-on-exec, and a FIFO in the path's place refused rather than
+  // waited on (forever, in the caller's thread): see ReadOnlyFile.
+  ReadOnlyFile file(path, what);
+  FileSource in(file);
+  read_state(in, what);
+}
+
+void Session::load_state_from(std::span<const std::uint8_t> bytes) {
+  MemorySource in(bytes);
+  read_state(in, "session state in memory");
+}
+
+// (A function try block: an allocation other than the named buffers below,
+// a small one, still names the source.)
+void Session::read_state(StateSource& in, const std::string& what) try {
   const ModelParams& p = model_->params();
   const LatentCacheConfig& cc = cache_.config();
   const LatentTileLayout& lay = cache_.layout();
-  // Close-on-exec, and a FIFO in the path's place refused rather than
-  // waited on (forever, in the caller's thread): see ReadOnlyFile.
-  ReadOnlyFile in(path, what);
   const std::uint64_t size = in.size();
   const std::string not_session = what + " is not a Latte session";
   const std::string corrupt = what + " is corrupt: its checksum does not match";
@@ -436,7 +532,37 @@ void Session::load_state(const std::string& path) try {
   n_past_ = s.n_past;
   unshifted_limit_ = s.unshifted == s.n_past ? kMaxContextTokens : s.unshifted;
 } catch (const std::bad_alloc&) {
-  throw Error(Status::out_of_memory, "session file '" + path + "': out of memory while loading it");
+  throw Error(Status::out_of_memory, what + ": out of memory while loading it");
+}
+
+std::unique_ptr<Session> Session::copy() const {
+  auto s = std::make_unique<Session>(model_, opts_);  // opts_.n_ctx is resolved; threads as asked
+  const LatentCacheConfig& cc = cache_.config();
+  const std::int64_t n_tiles = tiles_for(n_past_, cc.tile_tokens);
+  const std::string what = "copy session: its latent cache (" + std::to_string(cc.n_layers) + " layers of " +
+                           std::to_string(n_tiles) + " tiles of " + std::to_string(cache_.layout().bytes) + " bytes)";
+  std::vector<std::uint8_t> tiles =
+      buffer_for<std::uint8_t>(what, "one layer's tiles", static_cast<std::size_t>(n_tiles) * cache_.layout().bytes);
+  for (int l = 0; l < cc.n_layers; ++l) {
+    layer_tiles(cache_, l, n_past_, tiles.data());
+    try {
+      s->cache_.load_tiles(l, n_past_, tiles.data());
+    } catch (const Error& e) {
+      if (e.status() != Status::out_of_memory) throw;
+      throw Error(Status::out_of_memory, what + ": " + e.what());
+    }
+  }
+  try {
+    s->tokens_ = tokens_;
+    s->last_logits_ = last_logits_;
+  } catch (const std::bad_alloc&) {
+    throw Error(Status::out_of_memory, "copy session: its tokens and logits: out of memory");
+  }
+  s->has_logits_ = has_logits_;
+  s->n_past_ = n_past_;
+  s->unshifted_limit_ = unshifted_limit_;
+  s->last_form_ = last_form_;
+  return s;
 }
 
 }  // namespace latte

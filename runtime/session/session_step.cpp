@@ -1,7 +1,7 @@
 // Session::step (session.h): several sessions of one model advanced in one
 // step, each by its own tokens (continuous batching: some decoding while
-// another prefills a chunk of its prompt). Checks every item before any
-// session changes, makes each one's context room, runs forward_step on the
+// another prefills a chunk of its prompt). Checks every item (and every
+// session's abort callback) before any session changes, makes each one's context room, runs forward_step on the
 // first session's threads, refuses non-finite logits, and on any error puts
 // every session back as it was (cache truncated, logits restored; context
 // shifts made stay, as in prefill). Rules: graph_common.h.
@@ -56,6 +56,8 @@ void Session::step(std::span<const StepItem> items) {
     parts[i].s = s;
     parts[i].tokens = tokens;
   }
+  // Asked once before anything changes (as prefill does), then at every layer.
+  for (const StepPart& pt : parts) pt.s->check_abort();
   // Room first, so the appends after the forward pass cannot throw.
   for (StepPart& pt : parts) {
     std::vector<std::int32_t>& t = pt.s->tokens_;

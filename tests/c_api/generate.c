@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   prompt = malloc(n_prompt * sizeof *prompt);
   if ((s = latte_chat_tokenize(model, NULL, &turn, 1, 1, -1, prompt, n_prompt, &n_prompt)) != LATTE_OK) { rc = failed(s, "chat"); goto done; }
 
-  latte_sampler_params sp = latte_sampler_default_params();
+  latte_sampler_options sp = latte_sampler_default_options();
   if (argc == 5)
     sp.seed = strtoull(argv[4], NULL, 10);
   else

@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
     const std::vector<api::Model::ChatMessage> turn = {{"user", argv[2]}};
     const std::vector<int32_t> prompt = model.chat_tokenize(turn, true);
 
-    latte_sampler_params sp = latte_sampler_default_params();
+    latte_sampler_options sp = latte_sampler_default_options();
     if (argc == 5) sp.seed = std::strtoull(argv[4], nullptr, 10);
     else sp.temperature = 0.0f;
     api::Sampler sampler(sp);

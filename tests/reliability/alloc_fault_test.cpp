@@ -318,6 +318,44 @@ TEST_F(AllocFault, TruncateAndReset) {
   sweep_session_call("reset", twelve, [](latte_session* s) { return latte_session_reset(s); }, 0);
 }
 
+// The control calls (issue 56): threads set after creation, a fork, and a
+// session's state to and from memory. A failure leaves the session as it
+// was and usable, and makes no fork.
+TEST_F(AllocFault, ControlCalls) {
+  std::vector<std::int32_t> twelve = kStart;
+  twelve.insert(twelve.end(), kMore.begin(), kMore.end());
+  sweep_session_call("set_threads", twelve, [](latte_session* s) { return latte_session_set_threads(s, 3); }, 1);
+  sweep_session_call("copy", twelve, [](latte_session* s) {
+    latte_session* fork = nullptr;
+    const latte_status st = latte_session_copy(s, &fork);
+    if (st != LATTE_OK) {
+      EXPECT_EQ(fork, nullptr);
+    } else {
+      EXPECT_EQ(latte_session_n_past(fork), latte_session_n_past(s));
+    }
+    latte_session_free(fork);
+    return st;
+  }, 1);
+  latte_session* saved = session(twelve);
+  std::size_t n = 0;
+  ASSERT_EQ(latte_session_state_save_to(saved, nullptr, 0, &n), LATTE_OK);
+  std::vector<std::uint8_t> state(n);
+  ASSERT_EQ(latte_session_state_save_to(saved, state.data(), state.size(), &n), LATTE_OK) << latte_last_error();
+  latte_session_free(saved);
+  std::vector<std::uint8_t> out(state.size());  // not allocated while armed
+  sweep_session_call("state save to memory", twelve, [&](latte_session* s) {
+    std::size_t got = 0;
+    const latte_status st = latte_session_state_save_to(s, out.data(), out.size(), &got);
+    if (st == LATTE_OK) {
+      EXPECT_EQ(out, state);
+    }
+    return st;
+  }, 0);
+  sweep_session_call("state load from memory", kStart, [&](latte_session* s) {
+    return latte_session_state_load_from(s, state.data(), state.size());
+  }, 1);
+}
+
 TEST_F(AllocFault, SaveLeavesTheEarlierFile) {
   // An earlier save at the path: a failed save leaves it whole.
   const std::string file = path("saved.lsess");

@@ -206,10 +206,13 @@ TEST(CApi, ModelReadIntoMemoryGivesTheSameLogits) {
   EXPECT_EQ(m, nullptr);
   EXPECT_EQ(latte_model_load_with_options("/nonexistent/model.gguf", nullptr, &m), LATTE_ERR_IO);
   EXPECT_NE(std::string(latte_last_error()).find("/nonexistent/model.gguf"), std::string::npos);
-  latte::api::Model wrapped(kDense, latte_model_options{0});
+  latte_model_options read = latte_model_default_options(), map = latte_model_default_options();
+  read.use_mmap = 0;
+  map.use_mmap = 1;
+  latte::api::Model wrapped(kDense, read);
   EXPECT_EQ(wrapped.n_vocab(), 512);
   EXPECT_FALSE(wrapped.is_mapped());
-  EXPECT_TRUE(latte::api::Model(kDense, latte_model_options{1}).is_mapped());
+  EXPECT_TRUE(latte::api::Model(kDense, map).is_mapped());
 }
 
 TEST(CApi, ErrorsNameWhatIsWrong) {
@@ -498,7 +501,7 @@ TEST(CApiChat, TokenizeKeepsContentAsText) {
 TEST(CApiSampler, MatchesTheRuntimesSampler) {
   std::vector<float> logits(300);
   for (std::size_t i = 0; i < logits.size(); ++i) logits[i] = std::sin(0.37f * static_cast<float>(i)) * 4.0f;
-  latte_sampler_params p = latte_sampler_default_params();
+  latte_sampler_options p = latte_sampler_default_options();
   EXPECT_FLOAT_EQ(p.temperature, 0.8f);
   EXPECT_EQ(p.top_k, 40);
   p.seed = 11;
@@ -633,7 +636,7 @@ TEST(CppWrapper, TextChatAndSampling) {
   } catch (const latte::api::Exception& e) {
     EXPECT_EQ(e.status(), LATTE_ERR_UNSUPPORTED);
   }
-  latte_sampler_params p = latte_sampler_default_params();
+  latte_sampler_options p = latte_sampler_default_options();
   p.temperature = 0.0f;
   latte::api::Sampler greedy(p);
   const std::vector<float> logits = {0.1f, 2.0f, -1.0f};

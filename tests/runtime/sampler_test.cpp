@@ -314,3 +314,48 @@ TEST(Sampler, ConfigValidation) {
 
 }  // namespace
 }  // namespace latte
+
+namespace latte {
+namespace {
+
+// The logit bias comes first: the penalty then works on the biased logit
+// (2 + 2 = 4, divided by 2: 2; penalty first would give 1 + 2 = 3), and
+// top-k sees the biased logits (a token pushed from last to first is kept).
+TEST(SamplerLogitBias, ComesBeforeThePenaltyAndTopK) {
+  SamplerConfig cfg = plain(1.0f);
+  cfg.repeat_penalty = 2.0f;
+  Sampler s(cfg);
+  s.accept(0);
+  const LogitBias bias[] = {{0, 2.0f}};
+  s.set_logit_bias(bias);
+  const std::vector<float> l = {2.0f, 1.0f};
+  const auto c = s.candidates(l);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].id, 0);
+  EXPECT_FLOAT_EQ(c[0].logit, 2.0f);
+  EXPECT_FLOAT_EQ(c[1].logit, 1.0f);
+
+  SamplerConfig k1 = plain(1.0f);
+  k1.top_k = 1;
+  Sampler t(k1);
+  const LogitBias up[] = {{3, 10.0f}};
+  t.set_logit_bias(up);
+  EXPECT_EQ(t.sample(std::vector<float>{4.0f, 3.0f, 2.0f, 1.0f}), 3);
+}
+
+// Sums clamp to float's range; -inf stays banned whatever is added after.
+TEST(SamplerLogitBias, SumsStayFiniteAndBansStay) {
+  Sampler s(plain(1.0f));
+  const float max = std::numeric_limits<float>::max();
+  const LogitBias b[] = {{0, max}, {0, max}, {1, -std::numeric_limits<float>::infinity()}, {1, max}};
+  s.set_logit_bias(b);
+  const auto c = s.candidates(std::vector<float>{max, 0.0f, -1.0f});
+  ASSERT_EQ(c.size(), 2u) << "the banned token survived";
+  EXPECT_EQ(c[0].id, 0);
+  EXPECT_EQ(c[0].logit, max);
+  EXPECT_EQ(c[1].id, 2);
+  EXPECT_EQ(s.logit_bias().size(), 4u);
+}
+
+}  // namespace
+}  // namespace latte
