@@ -153,7 +153,10 @@ typedef struct latte_model_options {
    * streams re-laid out in place for this CPU's kernels (Q4_K, Q5_K, Q6_K,
    * IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL interleaved by 16 rows with
    * AVX-512 VNNI; no second copy; the same results up to float summation
-   * order). Where the page cache could not also hold the file beside the
+   * order, except that products of 8 to 31 tokens quantize their
+   * activations per 256 values there rather than per 32: the interleaved
+   * rows take them in their tile kernels, faster than repacking the
+   * matrix). Where the page cache could not also hold the file beside the
    * copy, it is asked to let go of what was read.
    * 1: map the file read-only, nothing copied: an instant load, pages
    * shared with other processes. A mapped file truncated or rewritten in
