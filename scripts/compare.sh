@@ -82,7 +82,7 @@ engine, the best peer, and Latte over it.
                         are then their llama-batched-bench programs:
   --llama-batched PATH  llama.cpp's llama-batched-bench (-fa on)
   --ik-batched PATH     ik_llama.cpp's llama-batched-bench (-mla 3 -fa 1,
-                        as is and with -rtr 1 unless --no-ik-rtr)
+                        as is and with -rtr (run-time repacking) unless --no-ik-rtr)
   -h, --help            this help
 
 JSON: {"points": [{"test": "prefill"|"decode", "depth": N, "latte_tok_s": x,
@@ -224,7 +224,7 @@ if [ -n "$batch" ]; then
       die "--ik-batched '$ik_batched' does not look like ik_llama.cpp's llama-batched-bench: its --help has no -npl or -mla"
     read -r -a extra <<<"$ik_args"
     add_engine ik_llama.cpp ik "$ik_batched" "${bb_common[@]}" -mla 3 -fa 1 "${extra[@]}"
-    [ "$ik_rtr" = 0 ] || add_engine "ik_llama.cpp -rtr" ik "$ik_batched" "${bb_common[@]}" -mla 3 -fa 1 -rtr 1 "${extra[@]}"
+    [ "$ik_rtr" = 0 ] || add_engine "ik_llama.cpp -rtr" ik "$ik_batched" "${bb_common[@]}" -mla 3 -fa 1 -rtr "${extra[@]}"
   fi
 else
 add_engine latte latte "$latte" bench -m "$model" --depths "$depths" --cache-type "$cache" \
