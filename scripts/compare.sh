@@ -212,14 +212,14 @@ if [ -n "$batch" ]; then
   ctx=$((max_b * (max_d + n_gen) + 16))
   bb_common=(-m "$model" -c "$ctx" -b 2048 -ub 512 -npp "$depths" -ntg "$n_gen" -npl "$batch" -t "$threads")
   if [ -n "$llama_batched" ]; then
-    help=$("$llama_batched" --help 2>&1 || true)
+    help=$(cd "$work" && "$llama_batched" --help 2>&1 || true)
     [[ "$help" == *-npl* ]] || die "--llama-batched '$llama_batched' does not look like llama-batched-bench: its --help has no -npl"
     fa=(-fa); [[ "$help" == *"--flash-attn [on|off|auto]"* || "$help" == *"-fa, --flash-attn FA"* ]] && fa=(-fa on)
     read -r -a extra <<<"$llama_args"
     add_engine llama.cpp llama "$llama_batched" "${bb_common[@]}" "${fa[@]}" "${extra[@]}"
   fi
   if [ -n "$ik_batched" ]; then
-    help=$("$ik_batched" --help 2>&1 || true)
+    help=$(cd "$work" && "$ik_batched" --help 2>&1 || true)
     [[ "$help" == *-npl* && "$help" == *-mla* ]] ||
       die "--ik-batched '$ik_batched' does not look like ik_llama.cpp's llama-batched-bench: its --help has no -npl or -mla"
     read -r -a extra <<<"$ik_args"
@@ -232,7 +232,7 @@ add_engine latte latte "$latte" bench -m "$model" --depths "$depths" --cache-typ
 
 llama_depth=0
 if [ -n "$llama" ]; then
-  help=$("$llama" --help 2>&1 || true)
+  help=$(cd "$work" && "$llama" --help 2>&1 || true)
   [[ "$help" == *--n-prompt* ]] || die "--llama-bench '$llama' does not look like llama-bench: its --help has no --n-prompt"
   [[ "$help" == *--n-depth* ]] && llama_depth=1
   read -r -a extra <<<"$llama_args"
@@ -248,7 +248,7 @@ if [ -n "$llama" ]; then
   fi
 fi
 if [ -n "$ik" ]; then
-  help=$("$ik" --help 2>&1 || true)
+  help=$(cd "$work" && "$ik" --help 2>&1 || true)
   [[ "$help" == *--n-prompt* ]] || die "--ik-bench '$ik' does not look like llama-bench: its --help has no --n-prompt"
   [[ "$help" == *-gp* && "$help" == *-mla* ]] ||
     die "--ik-bench '$ik' does not look like ik_llama.cpp's llama-bench: its --help has no -gp or -mla"
