@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "platform/console.h"
+#include "tools/cli/console.h"
 #include "platform/paths.h"
 #include "quant/ggml_types.h"
 #include "tools/cli/commands.h"

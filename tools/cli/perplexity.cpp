@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "latte/latte.hpp"
-#include "platform/console.h"
+#include "tools/cli/console.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/progress.h"
 

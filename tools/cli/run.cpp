@@ -19,7 +19,7 @@
 #include "latte/latte.hpp"
 #include "tools/cli/commands.h"
 #include "tools/cli/line_input.h"
-#include "platform/console.h"
+#include "tools/cli/console.h"
 #include "platform/paths.h"
 #include "tools/cli/utf8_stream.h"
 
