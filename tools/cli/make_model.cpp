@@ -11,7 +11,6 @@
 #include "quant/ggml_types.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/progress.h"
-#include "runtime/error.h"
 #include "tools/model_presets.h"
 #include "tools/random_model.h"
 
