@@ -20,6 +20,7 @@
 #include "kernels/isa.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "runtime/mla/latent_cache.h"
 #include "runtime/session/session.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/chat.h"
@@ -168,7 +169,8 @@ struct OptionsOf<latte_session_options> {
   static constexpr const char* init = "latte_session_default_options()";
   static constexpr Field fields[] = {
       LATTE_FIELD(latte_session_options, threads), LATTE_FIELD(latte_session_options, n_ctx),
-      LATTE_FIELD(latte_session_options, cache_type), LATTE_FIELD(latte_session_options, prefill_chunk)};
+      LATTE_FIELD(latte_session_options, cache_type), LATTE_FIELD(latte_session_options, prefill_chunk),
+      LATTE_FIELD(latte_session_options, prefill_form)};
   static latte_session_options defaults() {
     latte_session_options o{};
     o.size = sizeof o;
@@ -176,6 +178,7 @@ struct OptionsOf<latte_session_options> {
     o.n_ctx = 4096;
     o.cache_type = LATTE_CACHE_INT8;
     o.prefill_chunk = 512;
+    o.prefill_form = LATTE_PREFILL_AUTO;
     return o;
   }
 };
@@ -361,6 +364,15 @@ const char* latte_status_string(latte_status status) {
 
 const char* latte_last_error(void) { return g_last_error_fixed ? g_last_error_fixed : g_last_error.c_str(); }
 
+const char* latte_kernels(void) {
+  try {
+    return latte::isa_name(latte::active_isa());
+  } catch (const std::exception& e) {  // LATTE_ISA names no ISA
+    fail_with(LATTE_ERR_UNSUPPORTED, e.what());
+    return nullptr;
+  }
+}
+
 const char* latte_version(void) {
   try {
     static const std::string v = [] {
@@ -461,6 +473,31 @@ int32_t latte_model_is_mapped(const latte_model* model) {
   return model && model->model->file().private_data() == nullptr ? 1 : 0;
 }
 
+int64_t latte_model_decode_bytes(const latte_model* model) {
+  return model ? static_cast<int64_t>(model->model->decode_weight_bytes()) : 0;
+}
+
+int64_t latte_model_expert_bytes(const latte_model* model) {
+  return model ? static_cast<int64_t>(model->model->expert_bytes()) : 0;
+}
+
+int64_t latte_model_interleaved_bytes(const latte_model* model) {
+  return model ? static_cast<int64_t>(model->model->interleaved_weight_bytes()) : 0;
+}
+
+latte_status latte_model_cache_bytes(const latte_model* model, int32_t cache_type, int64_t n_tokens, int64_t* bytes) {
+  if (model == nullptr || bytes == nullptr)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_cache_bytes: model and bytes must not be NULL");
+  if (cache_type < LATTE_CACHE_F32 || cache_type > LATTE_CACHE_INT8)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_cache_bytes: unknown cache_type " + std::to_string(cache_type));
+  if (n_tokens < 0) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_cache_bytes: n_tokens must be >= 0");
+  return guarded([&] {
+    const latte::ModelParams& p = model->model->params();
+    *bytes = static_cast<int64_t>(latte::LatentCache::bytes_for(p.n_layers, p.mla.kv_lora_rank, p.mla.d_rope, n_tokens,
+                                                                static_cast<latte::LatentStorage>(cache_type)));
+  });
+}
+
 int32_t latte_model_n_layers(const latte_model* model) { return model ? model->model->params().n_layers : 0; }
 
 int32_t latte_model_n_embd(const latte_model* model) { return model ? model->model->params().mla.d_model : 0; }
@@ -520,12 +557,18 @@ latte_status latte_session_create(latte_model* model, const latte_session_option
   if (o.cache_type < LATTE_CACHE_F32 || o.cache_type > LATTE_CACHE_INT8)
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_create: unknown cache_type " + std::to_string(o.cache_type));
   if (o.n_ctx < 0) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_create: n_ctx must be >= 0");
+  if (o.prefill_form < LATTE_PREFILL_AUTO || o.prefill_form > LATTE_PREFILL_ABSORBED)
+    return fail(LATTE_ERR_INVALID_ARGUMENT,
+                "latte_session_create: unknown prefill_form " + std::to_string(o.prefill_form) +
+                    " (LATTE_PREFILL_AUTO, _NAIVE or _ABSORBED)");
   return guarded([&] {
     latte::SessionOptions so;
     so.threads = o.threads;
     so.n_ctx = o.n_ctx;
     so.cache = static_cast<latte::LatentStorage>(o.cache_type);
     so.prefill_chunk = o.prefill_chunk;
+    if (o.prefill_form == LATTE_PREFILL_NAIVE) so.prefill_form = latte::MlaForm::naive;
+    if (o.prefill_form == LATTE_PREFILL_ABSORBED) so.prefill_form = latte::MlaForm::absorbed;
     auto s = std::make_unique<latte_session>();
     s->model = model->model;
     s->session = std::make_unique<latte::Session>(model->model, so);
@@ -636,6 +679,15 @@ latte_status latte_session_set_context_shift(latte_session* session, int32_t ena
                                                 std::to_string(enable));
   if (n_keep < 0) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_set_context_shift: n_keep must be >= 0");
   return guarded([&] { session->session->set_context_shift(enable == 1, n_keep); });
+}
+
+int32_t latte_session_last_form(const latte_session* session) {
+  if (session == nullptr) return 0;
+  return session->session->last_form() == latte::MlaForm::naive ? LATTE_PREFILL_NAIVE : LATTE_PREFILL_ABSORBED;
+}
+
+int64_t latte_session_last_experts_read(const latte_session* session) {
+  return session ? session->session->last_experts_read() : 0;
 }
 
 int64_t latte_session_n_unshifted(const latte_session* session) {

@@ -104,6 +104,11 @@ typedef struct latte_session latte_session;
 LATTE_API const char* latte_status_string(latte_status status);
 /* The message of the last failed call on this thread ("" if none). */
 LATTE_API const char* latte_last_error(void);
+/* The kernels the library runs on this CPU: "avx512", "avx2", "neon",
+ * "asimd" or "ref" (the best this CPU has, capped by the environment
+ * variable LATTE_ISA). NULL where LATTE_ISA names none of those: every
+ * session would then fail, and latte_last_error() says why. */
+LATTE_API const char* latte_kernels(void);
 /* The library's version and the kernels it runs on this CPU: "0.1.0
  * (avx512)" (avx512, avx2, neon, asimd or ref). Its numbers are the
  * LATTE_VERSION_* the library was built with. */
@@ -197,6 +202,23 @@ LATTE_API int32_t latte_model_n_layers(const latte_model* model);
 LATTE_API int32_t latte_model_n_embd(const latte_model* model);
 LATTE_API int64_t latte_model_n_params(const latte_model* model);
 LATTE_API int64_t latte_model_file_size(const latte_model* model);
+/* Sizes for benchmarks and memory planning, in bytes, 0 for NULL:
+ * decode_bytes, the weights one decode step streams (every matrix a token
+ * passes through as decode reads it, n_experts_used routed experts per MoE
+ * layer, the output matrix and one embedding row: decode at depth 0 is
+ * bound by reading these, so decode_bytes x tokens/s against the machine's
+ * read bandwidth is its efficiency); expert_bytes, one routed expert of an
+ * MoE layer (gate, up and down; 0 without MoE layers); interleaved_bytes,
+ * the weights re-laid out for this CPU's kernels at load (use_mmap 0). */
+LATTE_API int64_t latte_model_decode_bytes(const latte_model* model);
+LATTE_API int64_t latte_model_expert_bytes(const latte_model* model);
+LATTE_API int64_t latte_model_interleaved_bytes(const latte_model* model);
+/* The bytes a session's latent cache of cache_type takes holding n_tokens
+ * (n_tokens >= 0; every layer, int8 scales and tile tables included), to
+ * size a context before creating it. LATTE_ERR_INVALID_ARGUMENT for a NULL
+ * model or bytes, an unknown cache type or a negative n_tokens. */
+LATTE_API latte_status latte_model_cache_bytes(const latte_model* model, int32_t cache_type, int64_t n_tokens,
+                                               int64_t* bytes);
 /* general.name, or the file's name where the file has none; valid while
  * the model is ("" for NULL). */
 LATTE_API const char* latte_model_name(const latte_model* model);
@@ -217,6 +239,18 @@ LATTE_API latte_status latte_model_meta_value(const latte_model* model, const ch
 
 /* ---- Sessions ------------------------------------------------------------- */
 
+/* The two forms of attention over a prompt chunk: naive expands the cached
+ * latents into every head's keys and values (less work for a long chunk
+ * over a short cache), absorbed folds the up-projections into the query and
+ * the output (decode's form, less work deep in a context). AUTO lets a cost
+ * model pick each chunk's; forcing one is for comparing them (the logits
+ * agree up to float summation order). */
+typedef enum latte_prefill_form {
+  LATTE_PREFILL_AUTO = 0,
+  LATTE_PREFILL_NAIVE = 1,
+  LATTE_PREFILL_ABSORBED = 2
+} latte_prefill_form;
+
 typedef struct latte_session_options {
   size_t size;                /* sizeof(latte_session_options), as latte_session_default_options sets it */
   int32_t threads;            /* 1..1024; 0: one per CPU the process may use, as many as start */
@@ -226,6 +260,7 @@ typedef struct latte_session_options {
                                  does so and warns when told to go past it) */
   int32_t cache_type;         /* a latte_cache_type (an int, so any value a caller stores is checked) */
   int32_t prefill_chunk;      /* tokens per prefill chunk (512 by default) */
+  int32_t prefill_form;       /* a latte_prefill_form: LATTE_PREFILL_AUTO (default) or one forced */
 } latte_session_options;
 
 /* As latte_model_options_init, for session options. */
@@ -307,6 +342,15 @@ typedef struct latte_step_item {
  * LATTE_ERR_ABORTED where any session's abort callback asks. On any error
  * every session is as before the call (except context shifts made). */
 LATTE_API latte_status latte_session_step(const latte_step_item* items, size_t n_items);
+/* What the session's last prefill, decode, eval_all or step did, for
+ * benchmarks (0 for NULL): the form its last chunk of tokens ran in
+ * (LATTE_PREFILL_NAIVE or LATTE_PREFILL_ABSORBED; a decode is absorbed, and
+ * so is a session that ran nothing yet), and the routed experts it read,
+ * summed over the MoE layers (a step's, on its first item's session: with
+ * latte_model_expert_bytes, the expert bytes it streamed; 0 for a model
+ * without MoE layers). */
+LATTE_API int32_t latte_session_last_form(const latte_session* session);
+LATTE_API int64_t latte_session_last_experts_read(const latte_session* session);
 /* The last token's logits (n_vocab floats), NULL before the first token. */
 LATTE_API const float* latte_session_logits(const latte_session* session);
 LATTE_API int64_t latte_session_n_past(const latte_session* session);

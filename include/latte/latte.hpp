@@ -98,6 +98,13 @@ std::vector<int32_t> fetch_tokens(Fill fill) {
 
 // The library's version and kernels ("0.1.0 (avx512)").
 inline std::string version() { return latte_version(); }
+// The kernels the library runs on this CPU ("avx512"); throws where
+// LATTE_ISA names none.
+inline std::string kernels() {
+  const char* k = latte_kernels();
+  if (k == nullptr) throw Exception(LATTE_ERR_UNSUPPORTED, latte_last_error());
+  return k;
+}
 
 // Sets the process's log (latte_log_set): fn(level, message) on whichever
 // thread logs; an empty fn silences it. Returns once the previous one is
@@ -170,6 +177,15 @@ class Model {
   int64_t n_params() const { return latte_model_n_params(m_); }
   int64_t file_size() const { return latte_model_file_size(m_); }
   std::string name() const { return latte_model_name(m_); }
+  // Sizes for benchmarks and memory planning (latte.h).
+  int64_t decode_bytes() const { return latte_model_decode_bytes(m_); }
+  int64_t expert_bytes() const { return latte_model_expert_bytes(m_); }
+  int64_t interleaved_bytes() const { return latte_model_interleaved_bytes(m_); }
+  int64_t cache_bytes(latte_cache_type cache_type, int64_t n_tokens) const {
+    int64_t bytes = 0;
+    check(latte_model_cache_bytes(m_, cache_type, n_tokens, &bytes));
+    return bytes;
+  }
 
   // GGUF metadata as text (latte_model_meta_value's rendering); meta_value
   // throws for a key the file does not have.
@@ -356,6 +372,10 @@ class Session {
     check(latte_session_set_context_shift(s_, enable ? 1 : 0, n_keep));
   }
   int64_t n_unshifted() const { return latte_session_n_unshifted(s_); }
+  // What the last call did (latte.h): the form of its last chunk, the
+  // routed experts it read.
+  latte_prefill_form last_form() const { return static_cast<latte_prefill_form>(latte_session_last_form(s_)); }
+  int64_t last_experts_read() const { return latte_session_last_experts_read(s_); }
   std::vector<int32_t> tokens() const {
     return fetch_tokens([&](int32_t* buf, std::size_t cap, std::size_t* n) {
       return latte_session_tokens(s_, buf, cap, n);

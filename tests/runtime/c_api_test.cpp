@@ -17,6 +17,7 @@
 
 #include "latte/latte.hpp"
 #include "runtime/error.h"
+#include "runtime/mla/latent_cache.h"
 #include "tools/random_model.h"
 #include "runtime/session/session.h"
 #include "runtime/sampler/sampler.h"
@@ -661,6 +662,70 @@ TEST(CppWrapper, ThrowsWithStatus) {
   ASSERT_EQ(all.size(), 3u * 512);
   auto last = s.logits();
   EXPECT_EQ(std::vector<float>(all.end() - 512, all.end()), std::vector<float>(last.begin(), last.end()));
+}
+
+// The facts benchmarks report (latte bench) come through the API as the
+// runtime computes them: decode and expert bytes, cache sizes, the form a
+// chunk ran in (forced or picked) and the routed experts a step read.
+TEST(CApi, ReportsSizesFormsAndExpertsRead) {
+  const std::string moe_path = std::string(LATTE_TESTDATA_DIR) + "/tiny-moe-v2-lite.gguf";
+  const auto internal = latte::Model::load(moe_path);
+  latte::api::Model moe(moe_path);
+  EXPECT_EQ(moe.decode_bytes(), static_cast<int64_t>(internal->decode_weight_bytes()));
+  EXPECT_EQ(moe.expert_bytes(), static_cast<int64_t>(internal->expert_bytes()));
+  EXPECT_GT(moe.expert_bytes(), 0);
+  EXPECT_EQ(moe.interleaved_bytes(), static_cast<int64_t>(internal->interleaved_weight_bytes()));
+  const latte::ModelParams& p = internal->params();
+  for (latte_cache_type t : {LATTE_CACHE_F32, LATTE_CACHE_F16, LATTE_CACHE_INT8})
+    EXPECT_EQ(moe.cache_bytes(t, 1000),
+              static_cast<int64_t>(latte::LatentCache::bytes_for(p.n_layers, p.mla.kv_lora_rank, p.mla.d_rope, 1000,
+                                                                 static_cast<latte::LatentStorage>(t))));
+  int64_t bytes = 0;
+  EXPECT_EQ(latte_model_cache_bytes(moe.handle(), 7, 10, &bytes), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(latte_last_error()).find("cache_type 7"), std::string::npos);
+  EXPECT_EQ(latte_model_cache_bytes(moe.handle(), LATTE_CACHE_F16, -1, &bytes), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte_model_decode_bytes(nullptr), 0);
+
+  // A forced form is the one the chunk runs in, and both agree with the
+  // cost model's pick up to summation order.
+  const int32_t toks[] = {510, 327, 57, 12, 379, 44, 101, 7};
+  std::vector<std::vector<float>> logits;
+  for (latte_prefill_form f : {LATTE_PREFILL_NAIVE, LATTE_PREFILL_ABSORBED, LATTE_PREFILL_AUTO}) {
+    latte_session_options o = latte_session_default_options();
+    EXPECT_EQ(o.prefill_form, LATTE_PREFILL_AUTO);
+    o.cache_type = LATTE_CACHE_F32;
+    o.n_ctx = 64;
+    o.prefill_form = f;
+    latte::api::Session s(moe, o);
+    EXPECT_EQ(s.last_form(), LATTE_PREFILL_ABSORBED);  // nothing ran yet
+    EXPECT_EQ(s.last_experts_read(), 0);
+    s.prefill(toks);
+    if (f != LATTE_PREFILL_AUTO) EXPECT_EQ(s.last_form(), f);
+    logits.emplace_back(s.logits().begin(), s.logits().end());
+    s.decode(3);
+    EXPECT_EQ(s.last_form(), LATTE_PREFILL_ABSORBED);
+    // One token through every MoE layer reads n_experts_used experts each.
+    int moe_layers = 0;
+    for (int l = 0; l < p.n_layers; ++l) moe_layers += p.is_moe_layer(l) ? 1 : 0;
+    EXPECT_EQ(s.last_experts_read(), static_cast<int64_t>(moe_layers) * p.n_experts_used);
+  }
+  for (std::size_t i = 0; i < logits[0].size(); ++i) {
+    EXPECT_NEAR(logits[0][i], logits[1][i], 1e-3f);
+    EXPECT_NEAR(logits[2][i], logits[1][i], 1e-3f);
+  }
+
+  latte_session_options bad = latte_session_default_options();
+  bad.prefill_form = 3;
+  latte_session* s = nullptr;
+  EXPECT_EQ(latte_session_create(moe.handle(), &bad, &s), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(latte_last_error()).find("prefill_form 3"), std::string::npos);
+  EXPECT_EQ(s, nullptr);
+  EXPECT_EQ(latte_session_last_form(nullptr), 0);
+
+  // The kernels latte_version names.
+  ASSERT_NE(latte_kernels(), nullptr);
+  EXPECT_NE(std::string(latte_version()).find(std::string("(") + latte_kernels() + ")"), std::string::npos);
+  EXPECT_EQ(latte::api::kernels(), latte_kernels());
 }
 
 }  // namespace

@@ -12,17 +12,15 @@
 #include "tools/cli/commands.h"
 #include "platform/paths.h"
 #include "quant/ggml_types.h"
-#include "runtime/error.h"
-#include "runtime/model/model.h"
 
 namespace latte::cli {
 
 std::ifstream open_input(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path_from_utf8(path), ec))
-    throw Error(Status::io_error, "'" + path + "' is a directory, not a file");
+    fail(LATTE_ERR_IO, "'" + path + "' is a directory, not a file");
   std::ifstream in(path_from_utf8(path), std::ios::binary);
-  if (!in) throw Error(Status::io_error, "cannot open '" + path + "': " + std::strerror(errno));
+  if (!in) fail(LATTE_ERR_IO, "cannot open '" + path + "': " + std::strerror(errno));
   return in;
 }
 
@@ -38,9 +36,9 @@ std::string read_text_file(const std::string& path) {
     if (got <= 0) break;
     text.append(buf, static_cast<std::size_t>(got));
   }
-  if (in.bad()) throw Error(Status::io_error, "reading '" + path + "' failed: " + std::strerror(errno));
+  if (in.bad()) fail(LATTE_ERR_IO, "reading '" + path + "' failed: " + std::strerror(errno));
   if (text.size() > kMaxInputTextBytes)
-    throw Error(Status::invalid_argument, "'" + path + "' holds more than " + std::to_string(kMaxInputTextBytes >> 20) +
+    fail(LATTE_ERR_INVALID_ARGUMENT, "'" + path + "' holds more than " + std::to_string(kMaxInputTextBytes >> 20) +
                                               " MiB of text, the limit of an input file: refused");
   return text;
 }
@@ -100,7 +98,7 @@ std::string int_list_problem(const std::string& s, std::int64_t max) { return pa
 std::vector<std::int64_t> parse_int_list(const std::string& s, const char* what, std::int64_t max) {
   std::vector<std::int64_t> out;
   if (const std::string problem = parse_int_list_into(s, max, &out); !problem.empty())
-    throw Error(Status::invalid_argument, std::string(what) + ": " + problem);
+    fail(LATTE_ERR_INVALID_ARGUMENT, std::string(what) + ": " + problem);
   return out;
 }
 
@@ -138,7 +136,7 @@ std::vector<std::int32_t> parse_token_list(const std::string& s, const char* wha
 void check_token_ids(const std::vector<std::int32_t>& ids, std::int32_t n_vocab, const std::string& what) {
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (ids[i] >= n_vocab)
-      throw Error(Status::invalid_argument, what + ": item " + std::to_string(i + 1) + ", id " + std::to_string(ids[i]) +
+      fail(LATTE_ERR_INVALID_ARGUMENT, what + ": item " + std::to_string(i + 1) + ", id " + std::to_string(ids[i]) +
                                                 ", is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
 }
 
@@ -164,8 +162,21 @@ std::string json_string(std::string_view s) {
   return out + "\"";
 }
 
-void warn_beyond_trained_context(const Model& model, std::int64_t n_tokens, const char* what) {
-  const std::int64_t trained = model.params().context_length;
+latte_cache_type cache_type_of(const std::string& name) {
+  if (name == "f32") return LATTE_CACHE_F32;
+  if (name == "f16") return LATTE_CACHE_F16;
+  if (name == "int8") return LATTE_CACHE_INT8;
+  fail(LATTE_ERR_INVALID_ARGUMENT, "'" + name + "' is not a cache type (f32, f16 or int8)");
+}
+
+latte_prefill_form prefill_form_of(const std::string& name) {
+  if (name == "auto") return LATTE_PREFILL_AUTO;
+  if (name == "naive") return LATTE_PREFILL_NAIVE;
+  if (name == "absorbed") return LATTE_PREFILL_ABSORBED;
+  fail(LATTE_ERR_INVALID_ARGUMENT, "'" + name + "' is not a prefill form (auto, naive or absorbed)");
+}
+
+void warn_beyond_trained_context(std::int64_t trained, std::int64_t n_tokens, const char* what) {
   if (trained > 0 && n_tokens > trained)
     std::fprintf(stderr,
                  "warning: %s reaches %lld tokens, beyond the model's trained context of %lld: "

@@ -31,12 +31,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/isa.h"
+#include "latte/latte.hpp"
 #include "tools/cli/commands.h"
 #include "tools/cli/progress.h"
-#include "runtime/error.h"
-#include "runtime/model/model.h"
-#include "runtime/session/session.h"
 #include "tools/read_bandwidth.h"
 
 namespace latte::cli {
@@ -62,8 +59,7 @@ int run_bench(const BenchOptions& o) {
   if (o.cache == "all") throw UsageError("--cache-type all applies to --shift only");
   if (o.n_prompt == 0 && o.n_gen == 0) throw UsageError("-p and -n are both 0, so there is nothing to measure");
   std::vector<std::int64_t> depths = parse_int_list(o.depths, "--depths", kMaxDepth);
-  auto model = load_model(o.model, o.no_mmap, o.mmap);
-  const ModelParams& p = model->params();
+  const api::Model model = open_model(o.model, o.no_mmap, o.mmap);
   struct Row {
     std::int64_t depth;
     double prefill_tps, decode_tps, fill_s;
@@ -73,30 +69,29 @@ int run_bench(const BenchOptions& o) {
   };
   std::vector<Row> rows;
   std::mt19937 rng(1234);
-  std::uniform_int_distribution<std::int32_t> tok(0, p.n_vocab - 1);
+  std::uniform_int_distribution<std::int32_t> tok(0, model.n_vocab() - 1);
   // One session, depths in ascending order: the cache is filled up to each
   // depth in turn, so the total fill is the largest depth, not the sum.
   std::sort(depths.begin(), depths.end());
   depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
-  SessionOptions so;
+  latte_session_options so = latte_session_default_options();
   so.threads = o.threads;
-  so.cache = *parse_latent_storage(o.cache);
+  so.cache_type = cache_type_of(o.cache);
   so.prefill_chunk = o.prefill_chunk;
-  if (o.form == "naive") so.prefill_form = MlaForm::naive;
-  else if (o.form == "absorbed") so.prefill_form = MlaForm::absorbed;
+  so.prefill_form = prefill_form_of(o.form);
   // Room for the largest depth plus the longer measurement, and at least
   // the warm-up's 3 tokens.
   so.n_ctx = depths.back() + std::max({o.n_prompt, o.n_gen, 3});
-  warn_beyond_trained_context(*model, depths.back() + std::max(o.n_prompt, o.n_gen), "the deepest measurement");
-  Session s(model, so);
+  warn_beyond_trained_context(model.n_ctx_train(), depths.back() + std::max(o.n_prompt, o.n_gen), "the deepest measurement");
+  api::Session s(model, so);
   // Depth-0 decodes next to the deeper ones (see the top of the file).
-  SessionOptions so0 = so;
+  latte_session_options so0 = so;
   so0.n_ctx = std::max(o.n_gen, 1) + 1;
-  Session s0(model, so0);
+  api::Session s0(model, so0);
   // What the sessions run with (the default: one per available CPU, as many
   // as start): the figure reported, and the plain reads' threads.
   const int threads = s.threads();
-  const std::size_t weight_bytes = model->decode_weight_bytes();
+  const auto weight_bytes = static_cast<std::size_t>(model.decode_bytes());
   // Over the decode step's bytes, from 64 MiB (so a cache does not hold it
   // all unless it holds the weights too) to 1 GiB (enough for any cache).
   const std::size_t read_bytes = std::clamp<std::size_t>(weight_bytes, std::size_t{64} << 20, std::size_t{1} << 30);
@@ -173,7 +168,7 @@ int run_bench(const BenchOptions& o) {
       const int pairs = o.n_gen * o.repetitions;
       measuring(at + std::to_string(pairs) + " single steps alternated with steps from depth 0");
       std::vector<double> at_depth, at_0;
-      auto timed_decode = [&](Session& x, std::vector<double>& times) {
+      auto timed_decode = [&](api::Session& x, std::vector<double>& times) {
         const auto t0 = std::chrono::steady_clock::now();
         x.decode(tok(rng));
         times.push_back(seconds_since(t0) * 1e3);
@@ -219,8 +214,8 @@ int run_bench(const BenchOptions& o) {
   if (o.json) {
     std::printf("{\n  \"model\": %s,\n  \"architecture\": \"%s\",\n  \"cache_type\": \"%s\",\n  \"threads\": %d,\n"
                 "  \"isa\": \"%s\",\n  \"weights\": \"%s\",\n  \"n_prompt\": %d,\n  \"n_gen\": %d,\n  \"prefill_chunk\": %d,\n",
-                json_string(o.model).c_str(), model_arch_name(p.arch), o.cache.c_str(), threads, isa_name(active_isa()),
-                model->file().private_data() ? "read" : "mmap", o.n_prompt, o.n_gen, o.prefill_chunk);
+                json_string(o.model).c_str(), model.architecture().c_str(), o.cache.c_str(), threads, api::kernels().c_str(),
+                model.is_mapped() ? "mmap" : "read", o.n_prompt, o.n_gen, o.prefill_chunk);
     auto num = [](bool measured, double v, const char* fmt) {
       if (!measured) return std::string("null");
       char b[64];
@@ -260,11 +255,11 @@ int run_bench(const BenchOptions& o) {
     std::printf("  ]\n}\n");
   } else {
     char weights[96] = "mapped";
-    if (model->file().private_data())
+    if (!model.is_mapped())
       std::snprintf(weights, sizeof weights, "read into memory, %.1f GB of them row-interleaved",
-                    static_cast<double>(model->interleaved_weight_bytes()) / 1e9);
+                    static_cast<double>(model.interleaved_bytes()) / 1e9);
     std::printf("model %s (%s), cache %s, threads %d, kernels %s, weights %s\n", o.model.c_str(),
-                model_arch_name(p.arch), o.cache.c_str(), threads, isa_name(active_isa()), weights);
+                model.architecture().c_str(), o.cache.c_str(), threads, api::kernels().c_str(), weights);
     std::printf("%8s | %16s | %16s | %18s | %22s | %28s\n", "depth", "prefill tok/s", "decode tok/s",
                 "weights GB/s (%)", "depth 0 next to it (%)", "step ms at it / at 0 (%)");
     for (const Row& r : rows) {

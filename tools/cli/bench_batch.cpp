@@ -1,5 +1,5 @@
 // `latte bench --batch 1,2,4,8`: aggregate decode of N sequences stepped
-// together (Session::step: each weight read once for all N tokens, each
+// together (latte_session_step: each weight read once for all N tokens, each
 // sequence attending over its own cache), like llama-batched-bench's
 // generation figure. For each depth D, max(N) sessions are filled to D
 // tokens once (prefills of seeded random ids); then for each N the first N
@@ -20,11 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/isa.h"
-#include "runtime/error.h"
-#include "runtime/mla/latent_cache.h"
-#include "runtime/model/model.h"
-#include "runtime/session/session.h"
+#include "latte/latte.hpp"
 #include "tools/cli/commands.h"
 #include "tools/cli/progress.h"
 #include "tools/read_bandwidth.h"
@@ -49,27 +45,28 @@ int run_bench_batch(const BenchOptions& o) {
   batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
   std::sort(depths.begin(), depths.end());
   depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
-  auto model = load_model(o.model, o.no_mmap, o.mmap);
-  const ModelParams& p = model->params();
+  const api::Model model = open_model(o.model, o.no_mmap, o.mmap);
   const int max_n = static_cast<int>(batches.back());
-  SessionOptions so;
+  latte_session_options so = latte_session_default_options();
   so.threads = o.threads;
-  so.cache = *parse_latent_storage(o.cache);
+  so.cache_type = cache_type_of(o.cache);
   so.prefill_chunk = o.prefill_chunk;
   so.n_ctx = depths.back() + o.n_gen + 1;
-  warn_beyond_trained_context(*model, so.n_ctx, "the deepest measurement");
-  std::vector<std::unique_ptr<Session>> sessions;
-  for (int i = 0; i < max_n; ++i) sessions.push_back(std::make_unique<Session>(model, so));
+  warn_beyond_trained_context(model.n_ctx_train(), so.n_ctx, "the deepest measurement");
+  std::vector<std::unique_ptr<api::Session>> sessions;
+  for (int i = 0; i < max_n; ++i) sessions.push_back(std::make_unique<api::Session>(model, so));
   const int threads = sessions[0]->threads();
-  const std::size_t expert = model->expert_bytes();
+  const auto expert = static_cast<std::size_t>(model.expert_bytes());
   // What every token of a step reads once: decode's weights less the routed
-  // experts one token reads.
-  std::size_t moe_layers = 0;
-  for (int il = 0; il < p.n_layers; ++il) moe_layers += p.is_moe_layer(il);
-  const std::size_t shared_bytes =
-      model->decode_weight_bytes() - moe_layers * static_cast<std::size_t>(p.n_experts_used) * expert;
+  // experts one token reads (n_experts_used per MoE layer, as one decode
+  // step of a session alone counts them).
+  sessions[0]->decode(0);
+  const auto experts_per_token = static_cast<std::size_t>(sessions[0]->last_experts_read());
+  sessions[0]->reset();
+  const auto decode_bytes = static_cast<std::size_t>(model.decode_bytes());
+  const std::size_t shared_bytes = decode_bytes - experts_per_token * expert;
   const std::size_t read_bytes =
-      std::clamp<std::size_t>(model->decode_weight_bytes(), std::size_t{64} << 20, std::size_t{1} << 30);
+      std::clamp<std::size_t>(decode_bytes, std::size_t{64} << 20, std::size_t{1} << 30);
   ProgressLine progress;
   const auto measuring = [&](const std::string& what) { progress.show("bench: " + what, /*now=*/true); };
   const std::string plain_read = "reading " + binary_bytes(static_cast<double>(read_bytes)) + " (plain read bandwidth)";
@@ -77,7 +74,7 @@ int run_bench_batch(const BenchOptions& o) {
   const double read_before = measure_read_bandwidth(read_bytes, threads, 5);
 
   std::mt19937 rng(1234);
-  std::uniform_int_distribution<std::int32_t> tok(0, p.n_vocab - 1);
+  std::uniform_int_distribution<std::int32_t> tok(0, model.n_vocab() - 1);
   struct Row {
     std::int64_t depth;
     int n;
@@ -89,7 +86,7 @@ int run_bench_batch(const BenchOptions& o) {
   for (std::int64_t depth : depths) {
     const std::string at = "depth " + std::to_string(depth) + ": ";
     for (int i = 0; i < max_n; ++i) {
-      Session& s = *sessions[i];
+      api::Session& s = *sessions[i];
       std::vector<std::int32_t> fill(static_cast<std::size_t>(depth - s.n_past()));
       for (auto& t : fill) t = tok(rng);
       if (!fill.empty()) {
@@ -97,20 +94,19 @@ int run_bench_batch(const BenchOptions& o) {
         s.prefill(fill);
       }
     }
-    const std::size_t cache_bytes =
-        LatentCache::bytes_for(p.n_layers, p.mla.kv_lora_rank, p.mla.d_rope, std::max<std::int64_t>(depth, 1),
-                               so.cache);
+    const auto cache_bytes =
+        static_cast<std::size_t>(model.cache_bytes(cache_type_of(o.cache), std::max<std::int64_t>(depth, 1)));
     for (std::int64_t nb : batches) {
       const int n = static_cast<int>(nb);
       Row r{depth, n};
       std::vector<std::int32_t> next(static_cast<std::size_t>(n));
-      std::vector<Session::StepItem> items(static_cast<std::size_t>(n));
+      std::vector<api::StepItem> items(static_cast<std::size_t>(n));
       auto step = [&] {
         for (int i = 0; i < n; ++i) {
           next[i] = tok(rng);
-          items[i] = {sessions[i].get(), std::span<const std::int32_t>(&next[i], 1)};
+          items[i] = {sessions[i].get(), api::Span<const std::int32_t>(&next[i], 1)};
         }
-        Session::step(items);
+        api::step(items);
         return sessions[0]->last_experts_read();
       };
       auto cut_back = [&] {
@@ -148,8 +144,8 @@ int run_bench_batch(const BenchOptions& o) {
     std::printf("{\n  \"model\": %s,\n  \"architecture\": \"%s\",\n  \"cache_type\": \"%s\",\n  \"threads\": %d,\n"
                 "  \"isa\": \"%s\",\n  \"weights\": \"%s\",\n  \"n_gen\": %d,\n  \"read_GBps_before\": %.2f,\n"
                 "  \"read_GBps_after\": %.2f,\n  \"batch\": [\n",
-                json_string(o.model).c_str(), model_arch_name(p.arch), o.cache.c_str(), threads,
-                isa_name(active_isa()), model->file().private_data() ? "read" : "mmap", o.n_gen, read_before / 1e9,
+                json_string(o.model).c_str(), model.architecture().c_str(), o.cache.c_str(), threads,
+                api::kernels().c_str(), model.is_mapped() ? "mmap" : "read", o.n_gen, read_before / 1e9,
                 read_after / 1e9);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
@@ -162,8 +158,8 @@ int run_bench_batch(const BenchOptions& o) {
     return 0;
   }
   std::printf("model %s (%s), cache %s, threads %d, kernels %s, weights %s\n", o.model.c_str(),
-              model_arch_name(p.arch), o.cache.c_str(), threads, isa_name(active_isa()),
-              model->file().private_data() ? "read into memory" : "mapped");
+              model.architecture().c_str(), o.cache.c_str(), threads, api::kernels().c_str(),
+              model.is_mapped() ? "mapped" : "read into memory");
   std::printf("%8s | %4s | %16s | %12s | %9s | %9s | %20s\n", "depth", "N", "decode tok/s", "per seq", "step ms",
               "step MB", "memory bound (%)");
   for (const Row& r : rows)

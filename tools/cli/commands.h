@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "latte/latte.hpp"
+
 namespace latte {
 class Model;
 }
@@ -182,13 +184,36 @@ inline std::string count_of(long long n, const std::string& noun) {
 // s as a JSON string literal, quotes included.
 std::string json_string(std::string_view s);
 // A stderr warning when n_tokens of context exceed what the model was
-// trained for (its context_length); `what` names the setting.
-void warn_beyond_trained_context(const Model& model, std::int64_t n_tokens, const char* what);
+// trained for (`trained`, its context_length; 0: unknown); `what` names the
+// setting.
+void warn_beyond_trained_context(std::int64_t trained, std::int64_t n_tokens, const char* what);
+// "f32", "f16" or "int8" (main.cpp's validators allow no other) as a
+// latte_cache_type.
+latte_cache_type cache_type_of(const std::string& name);
+// "auto", "naive" or "absorbed" (--form) as a latte_prefill_form.
+latte_prefill_form prefill_form_of(const std::string& name);
+// Errors the commands raise themselves: latte::api::Exception, as the API's
+// own, so main.cpp reports both alike ("latte: I/O error: ...").
+[[noreturn]] inline void fail(latte_status status, const std::string& message) {
+  throw api::Exception(status, message);
+}
+
+// Makes room for n_new tokens in a full context: shifts it, keeping the
+// first n_keep tokens and dropping half of the rest (more where the new
+// tokens need it), as latte_session_set_context_shift would; returns the
+// tokens dropped (0: they fit). Error(context_overflow) where they do not
+// fit beside the kept ones.
+std::int64_t make_room(api::Session& s, std::int64_t n_new, std::int64_t n_keep);
+// Whether the model's tokenizer adds BOS to a text (add_bos -1 says so).
+inline bool adds_bos(const api::Model& model) { return model.bos() >= 0 && !model.tokenize("", -1).empty(); }
 
 // Loads a model: progress on a terminal ("loading FILE: 1.2 / 9.0 GiB"),
 // then a line saying what was loaded and, mapped where reading was the
 // default, why. no_mmap: GgufLoad::read; mmap: GgufLoad::map; neither:
 // GgufLoad::automatic.
 std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap = false, bool mmap = false);
+// The same through the public API (open_model.cpp): use_mmap 0 for no_mmap,
+// 1 for mmap, else -1; the load's notes come from the library's log.
+api::Model open_model(const std::string& path, bool no_mmap = false, bool mmap = false);
 
 }  // namespace latte::cli

@@ -10,35 +10,31 @@
 #include "tools/cli/commands.h"
 #include "platform/atomic_file.h"
 #include "platform/paths.h"
-#include "runtime/error.h"
-#include "runtime/model/model.h"
-#include "runtime/session/session.h"
 
 namespace latte::cli {
 
 int run_eval(const EvalOptions& o) {
   const auto tokens = parse_token_list(o.tokens, "--tokens");
-  auto model = load_model(o.model, o.no_mmap, o.mmap);
-  check_token_ids(tokens, model->params().n_vocab, "--tokens");
-  warn_beyond_trained_context(*model, static_cast<std::int64_t>(tokens.size()), "--tokens");
-  SessionOptions so;
+  const api::Model model = open_model(o.model, o.no_mmap, o.mmap);
+  check_token_ids(tokens, model.n_vocab(), "--tokens");
+  warn_beyond_trained_context(model.n_ctx_train(), static_cast<std::int64_t>(tokens.size()), "--tokens");
+  latte_session_options so = latte_session_default_options();
   so.threads = o.threads;
-  so.cache = *parse_latent_storage(o.cache);
+  so.cache_type = cache_type_of(o.cache);
   so.prefill_chunk = o.prefill_chunk;
   so.n_ctx = static_cast<std::int64_t>(tokens.size());
-  Session s(model, so);
-  std::vector<float> logits;
-  s.prefill(tokens, &logits);
+  api::Session s(model, so);
+  const std::vector<float> logits = s.eval_all(tokens);
   const std::size_t bytes = logits.size() * sizeof(float);
   std::error_code ec;
   const auto kind = std::filesystem::status(path_from_utf8(o.logits_out), ec).type();
   if (kind == std::filesystem::file_type::fifo || kind == std::filesystem::file_type::character) {
     // A pipe or a device (/dev/stdout, /dev/null): nothing to replace.
     std::FILE* f = fopen_utf8(o.logits_out, "wb");
-    if (!f) throw Error(Status::io_error, "cannot open '" + o.logits_out + "' for writing: " + std::strerror(errno));
+    if (!f) fail(LATTE_ERR_IO, "cannot open '" + o.logits_out + "' for writing: " + std::strerror(errno));
     const bool ok = std::fwrite(logits.data(), 1, bytes, f) == bytes;
     if (std::fclose(f) != 0 || !ok)
-      throw Error(Status::io_error, "writing '" + o.logits_out + "' failed: " + std::strerror(errno));
+      fail(LATTE_ERR_IO, "writing '" + o.logits_out + "' failed: " + std::strerror(errno));
   } else {
     // Through a temporary beside the file, renamed over it once whole: a
     // failed write (a full disk) leaves an earlier file as it was.
@@ -46,7 +42,7 @@ int run_eval(const EvalOptions& o) {
     f.write(logits.data(), bytes);
     f.commit(/*sync=*/false);
   }
-  std::fprintf(stderr, "wrote %zu x %d logits (float32, row-major) to %s\n", tokens.size(), model->params().n_vocab,
+  std::fprintf(stderr, "wrote %zu x %d logits (float32, row-major) to %s\n", tokens.size(), model.n_vocab(),
                o.logits_out.c_str());
   return 0;
 }

@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "platform/console.h"
+#include "tools/cli/console.h"
 
 #if defined(LATTE_HAVE_LIBEDIT)
 #include <histedit.h>

@@ -14,15 +14,17 @@
 #include <string>
 #include <vector>
 
-#include "kernels/isa.h"
 #include "platform/paths.h"
 #include "platform/process.h"
+#include "latte/latte.hpp"
 #include "tools/cli/commands.h"
 #include "tools/model_presets.h"
 #include "runtime/error.h"
-#include "runtime/session/session.h"
 
 namespace {
+
+// The most threads a session takes (latte_session_options.threads).
+constexpr long long kMaxThreads = 1024;
 
 // Whole-string numeric checks with messages that say what is wrong (CLI11's
 // Range calls "abc" out of range, and its integer parse accepts "-1" for an
@@ -150,7 +152,7 @@ int main(int argc, char** raw_argv) {
                                "beside it)")
                   ->required());
   eval->add_option("--cache-type", eval_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
-  eval->add_option("--threads", eval_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
+  eval->add_option("--threads", eval_opts.threads, "Threads (0: all cores)")->check(integer_in(0, kMaxThreads));
   load_flags(eval, eval_opts.no_mmap, eval_opts.mmap);
   eval->add_option("--prefill-chunk", eval_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
 
@@ -169,7 +171,7 @@ int main(int argc, char** raw_argv) {
                     "With --shift: the longest re-prefill measured (tokens; longer ones are skipped)")
       ->check(integer_in(0, 1LL << 24))
       ->needs(bench_shift);
-  bench->add_option("--threads", bench_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
+  bench->add_option("--threads", bench_opts.threads, "Threads (0: all cores)")->check(integer_in(0, kMaxThreads));
   load_flags(bench, bench_opts.no_mmap, bench_opts.mmap);
   bench->add_option("-p,--n-prompt", bench_opts.n_prompt, "Prompt tokens for the prefill measurement")->check(integer_in(0, 1LL << 20));
   bench->add_option("-n,--n-gen", bench_opts.n_gen, "Tokens for the decode measurement")->check(integer_in(0, 1LL << 20));
@@ -227,7 +229,7 @@ int main(int argc, char** raw_argv) {
                        ->check(kSeed)
                        ->default_str("");
   run->add_option("--cache-type", run_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
-  run->add_option("--threads", run_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
+  run->add_option("--threads", run_opts.threads, "Threads (0: all cores)")->check(integer_in(0, kMaxThreads));
   load_flags(run, run_opts.no_mmap, run_opts.mmap);
   auto* run_ctx = run->add_option("-c,--ctx", run_opts.n_ctx,
                                   "Context size in tokens (default: 4096, or the model's trained context if smaller; "
@@ -259,7 +261,7 @@ int main(int argc, char** raw_argv) {
   ppl->add_flag("--llama-cpp", ppl_opts.llama_cpp,
                 "With -f, llama.cpp's method: whole --ctx chunks (at least 2), each starting with BOS where the model "
                 "adds one, only the tokens after each chunk's first half scored");
-  ppl->add_option("--threads", ppl_opts.threads, "Threads (0: all cores)")->check(integer_in(0, latte::kMaxThreads));
+  ppl->add_option("--threads", ppl_opts.threads, "Threads (0: all cores)")->check(integer_in(0, kMaxThreads));
   load_flags(ppl, ppl_opts.no_mmap, ppl_opts.mmap);
   ppl->add_option("--prefill-chunk", ppl_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
   ppl->add_flag("--json", ppl_opts.json, "JSON output");
@@ -327,7 +329,8 @@ int main(int argc, char** raw_argv) {
   if (run_model->count() > 0 && run_opts.model.empty())
     return usage_error("-m was given an empty path (leave -m out for the shipped model)");
   try {
-    latte::active_isa();  // a bad LATTE_ISA fails here, with its message
+    // A bad LATTE_ISA fails here, with its message, before anything loads.
+    if (latte_kernels() == nullptr) throw std::runtime_error(latte_last_error());
     if (*info) {
       if (!info_model.empty() && !info_file.empty()) return usage_error("give the model as FILE or -m FILE, not both");
       const std::string& file = info_model.empty() ? info_file : info_model;
@@ -378,6 +381,9 @@ int main(int argc, char** raw_argv) {
     if (*mm) return latte::cli::run_make_model(mm_opts);
   } catch (const latte::cli::UsageError& e) {
     return usage_error(e.what());
+  } catch (const latte::api::Exception& e) {  // the API's errors and the commands' own (fail)
+    std::fprintf(stderr, "latte: %s: %s\n", latte_status_string(e.status()), e.what());
+    return 1;
   } catch (const latte::Error& e) {
     std::fprintf(stderr, "latte: %s: %s\n", latte::status_name(e.status()), e.what());
     return 1;

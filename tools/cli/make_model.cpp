@@ -6,12 +6,11 @@
 #include <optional>
 #include <string>
 
-#include "platform/console.h"
+#include "tools/cli/console.h"
 #include "platform/paths.h"
 #include "quant/ggml_types.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/progress.h"
-#include "runtime/error.h"
 #include "tools/model_presets.h"
 #include "tools/random_model.h"
 

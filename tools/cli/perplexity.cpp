@@ -33,12 +33,10 @@
 #include <string>
 #include <vector>
 
-#include "platform/console.h"
+#include "latte/latte.hpp"
+#include "tools/cli/console.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/progress.h"
-#include "runtime/error.h"
-#include "runtime/model/model.h"
-#include "runtime/session/session.h"
 
 namespace latte::cli {
 
@@ -58,7 +56,7 @@ std::vector<std::vector<std::int32_t>> read_windows(const std::string& path, std
     check_token_ids(w, n_vocab, where);
     if (w.size() >= 2) wins.push_back(std::move(w));
   }
-  if (wins.empty()) throw Error(Status::invalid_argument, "'" + path + "' holds no window of 2 or more tokens");
+  if (wins.empty()) fail(LATTE_ERR_INVALID_ARGUMENT, "'" + path + "' holds no window of 2 or more tokens");
   return wins;
 }
 
@@ -91,26 +89,25 @@ void score(const float* lg, int V, std::int32_t next, double& nll, double& nll2,
 }
 
 // --shift: one session over the whole text, shifted as it fills.
-int run_perplexity_shifted(const PerplexityOptions& o, const std::shared_ptr<const Model>& model,
-                           const std::vector<std::int32_t>& ids, std::int64_t bos_keep) {
-  const int V = model->params().n_vocab;
+int run_perplexity_shifted(const PerplexityOptions& o, const api::Model& model, const std::vector<std::int32_t>& ids,
+                           std::int64_t bos_keep) {
+  const int V = model.n_vocab();
   const std::int64_t keep = o.keep >= 0 ? o.keep : bos_keep;
   const std::int64_t piece = std::max<std::int64_t>(1, o.n_ctx / 8);
   if (keep + piece > o.n_ctx)
     throw UsageError("--keep " + std::to_string(keep) + " leaves no room in a context of " + std::to_string(o.n_ctx) +
                      " for pieces of " + count_of(piece, "token"));
   if (ids.size() < 2)
-    throw Error(Status::invalid_argument, "'" + o.text_file + "' gives " + std::to_string(ids.size()) +
+    fail(LATTE_ERR_INVALID_ARGUMENT, "'" + o.text_file + "' gives " + std::to_string(ids.size()) +
                                               " token(s): nothing to predict");
-  warn_beyond_trained_context(*model, o.n_ctx, "--ctx");
-  SessionOptions so;
+  warn_beyond_trained_context(model.n_ctx_train(), o.n_ctx, "--ctx");
+  latte_session_options so = latte_session_default_options();
   so.threads = o.threads;
-  so.cache = *parse_latent_storage(o.cache);
+  so.cache_type = cache_type_of(o.cache);
   so.n_ctx = o.n_ctx;
   so.prefill_chunk = o.prefill_chunk;
-  if (o.form == "naive") so.prefill_form = MlaForm::naive;
-  else if (o.form == "absorbed") so.prefill_form = MlaForm::absorbed;
-  Session s(model, so);
+  so.prefill_form = prefill_form_of(o.form);
+  api::Session s(model, so);
   double nll = 0, nll2 = 0;
   std::int64_t n = 0, shifts = 0, dropped = 0;
   std::vector<float> logits, last;
@@ -128,17 +125,18 @@ int run_perplexity_shifted(const PerplexityOptions& o, const std::shared_ptr<con
     if (n > 0) std::snprintf(line + head, sizeof line - head, ", perplexity %.4f", running_ppl(nll, n));
     progress.show(line);
     const std::size_t len = std::min<std::size_t>(static_cast<std::size_t>(piece), ids.size() - at);
-    const std::span<const std::int32_t> w(ids.data() + at, len);
+    const api::Span<const std::int32_t> w(ids.data() + at, len);
     if (o.reprefill && s.n_past() + static_cast<std::int64_t>(len) > s.n_ctx()) {
       // The same tokens kept, their cache computed afresh (no stale rows).
       const std::int64_t k = std::min(keep, s.n_past()), d = std::max((s.n_past() - k) / 2, s.n_past() + static_cast<std::int64_t>(len) - s.n_ctx());
-      std::vector<std::int32_t> kept(s.tokens().begin(), s.tokens().begin() + k);
-      kept.insert(kept.end(), s.tokens().begin() + k + d, s.tokens().end());
+      const std::vector<std::int32_t> had = s.tokens();
+      std::vector<std::int32_t> kept(had.begin(), had.begin() + k);
+      kept.insert(kept.end(), had.begin() + k + d, had.end());
       s.reset();
       if (!kept.empty()) s.prefill(kept);
       ++shifts;
       dropped += d;
-    } else if (const std::int64_t d = s.make_room(static_cast<std::int64_t>(len), keep); d > 0) {
+    } else if (const std::int64_t d = make_room(s, static_cast<std::int64_t>(len), keep); d > 0) {
       ++shifts;
       dropped += d;
     }
@@ -149,7 +147,7 @@ int run_perplexity_shifted(const PerplexityOptions& o, const std::shared_ptr<con
         std::memcpy(logits.data() + t * V, s.logits().data(), sizeof(float) * V);
       }
     } else {
-      s.prefill(w, &logits);
+      logits = s.eval_all(w);
     }
     if (at > 0) score(last.data(), V, w[0], nll, nll2, n);  // the previous piece's last token predicts this one's first
     for (std::size_t t = 0; t + 1 < len; ++t) score(logits.data() + t * V, V, w[t + 1], nll, nll2, n);
@@ -191,18 +189,17 @@ int run_perplexity(const PerplexityOptions& o) {
   // Ctrl-C (or a termination request) stops the scoring: the windows done
   // so far are reported, marked partial.
   const CtrlCScope ctrl_c;
-  auto model = load_model(o.model, o.no_mmap, o.mmap);
-  const int V = model->params().n_vocab;
+  const api::Model model = open_model(o.model, o.no_mmap, o.mmap);
+  const int V = model.n_vocab();
   std::vector<std::vector<std::int32_t>> wins;
   std::size_t first_scored = 0;  // logits row of each window where scoring starts
   if (!o.windows_file.empty()) {
     if (o.llama_cpp) throw UsageError("--llama-cpp applies to -f (text), not to --windows");
     wins = read_windows(o.windows_file, V);
   } else {
-    const Tokenizer* tok = model->tokenizer();
-    if (!tok) throw Error(Status::unsupported, "'" + o.model + "' has no tokenizer: use --windows with token ids");
-    const bool bos = tok->add_bos_by_default() && tok->bos_id() >= 0;
-    const auto ids = tok->encode(read_text_file(o.text_file), bos, false);
+    if (!model.has_tokenizer()) fail(LATTE_ERR_UNSUPPORTED, "'" + o.model + "' has no tokenizer: use --windows with token ids");
+    const bool bos = adds_bos(model);
+    const auto ids = model.tokenize(read_text_file(o.text_file), bos ? 1 : 0, /*parse_special=*/false);
     const auto n_ctx = static_cast<std::size_t>(o.n_ctx);
     if (o.shift) {
       if (o.llama_cpp) throw UsageError("--shift and --llama-cpp are two different methods: pick one");
@@ -215,13 +212,13 @@ int run_perplexity(const PerplexityOptions& o) {
         throw UsageError("--llama-cpp scores the tokens after each chunk's first half: -c " + std::to_string(n_ctx) +
                          " leaves none (it needs 3 or more)");
       if (ids.size() < 2 * n_ctx)
-        throw Error(Status::invalid_argument, "'" + o.text_file + "' gives " + std::to_string(ids.size()) +
+        fail(LATTE_ERR_INVALID_ARGUMENT, "'" + o.text_file + "' gives " + std::to_string(ids.size()) +
                                                   " tokens; --llama-cpp needs at least 2 x --ctx = " +
                                                   std::to_string(2 * n_ctx) + " (whole chunks only, as llama.cpp)");
       for (std::size_t i = 0; i + n_ctx <= ids.size(); i += n_ctx) {
         wins.emplace_back(ids.begin() + static_cast<std::ptrdiff_t>(i),
                           ids.begin() + static_cast<std::ptrdiff_t>(i + n_ctx));
-        if (bos) wins.back()[0] = tok->bos_id();
+        if (bos) wins.back()[0] = model.bos();
       }
       first_scored = n_ctx / 2;
     } else {
@@ -229,22 +226,21 @@ int run_perplexity(const PerplexityOptions& o) {
         wins.emplace_back(ids.begin() + static_cast<std::ptrdiff_t>(i),
                           ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), i + n_ctx)));
       if (wins.empty())
-        throw Error(Status::invalid_argument, "'" + o.text_file + "' gives " + std::to_string(ids.size()) +
+        fail(LATTE_ERR_INVALID_ARGUMENT, "'" + o.text_file + "' gives " + std::to_string(ids.size()) +
                                                   " token(s): nothing to predict (a window needs 2 or more)");
     }
   }
   std::size_t longest = 0;
   for (const auto& w : wins) longest = std::max(longest, w.size());
-  warn_beyond_trained_context(*model, static_cast<std::int64_t>(longest), "the longest window");
+  warn_beyond_trained_context(model.n_ctx_train(), static_cast<std::int64_t>(longest), "the longest window");
 
-  SessionOptions so;
+  latte_session_options so = latte_session_default_options();
   so.threads = o.threads;
-  so.cache = *parse_latent_storage(o.cache);
+  so.cache_type = cache_type_of(o.cache);
   so.n_ctx = static_cast<std::int64_t>(longest);
   so.prefill_chunk = o.prefill_chunk;
-  if (o.form == "naive") so.prefill_form = MlaForm::naive;
-  else if (o.form == "absorbed") so.prefill_form = MlaForm::absorbed;
-  Session s(model, so);
+  so.prefill_form = prefill_form_of(o.form);
+  api::Session s(model, so);
   double nll = 0, nll2 = 0;  // sums of the scored tokens' NLL and its square
   std::int64_t n = 0;
   std::vector<float> logits;
@@ -267,7 +263,7 @@ int run_perplexity(const PerplexityOptions& o) {
         std::memcpy(logits.data() + t * V, s.logits().data(), sizeof(float) * V);
       }
     } else if (!stop_asked()) {
-      s.prefill(w, &logits);
+      logits = s.eval_all(w);
     }
     if (stop_asked()) {
       stopped = true;

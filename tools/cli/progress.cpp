@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "platform/console.h"
+#include "tools/cli/console.h"
 
 namespace latte::cli {
 

@@ -1,6 +1,6 @@
 // `latte run`: text in, text out. Streams the continuation to stdout as it is
 // generated; prompt and decode speed go to stderr at the end. With --chat the
-// prompt is one user turn in the model's chat format (runtime/tokenizer/chat.h);
+// prompt is one user turn in the model's chat format (latte_chat_tokenize);
 // with -i each line read from stdin is a turn (the conversation stays in the
 // cache). A full context is shifted (the start kept, the oldest half of the
 // rest dropped) unless --no-context-shift.
@@ -16,16 +16,12 @@
 #include <string_view>
 #include <vector>
 
+#include "latte/latte.hpp"
 #include "tools/cli/commands.h"
 #include "tools/cli/line_input.h"
-#include "platform/console.h"
+#include "tools/cli/console.h"
 #include "platform/paths.h"
-#include "runtime/error.h"
-#include "runtime/model/model.h"
-#include "runtime/session/session.h"
-#include "runtime/sampler/sampler.h"
-#include "runtime/tokenizer/chat.h"
-#include "runtime/tokenizer/tokenizer.h"
+#include "tools/cli/utf8_stream.h"
 
 namespace latte::cli {
 
@@ -97,19 +93,19 @@ struct Stats {
   bool interrupted = false;  // by Ctrl-C, at least once
 };
 
-// Makes room for n_new tokens by a context shift (Session::make_room), saying
+// Makes room for n_new tokens by a context shift (make_room.cpp), saying
 // so on stderr; nothing where shifting is off or they fit.
 struct Shifter {
   bool on = true;
   std::int64_t keep = 0;
   Screen* screen = nullptr;
   // Whether n_new tokens can be made to fit.
-  bool can_fit(const Session& s, std::int64_t n_new) const {
+  bool can_fit(const api::Session& s, std::int64_t n_new) const {
     return s.n_past() + n_new <= s.n_ctx() || (on && n_new <= s.n_ctx() - std::min(keep, s.n_past()));
   }
-  void make_room(Session& s, std::int64_t n_new) const {
+  void make_room(api::Session& s, std::int64_t n_new) const {
     if (!on || s.n_past() + n_new <= s.n_ctx()) return;
-    const std::int64_t dropped = s.make_room(n_new, keep);
+    const std::int64_t dropped = cli::make_room(s, n_new, keep);
     screen->note("[context full: kept %lld, dropped %lld]", static_cast<long long>(s.n_past()),
                  static_cast<long long>(dropped));
   }
@@ -121,18 +117,17 @@ struct Shifter {
 // The first `cached` tokens of the prompt are in the session already (a
 // loaded --session): only the rest is fed, but the sampler's penalty sees
 // them all.
-std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sampler,
+std::vector<std::int32_t> generate(api::Session& s, const api::Model& model, api::Sampler& sampler,
                                    const std::vector<std::int32_t>& prompt, int n, const RunOptions& o, Stats& st,
                                    const Shifter& shifter, Screen& screen, std::size_t cached = 0) {
   auto t0 = std::chrono::steady_clock::now();
-  const auto feed = std::span(prompt).subspan(cached);
+  const auto feed = api::Span<const std::int32_t>(prompt).subspan(cached);
   if (!shifter.can_fit(s, static_cast<std::int64_t>(feed.size())))
-    throw Error(Status::context_overflow, "the prompt (" + count_of(static_cast<long long>(feed.size()), "token") +
-                                              ") does not fit the context of " + std::to_string(s.n_ctx()) +
-                                              " with " + count_of(s.n_past(), "token") +
-                                              " already used (raise --ctx)");
+    fail(LATTE_ERR_CONTEXT_OVERFLOW, "the prompt (" + count_of(static_cast<long long>(feed.size()), "token") +
+                                         ") does not fit the context of " + std::to_string(s.n_ctx()) + " with " +
+                                         count_of(s.n_past(), "token") + " already used (raise --ctx)");
   if (o.verbose_prompt) {
-    const std::string text = tok.decode(prompt);
+    const std::string text = model.detokenize(prompt, /*hide_control=*/false);
     screen.note("[prompt, %zu %s: %s]", prompt.size(), prompt.size() == 1 ? "token" : "tokens", text.c_str());
   }
   shifter.make_room(s, static_cast<std::int64_t>(feed.size()));
@@ -143,7 +138,7 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
   st.prompt_tokens += static_cast<std::int64_t>(feed.size());
   for (auto t : prompt) sampler.accept(t);
 
-  Utf8StreamDecoder utf8;
+  Utf8Stream utf8;
   std::vector<std::int32_t> out;
   bool ended = false;  // by an end-of-generation token
   st.closed_by = -1;
@@ -161,7 +156,7 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
     // give one more token; it cannot be decoded (a following turn would not
     // fit).
     const bool room = shifter.can_fit(s, 1);
-    if (tok.is_end_of_generation(id) && !o.ignore_eos) {
+    if (model.is_end_of_generation(id) && !o.ignore_eos) {
       if (room) {
         shifter.make_room(s, 1);
         s.decode(id);
@@ -177,7 +172,7 @@ std::vector<std::int32_t> generate(Session& s, const Tokenizer& tok, Sampler& sa
       if (out.size() > 1) text += ',';
       text += std::to_string(id);
     } else {
-      text = utf8.push(tok.token_to_piece(id, /*hide_control=*/true));
+      text = utf8.push(model.token_to_piece(id, /*hide_control=*/true));
     }
     screen.text(text);
     if (!room) break;
@@ -211,9 +206,15 @@ int run_generate(const RunOptions& o) {
   // on ends the program at once. A termination request (SIGTERM, SIGHUP)
   // stops the reply too, saves the session, and ends the program.
   const CtrlCScope ctrl_c;
-  SamplerConfig sampling = copy_sampling_fields<SamplerConfig>(o);
-  if (!o.seed_given) sampling.seed = random_seed();
-  Sampler sampler(sampling);  // checks its settings before the model loads
+  latte_sampler_options sampling = latte_sampler_default_options();
+  sampling.temperature = o.temperature;
+  sampling.top_k = o.top_k;
+  sampling.top_p = o.top_p;
+  sampling.min_p = o.min_p;
+  sampling.repeat_penalty = o.repeat_penalty;
+  sampling.repeat_last_n = o.repeat_last_n;
+  sampling.seed = o.seed_given ? o.seed : random_seed();
+  api::Sampler sampler(sampling);  // checks its settings before the model loads
   const auto prompt_ids = o.prompt_ids.empty() ? std::vector<std::int32_t>{} : parse_token_list(o.prompt_ids, "--prompt-ids");
   // -f: the file's text, less the newline an editor ends its last line with.
   std::string prompt_text = o.prompt;
@@ -221,27 +222,27 @@ int run_generate(const RunOptions& o) {
     prompt_text = read_text_file(o.prompt_file);
     if (prompt_text.ends_with('\n')) prompt_text.pop_back();
     if (prompt_text.ends_with('\r')) prompt_text.pop_back();
-    if (prompt_text.empty()) throw Error(Status::invalid_argument, "-f: '" + o.prompt_file + "' holds no prompt text");
+    if (prompt_text.empty()) fail(LATTE_ERR_INVALID_ARGUMENT, "-f: '" + o.prompt_file + "' holds no prompt text");
   }
 
   const std::string path = o.model.empty() ? default_model_or_explain() : o.model;
-  auto model = load_model(path, o.no_mmap, o.mmap);
-  const Tokenizer* tok = model->tokenizer();
-  if (!tok) throw Error(Status::unsupported, "'" + path + "' has no tokenizer (tokenizer.ggml.*): use `latte eval` with token ids");
-  check_token_ids(prompt_ids, model->params().n_vocab, "--prompt-ids");
-  const std::int64_t trained = model->params().context_length;
-  SessionOptions so;
+  const api::Model model = open_model(path, o.no_mmap, o.mmap);
+  if (!model.has_tokenizer())
+    fail(LATTE_ERR_UNSUPPORTED, "'" + path + "' has no tokenizer (tokenizer.ggml.*): use `latte eval` with token ids");
+  check_token_ids(prompt_ids, model.n_vocab(), "--prompt-ids");
+  const std::int64_t trained = model.n_ctx_train();
+  latte_session_options so = latte_session_default_options();
   so.threads = o.threads;
-  if (o.n_ctx >= 0) so.n_ctx = o.n_ctx;  // else SessionOptions' default, capped at the trained context
+  if (o.n_ctx >= 0) so.n_ctx = o.n_ctx;  // else the API's default, capped at the trained context
   else if (trained > 0) so.n_ctx = std::min(so.n_ctx, trained);
-  so.cache = *parse_latent_storage(o.cache);
-  Session s(model, so);
+  so.cache_type = cache_type_of(o.cache);
+  api::Session s(model, so);
   // --keep against the context the model gave (main.cpp judged it against
   // an explicit --ctx before loading).
   if (o.keep >= s.n_ctx())
     throw UsageError("--keep " + std::to_string(o.keep) + " keeps the whole context of " + std::to_string(s.n_ctx()) +
                      " tokens (a shift keeps fewer tokens than the context holds; raise --ctx or lower --keep)");
-  warn_beyond_trained_context(*model, s.n_ctx(), "--ctx");
+  warn_beyond_trained_context(trained, s.n_ctx(), "--ctx");
   // Greedy decoding draws nothing: a seed only matters above temperature 0.
   if (!o.seed_given && sampling.temperature > 0)
     std::fprintf(stderr, "seed: %llu\n", static_cast<unsigned long long>(sampling.seed));
@@ -252,16 +253,19 @@ int run_generate(const RunOptions& o) {
   std::error_code exists_error;  // an unreadable path is load_state's to report
   const bool resumed = !o.session_file.empty() && (std::filesystem::exists(path_from_utf8(o.session_file), exists_error) || exists_error);
   if (resumed) {
-    s.load_state(o.session_file);
-    if (s.n_past() > 0 && tok->is_end_of_generation(s.tokens().back())) st.closed_by = s.tokens().back();
+    s.load(o.session_file);
+    const std::vector<std::int32_t> had = s.tokens();
+    if (!had.empty() && model.is_end_of_generation(had.back())) st.closed_by = had.back();
   }
   const auto save_session = [&] {
-    if (!o.session_file.empty()) s.save_state(o.session_file);
+    if (!o.session_file.empty()) s.save(o.session_file);
   };
-  std::optional<ChatFormatter> chat;
-  if (o.chat)
-    chat.emplace(*tok, o.chat_format.empty() ? detect_chat_format(*tok, model_arch_name(model->params().arch))
-                                             : *parse_chat_format(o.chat_format));
+  // --chat: the format (--chat-format, else the one the model's template
+  // writes), checked against the vocabulary here, and whether it opens a
+  // conversation with BOS.
+  const bool chat = o.chat;
+  const std::string chat_format = !chat ? std::string() : o.chat_format.empty() ? model.chat_format() : o.chat_format;
+  const bool chat_bos = chat && model.chat_apply({{"user", ""}}, false, chat_format).add_bos;
 
   // A shift keeps --keep tokens: by default what opens every conversation,
   // BOS and (--chat) the system turn.
@@ -271,9 +275,9 @@ int run_generate(const RunOptions& o) {
   if (o.keep >= 0) shifter.keep = o.keep;
   else if (chat && !o.system_prompt.empty())
     shifter.keep = static_cast<std::int64_t>(
-        chat->encode(std::vector<ChatTurn>{{"system", o.system_prompt}}, false, chat->add_bos()).size());
+        model.chat_tokenize({{"system", o.system_prompt}}, false, chat_bos ? 1 : 0, chat_format).size());
   else
-    shifter.keep = (chat ? chat->add_bos() : tok->add_bos_by_default()) && tok->bos_id() >= 0 ? 1 : 0;
+    shifter.keep = (chat ? chat_bos : adds_bos(model)) && model.bos() >= 0 ? 1 : 0;
 
   // A conversation's first turn opens with the system turn (and BOS); a
   // later one first closes the reply before it, as far as its end token has
@@ -281,12 +285,13 @@ int run_generate(const RunOptions& o) {
   // The reply itself is never encoded again: its tokens are in the session
   // as the model generated them.
   auto encode_turn = [&](const std::string& text, bool first) {
-    if (!chat) return tok->encode(text, first && tok->add_bos_by_default(), /*parse_special=*/false);
-    std::vector<ChatTurn> turns;
-    if (first && !o.system_prompt.empty()) turns.push_back({"system", o.system_prompt});
-    turns.push_back({"user", text});
+    if (!chat) return model.tokenize(text, first ? -1 : 0, /*parse_special=*/false);
     // Control tokens only from the template: a typed "<|im_end|>" stays text.
-    return chat->encode(turns, true, first && chat->add_bos(), first ? std::string() : chat->reply_end_after(st.closed_by));
+    if (!first) return model.chat_tokenize_turn(st.closed_by, {{"user", text}}, true, chat_format);
+    std::vector<api::Model::ChatMessage> turns;
+    if (!o.system_prompt.empty()) turns.push_back({"system", o.system_prompt});
+    turns.push_back({"user", text});
+    return model.chat_tokenize(turns, true, chat_bos ? 1 : 0, chat_format);
   };
 
   // The end of a generated text, then why it stopped short, if it did.
@@ -307,19 +312,19 @@ int run_generate(const RunOptions& o) {
       // prompt does not hold: not what the prompt's prefill would give.
       const auto reusable = static_cast<std::size_t>(s.n_unshifted());
       while (cached < prompt.size() && cached < reusable && have[cached] == prompt[cached]) ++cached;
-      if (cached == prompt.size() && !(s.has_logits() && have.size() == prompt.size())) --cached;
+      if (cached == prompt.size() && !(!s.logits().empty() && have.size() == prompt.size())) --cached;
       s.truncate(static_cast<std::int64_t>(cached));
       screen.note("[session %s: %zu of the prompt's %s reused]", o.session_file.c_str(), cached,
                   count_of(static_cast<long long>(prompt.size()), "token").c_str());
     }
-    generate(s, *tok, sampler, prompt, o.n_predict, o, st, shifter, screen, cached);
+    generate(s, model, sampler, prompt, o.n_predict, o, st, shifter, screen, cached);
     end_text();
     save_session();
   } else {
     LineInput input("> ");
     if (chat)
       screen.note("interactive: one user turn per line (chat format %s%s), end with Ctrl-D",
-                  std::string(chat_format_name(chat->format())).c_str(), input.editing() ? "; line editing" : "");
+                  chat_format.c_str(), input.editing() ? "; line editing" : "");
     else
       screen.note("interactive: one prompt per line%s, end with Ctrl-D", input.editing() ? " (line editing)" : "");
     if (resumed)
@@ -343,15 +348,15 @@ int run_generate(const RunOptions& o) {
         }
         screen.note("[the context of %lld tokens is full: starting a new conversation]", static_cast<long long>(s.n_ctx()));
         s.reset();
-        sampler.reset();  // the penalty's history was the old conversation's
+        sampler.reset(sampling.seed);  // the penalty's history was the old conversation's
         st.closed_by = -1;
         turn = std::move(fresh);
       }
       try {
-        generate(s, *tok, sampler, turn, o.n_predict, o, st, shifter, screen);
-      } catch (const Error& e) {
-        if (e.status() != Status::context_overflow) throw;
-        screen.note("latte: %s: %s", status_name(e.status()), e.what());
+        generate(s, model, sampler, turn, o.n_predict, o, st, shifter, screen);
+      } catch (const api::Exception& e) {
+        if (e.status() != LATTE_ERR_CONTEXT_OVERFLOW) throw;
+        screen.note("latte: %s: %s", latte_status_string(e.status()), e.what());
         return;
       }
       end_text();
@@ -374,8 +379,8 @@ int run_generate(const RunOptions& o) {
       // line stays open until the reply (or a note) follows it.
       screen.open_line = got == LineRead::line && !stdin_is_terminal();
       if (got == LineRead::too_long)
-        throw Error(Status::invalid_argument, "-i: a line of input is longer than " +
-                                                  std::to_string(kMaxInputTextBytes >> 20) + " MiB, the limit: refused");
+        fail(LATTE_ERR_INVALID_ARGUMENT, "-i: a line of input is longer than " +
+                                             std::to_string(kMaxInputTextBytes >> 20) + " MiB, the limit: refused");
       if (got == LineRead::end) {
         std::fputc('\n', stderr);
         break;

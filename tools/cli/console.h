@@ -1,4 +1,4 @@
-// The console for interactive programs (platform layer; console_posix.cpp
+// The CLI's console, the only OS code outside platform/ (console_posix.cpp
 // with sigaction and isatty, console_windows.cpp with SetConsoleCtrlHandler):
 // Ctrl-C and termination requests, and what the standard streams are.
 //

@@ -3,7 +3,7 @@
 // Ctrl-Break and closing the console still end the process (Windows has no
 // termination request a process can finish its work after); _isatty and the
 // handles' identities for the standard streams.
-#include "platform/console.h"
+#include "tools/cli/console.h"
 
 #include <windows.h>
 #include <io.h>

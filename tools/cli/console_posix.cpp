@@ -2,7 +2,7 @@
 // handlers installed with sigaction, without SA_RESTART, so that a signal at
 // an interactive prompt ends the blocking read instead of being held until
 // Enter; isatty and fstat for the standard streams.
-#include "platform/console.h"
+#include "tools/cli/console.h"
 
 #include <signal.h>
 #include <sys/stat.h>
