@@ -334,7 +334,7 @@ typedef struct latte_step_item {
  * meanwhile. Each one's logits equal what it computes alone up to float
  * summation order (the weight products sum a row in an order that depends
  * on how many rows they have; tests bound the difference at NMSE 1e-8 with
- * f32 and f16 caches, 1e-6 with int8). Each session's context shift
+ * f32 and f16 caches, 1e-5 with int8). Each session's context shift
  * applies as in prefill. LATTE_ERR_INVALID_ARGUMENT (naming the item) for
  * no items, a NULL session or tokens, a session twice, sessions of
  * different models, no tokens, a chunk longer than the session's

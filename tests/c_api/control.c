@@ -78,7 +78,7 @@ static double nmse(const latte_session* a, const latte_session* b, size_t n_voca
 
 /* Four sessions stepped together (prompts of different lengths, then
  * decoded tokens) against the same four run alone: each step's logits
- * agree within the step's bound for an int8 cache (NMSE 1e-6). */
+ * agree within the step's bound for an int8 cache (NMSE 1e-5). */
 static void step_four(latte_model* model, const latte_session_options* so, const int32_t* tokens, size_t n_vocab) {
   latte_session *together[4] = {NULL, NULL, NULL, NULL}, *alone[4] = {NULL, NULL, NULL, NULL};
   latte_step_item items[4];
@@ -103,7 +103,7 @@ static void step_four(latte_model* model, const latte_session_options* so, const
       expect(latte_session_n_past(together[k]) == latte_session_n_past(alone[k]), "the same positions");
     }
   }
-  expect(worst <= 1e-6, "four sessions stepped together compute what each computes alone");
+  expect(worst <= 1e-5, "four sessions stepped together compute what each computes alone");
   /* A session given twice is refused, naming the item; nothing moves. */
   items[1].session = together[0];
   expect(latte_session_step(items, 2) == LATTE_ERR_INVALID_ARGUMENT && strstr(latte_last_error(), "item 1") != NULL,

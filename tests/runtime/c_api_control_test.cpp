@@ -1146,13 +1146,13 @@ TEST(CApiStep, WrapperStepsSessionsAndAnAbortPutsEveryOneBack) {
   api::step({{&a, {next.data(), 1}}, {&b, pb}});
   a1.decode(next[0]);
   b1.prefill(pb);
-  EXPECT_LE(nmse(a, a1), 1e-6);
-  EXPECT_LE(nmse(b, b1), 1e-6);
+  EXPECT_LE(nmse(a, a1), 1e-5);
+  EXPECT_LE(nmse(b, b1), 1e-5);
   api::step({{&a, {next.data() + 1, 1}}, {&b, {next.data() + 1, 1}}});
   a1.decode(next[1]);
   b1.decode(next[1]);
-  EXPECT_LE(nmse(a, a1), 1e-6);
-  EXPECT_LE(nmse(b, b1), 1e-6);
+  EXPECT_LE(nmse(a, a1), 1e-5);
+  EXPECT_LE(nmse(b, b1), 1e-5);
 
   const std::vector<float> la(a.logits().begin(), a.logits().end()), lb(b.logits().begin(), b.logits().end());
   int asked = 0;
