@@ -163,7 +163,7 @@ TEST(MakeModelPresets, SmallCopiesLoadAndDecode) {
     EXPECT_LT(hi, 50.f);
     EXPECT_GT(moved, 1e-2f);  // the tokens decoded move them
     char range[64];
-    std::snprintf(range, sizeof range, "[%.2f, %.2f]", lo, hi);  // measured: [-0.20, 1.50], [-2.06, 2.59]
+    std::snprintf(range, sizeof range, "[%.2f, %.2f]", lo, hi);
     RecordProperty(std::string(e.preset) + "_logit_range", range);
   }
 }

@@ -119,11 +119,9 @@ const char* storage_name(LatentStorage s) {
 // rows the call has (kernels cut columns into tiles), so the logits match
 // up to float rounding, which a cache's own rounding can amplify where a
 // stored value's rounding flips. Bounds: NMSE 1e-8 and max 5e-3 with f32
-// and f16 caches (measured: <= 6e-10 and 1.5e-4; most cases ~1e-14 and
-// ~5e-7); int8 caches NMSE 1e-5 and max 2e-2 (measured: up to 3.7e-6 on
-// the Release build's tiny-moe-v2-lite, 2.8e-7 and 6.2e-3 with AVX2's
-// coarser int8 query elsewhere), 1/300 of the int8 cache's own error bound
-// against f32 (session_test.cpp).
+// and f16 caches; int8 caches NMSE 1e-5 and max 2e-2, 1/300 of the int8
+// cache's own error bound against f32 (session_test.cpp). The measured
+// errors: docs/performance-log.md, "Issue 56".
 double step_nmse_bound(LatentStorage s) { return s == LatentStorage::int8 ? 1e-5 : 1e-8; }
 double step_max_bound(LatentStorage s) { return s == LatentStorage::int8 ? 2e-2 : 5e-3; }
 
