@@ -196,6 +196,12 @@ void Session::check_tokens(std::span<const std::int32_t> tokens, const std::stri
                       " is outside the vocabulary [0, " + std::to_string(V) + ")");
 }
 
+bool Session::holds(std::span<const std::int32_t> tokens) const {
+  const std::less<const std::int32_t*> before;  // a total order, unlike < on unrelated pointers
+  return !tokens_.empty() && !before(tokens.data(), tokens_.data()) &&
+         before(tokens.data(), tokens_.data() + tokens_.size());
+}
+
 bool Session::needs_shift(std::int64_t n_new) const {
   const bool shift_first = opts_.context_shift && n_past_ + n_new > opts_.n_ctx &&
                            n_new <= opts_.n_ctx - std::clamp<std::int64_t>(opts_.shift_keep, 0, n_past_);
@@ -212,8 +218,7 @@ void Session::prefill(std::span<const std::int32_t> tokens, std::vector<float>* 
   const ModelParams& p = model_->params();
   // The session's own tokens() (say, to compute them again elsewhere): its
   // storage may move when it grows below, so read a copy.
-  const std::less<const std::int32_t*> before;  // a total order, unlike < on unrelated pointers
-  if (!tokens_.empty() && !before(tokens.data(), tokens_.data()) && before(tokens.data(), tokens_.data() + tokens_.size())) {
+  if (holds(tokens)) {
     const std::vector<std::int32_t> copy(tokens.begin(), tokens.end());
     return prefill(copy, all_logits);
   }

@@ -179,6 +179,9 @@ class Session {
   // Checks a call's tokens: Error(invalid_argument) for none or an id
   // outside the vocabulary (`item` prefixes the message where not empty).
   void check_tokens(std::span<const std::int32_t> tokens, const std::string& item) const;
+  // Whether tokens point into this session's own tokens() (whose storage
+  // moves as the session grows: callers read a copy).
+  bool holds(std::span<const std::int32_t> tokens) const;
   // Whether n_new tokens first need a context shift (context_shift on and
   // the shift can make room); Error(context_overflow) where they cannot fit.
   bool needs_shift(std::int64_t n_new) const;

@@ -7,7 +7,6 @@
 // shifts made stay, as in prefill). Rules: graph_common.h.
 #include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,10 +42,7 @@ void Session::step(std::span<const StepItem> items) {
                                                 " tokens: more than the session's prefill chunk of " +
                                                 std::to_string(s->opts_.prefill_chunk) + " (step a prompt in chunks)");
     for (const StepItem& other : items) {
-      if (!other.session) continue;
-      const std::vector<std::int32_t>& own = other.session->tokens_;
-      const std::less<const std::int32_t*> before;  // a total order, unlike < on unrelated pointers
-      if (!own.empty() && !before(tokens.data(), own.data()) && before(tokens.data(), own.data() + own.size())) {
+      if (other.session && other.session->holds(tokens)) {
         copies.emplace_back(tokens.begin(), tokens.end());
         tokens = copies.back();
         break;
