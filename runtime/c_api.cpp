@@ -22,6 +22,10 @@
 #include "runtime/log.h"
 #include "runtime/mla/latent_cache.h"
 #include "runtime/session/session.h"
+#include "runtime/grammar/gbnf.h"
+#include "runtime/grammar/json_schema.h"
+#include "runtime/grammar/token_constraint.h"
+#include "runtime/grammar/vocab_index.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/chat.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -29,6 +33,10 @@
 struct latte_model {
   std::shared_ptr<const latte::Model> model;
   std::string name;  // latte_model_name's: general.name or the file's name
+  // The vocabulary as grammars see it, built at the first grammar set on a
+  // sampler with this model (a model is shared by threads: once only).
+  mutable std::once_flag vocab_once;
+  mutable std::shared_ptr<const latte::grammar::VocabIndex> vocab;
 };
 
 struct latte_sampler {
@@ -940,3 +948,44 @@ latte_status latte_sampler_set_logit_bias(latte_sampler* sampler, const latte_lo
 }
 
 }  // extern "C"
+
+// ---------------------------------------------------------------- structured output
+
+namespace {
+
+std::shared_ptr<const latte::grammar::VocabIndex> vocab_of(const latte_model* model, const char* fn) {
+  const latte::Tokenizer& tok = tokenizer_of(model, fn);
+  std::call_once(model->vocab_once, [&] { model->vocab = latte::grammar::VocabIndex::from_tokenizer(tok); });
+  return model->vocab;
+}
+
+}  // namespace
+
+latte_status latte_sampler_set_grammar(latte_sampler* sampler, const latte_model* model, const char* gbnf,
+                                       const char* root) {
+  constexpr const char* fn = "latte_sampler_set_grammar";
+  if (sampler == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": sampler must not be NULL");
+  return guarded([&] {
+    if (gbnf == nullptr) {
+      sampler->sampler.set_constraint(nullptr);
+      return;
+    }
+    auto vocab = vocab_of(model, fn);
+    auto g = std::make_shared<const latte::grammar::Grammar>(latte::grammar::parse_gbnf(gbnf, root ? root : "root"));
+    sampler->sampler.set_constraint(std::make_unique<latte::grammar::TokenConstraint>(std::move(g), std::move(vocab)));
+  });
+}
+
+latte_status latte_sampler_set_json_schema(latte_sampler* sampler, const latte_model* model, const char* schema_json) {
+  constexpr const char* fn = "latte_sampler_set_json_schema";
+  if (sampler == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": sampler must not be NULL");
+  return guarded([&] {
+    if (schema_json == nullptr) {
+      sampler->sampler.set_constraint(nullptr);
+      return;
+    }
+    auto vocab = vocab_of(model, fn);
+    auto g = std::make_shared<const latte::grammar::Grammar>(latte::grammar::json_schema_grammar(schema_json));
+    sampler->sampler.set_constraint(std::make_unique<latte::grammar::TokenConstraint>(std::move(g), std::move(vocab)));
+  });
+}

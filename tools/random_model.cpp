@@ -103,8 +103,20 @@ std::vector<std::uint8_t> random_model_bytes(const RandomModelSpec& s) {
       w.add_u32(k + "expert_group_used_count", s.n_expert_groups_used);
     }
   }
-  // A byte-level vocabulary: 256 byte tokens, fillers, BOS, EOS.
-  if (s.tokenizer) {
+  if (s.vocab) {
+    const VocabSpec& v = *s.vocab;
+    if (v.tokens.size() != static_cast<std::size_t>(s.n_vocab))
+      throw Error(Status::invalid_argument, "random model: n_vocab differs from the vocabulary's size");
+    w.add_string("tokenizer.ggml.model", v.model);
+    w.add_string("tokenizer.ggml.pre", v.pre);
+    w.add_string_array("tokenizer.ggml.tokens", v.tokens);
+    w.add_i32_array("tokenizer.ggml.token_type", v.token_types);
+    w.add_string_array("tokenizer.ggml.merges", v.merges);
+    if (v.bos_id >= 0) w.add_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(v.bos_id));
+    if (v.eos_id >= 0) w.add_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(v.eos_id));
+    w.add_bool("tokenizer.ggml.add_bos_token", v.add_bos);
+  } else if (s.tokenizer) {
+    // A byte-level vocabulary: 256 byte tokens, fillers, BOS, EOS.
     std::vector<std::string> tokens;
     std::vector<std::int32_t> types;
     for (int b = 0; b < 256; ++b) {

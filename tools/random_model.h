@@ -11,6 +11,7 @@
 
 #include "quant/ggml_types.h"
 #include "runtime/model/model_params.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 namespace latte {
 
@@ -59,6 +60,9 @@ struct RandomModelSpec {
   // sized, keeps logits of a few units.
   float embd_range = 1.f;
   bool tokenizer = true;                 // false: no tokenizer.ggml.* keys (a file run on token ids alone)
+  // A real vocabulary written instead of the byte-level one (n_vocab must be
+  // its size); not owned.
+  const VocabSpec* vocab = nullptr;
   // Control tokens in the place of the first fillers after the byte tokens
   // (chat markers such as "<|im_start|>").
   std::vector<std::string> control_tokens;

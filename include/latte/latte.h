@@ -536,9 +536,11 @@ LATTE_API void latte_sampler_free(latte_sampler* sampler); /* NULL is fine */
 /* Picks a token from n_logits logits (latte_session_logits: n_vocab) and
  * adds it to the penalty's history. NaN logits are an error. */
 LATTE_API latte_status latte_sampler_sample(latte_sampler* sampler, const float* logits, size_t n_logits, int32_t* token);
-/* Adds a token to the history without drawing (a prompt's tokens). */
+/* Adds a token to the history without drawing (a prompt's tokens). It does
+ * not advance a grammar: a grammar constrains the generated output alone. */
 LATTE_API latte_status latte_sampler_accept(latte_sampler* sampler, int32_t token);
-/* Clears the history and re-seeds with `seed`. */
+/* Clears the history, re-seeds with `seed`, and puts a grammar back at the
+ * start of the output. */
 LATTE_API latte_status latte_sampler_reset(latte_sampler* sampler, uint64_t seed);
 
 typedef struct latte_logit_bias {
@@ -554,6 +556,33 @@ typedef struct latte_logit_bias {
  * them. */
 LATTE_API latte_status latte_sampler_set_logit_bias(latte_sampler* sampler, const latte_logit_bias* biases,
                                                     size_t n_biases);
+
+/* ---- Structured output ------------------------------------------------------
+ * A grammar the output must follow (docs/structured-output.md): every later
+ * latte_sampler_sample picks only tokens that continue a valid parse,
+ * whatever the other settings (a token the grammar refuses is never
+ * sampled), allows end-of-generation tokens only where the grammar may end,
+ * and only those once it is complete. latte_sampler_sample advances the
+ * grammar over the token it returns; latte_sampler_accept does not (the
+ * prompt is not output). Tokens the grammar refuses include control tokens
+ * other than end-of-generation ones. The model gives the vocabulary's bytes
+ * (it must have a tokenizer); the sampler keeps what it needs, so the model
+ * may be freed after. Setting one replaces the grammar or schema set before;
+ * on failure (latte_last_error names the line and column, or the keyword)
+ * the sampler keeps what it had. A grammar no token can start is refused
+ * here; one that later reaches a point no token continues makes
+ * latte_sampler_sample fail saying so. */
+
+/* A GBNF grammar (llama.cpp's syntax), starting at rule `root` (NULL:
+ * "root"). gbnf NULL clears the constraint (model may then be NULL). */
+LATTE_API latte_status latte_sampler_set_grammar(latte_sampler* sampler, const latte_model* model, const char* gbnf,
+                                                 const char* root);
+/* A JSON Schema the output must validate against (the supported keywords:
+ * docs/structured-output.md; one that constrains but is not supported is
+ * refused by name). "{\"type\":\"object\"}" is any JSON object (OpenAI's
+ * json_object), "{}" any JSON value. schema_json NULL clears the constraint. */
+LATTE_API latte_status latte_sampler_set_json_schema(latte_sampler* sampler, const latte_model* model,
+                                                     const char* schema_json);
 
 #ifdef __cplusplus
 }

@@ -448,6 +448,17 @@ class Sampler {
   void set_logit_bias(std::initializer_list<latte_logit_bias> biases) {
     set_logit_bias(Span<const latte_logit_bias>(biases.begin(), biases.size()));
   }
+  // latte_sampler_set_grammar: a GBNF grammar the output follows, from rule `root`.
+  void set_grammar(const Model& model, const std::string& gbnf, const std::string& root = "root") {
+    check(latte_sampler_set_grammar(s_, model.handle(), gbnf.c_str(), root.c_str()));
+  }
+  // latte_sampler_set_json_schema: a JSON Schema the output validates against
+  // ("{\"type\":\"object\"}": any JSON object).
+  void set_json_schema(const Model& model, const std::string& schema_json) {
+    check(latte_sampler_set_json_schema(s_, model.handle(), schema_json.c_str()));
+  }
+  // No grammar or schema any more.
+  void clear_grammar() { check(latte_sampler_set_grammar(s_, nullptr, nullptr, nullptr)); }
 
  private:
   latte_sampler* s_ = nullptr;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/error.h"
+#include "runtime/grammar/token_constraint.h"
 
 namespace latte {
 
@@ -102,6 +103,22 @@ Sampler::Sampler(const SamplerConfig& config) : config_(config) {
   rng_.seed(config_.seed);
 }
 
+Sampler::Sampler(const Sampler& o)
+    : config_(o.config_), rng_(o.rng_), history_(o.history_), bias_(o.bias_),
+      constraint_(o.constraint_ ? std::make_unique<grammar::TokenConstraint>(*o.constraint_) : nullptr) {}
+Sampler& Sampler::operator=(const Sampler& o) {
+  if (this != &o) *this = Sampler(o);
+  return *this;
+}
+Sampler::Sampler(Sampler&&) noexcept = default;
+Sampler& Sampler::operator=(Sampler&&) noexcept = default;
+Sampler::~Sampler() = default;
+
+void Sampler::set_constraint(std::unique_ptr<grammar::TokenConstraint> constraint) {
+  constraint_ = std::move(constraint);
+  if (constraint_) constraint_->reset();
+}
+
 void Sampler::accept(std::int32_t token) {
   if (config_.repeat_last_n == 0) return;
   history_.push_back(token);
@@ -129,6 +146,7 @@ void Sampler::reset() { reset(config_.seed); }
 void Sampler::reset(std::uint64_t seed) {
   history_.clear();
   rng_.seed(seed);
+  if (constraint_) constraint_->reset();
 }
 
 std::span<const std::int32_t> Sampler::history() const { return history_; }
@@ -196,7 +214,29 @@ std::vector<TokenProb> Sampler::candidates(std::span<const float> logits) const 
 }
 
 std::int32_t Sampler::sample(std::span<const float> logits) {
-  const std::vector<TokenProb> c = candidates(logits);
+  std::int32_t id = draw(candidates(logits));
+  if (constraint_) {
+    // The token drawn is checked alone; only a refused one costs the full
+    // mask and a second draw among the tokens the grammar allows.
+    if (!constraint_->allows(id)) {
+      std::vector<float> masked(logits.begin(), logits.end());
+      constraint_->mask(masked);
+      std::vector<TokenProb> c;
+      try {
+        c = candidates(masked);
+      } catch (const Error&) {
+        throw Error(Status::invalid_argument,
+                    "sampler: every token the grammar allows here is banned (a -inf logit or logit bias)");
+      }
+      id = draw(c);
+    }
+    constraint_->accept(id);
+  }
+  accept(id);
+  return id;
+}
+
+std::int32_t Sampler::draw(const std::vector<TokenProb>& c) {
   std::int32_t id = c.front().id;
   if (config_.temperature != 0.0f && c.size() > 1) {
     const double u = uniform01(rng_);
@@ -210,7 +250,6 @@ std::int32_t Sampler::sample(std::span<const float> logits) {
       }
     }
   }
-  accept(id);
   return id;
 }
 

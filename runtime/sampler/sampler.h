@@ -14,17 +14,29 @@
 //  - temperature divides the surviving logits, then one token is drawn.
 // At least one token always survives. Ties are broken by the lower token id.
 //
+// A grammar (set_constraint) decides before all of these which tokens may
+// come at all: the token drawn is checked against it, and when refused the
+// logits of every token it refuses are set to -inf and the draw is made
+// again (so a refused token is never sampled, whatever the settings; the
+// check first is what keeps a large vocabulary cheap). sample() advances the
+// grammar; accept() does not (it is for the prompt's tokens).
+//
 // Randomness: std::mt19937_64 seeded with `seed`; one 64-bit output per draw,
 // turned into a uniform double in [0, 1) from its top 53 bits, so the same
 // seed gives the same tokens with any standard library.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <span>
 #include <vector>
 
 namespace latte {
+
+namespace grammar {
+class TokenConstraint;
+}
 
 struct SamplerConfig {
   float temperature = 0.8f;     // >= 0; 0 = greedy (argmax after the penalty)
@@ -80,6 +92,11 @@ void apply_repetition_penalty(std::span<float> logits, std::span<const std::int3
 class Sampler {
  public:
   explicit Sampler(const SamplerConfig& config);  // validates
+  Sampler(const Sampler& o);
+  Sampler& operator=(const Sampler& o);
+  Sampler(Sampler&&) noexcept;
+  Sampler& operator=(Sampler&&) noexcept;
+  ~Sampler();
 
   // Picks the next token from one row of logits (n_vocab floats) and accepts
   // it into the penalty history. Error(invalid_argument) on empty or NaN logits.
@@ -96,7 +113,12 @@ class Sampler {
   void set_logit_bias(std::span<const LogitBias> biases);
   std::span<const LogitBias> logit_bias() const { return bias_; }
 
-  // Clears the history and re-seeds (with `seed`, or the config's).
+  // The grammar every later sample() obeys (nullptr: none), from its start.
+  void set_constraint(std::unique_ptr<grammar::TokenConstraint> constraint);
+  grammar::TokenConstraint* constraint() const { return constraint_.get(); }
+
+  // Clears the history, re-seeds (with `seed`, or the config's) and puts the
+  // grammar back at its start.
   void reset();
   void reset(std::uint64_t seed);
 
@@ -113,6 +135,9 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<std::int32_t> history_;  // last repeat_last_n accepted tokens, oldest first
   std::vector<LogitBias> bias_;
+  std::unique_ptr<grammar::TokenConstraint> constraint_;
+
+  std::int32_t draw(const std::vector<TokenProb>& c);
 };
 
 // Uniform double in [0, 1) from the top 53 bits of one mt19937_64 output.

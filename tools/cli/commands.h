@@ -85,6 +85,9 @@ struct MakeModelOptions {
   int vocab = 1024;
   std::uint64_t seed = 1;
   std::string out;
+  std::string tokenizer_json;  // a Hugging Face tokenizer.json whose vocabulary the model carries
+  std::string pre = "deepseek-v3";  // its pre-tokenizer
+  bool vocab_given = false;  // --vocab given (with --tokenizer-json: pad to it)
 };
 // `latte make-model`: a random-weight GGUF with real shapes.
 int run_make_model(const MakeModelOptions& opts);
@@ -98,6 +101,10 @@ struct RunOptions {
   bool verbose_prompt = false;  // show each prompt's text and token count on stderr
   std::string session_file;     // resume from / save to this file
   bool ignore_eos = false; // keep generating past end-of-generation tokens
+  std::string grammar;       // GBNF text the output follows
+  std::string grammar_file;  // GBNF from a file
+  std::string json_schema;   // a JSON Schema file, or the schema when it starts with '{'
+  bool json = false;         // any JSON object
   int n_predict = 128;
   bool chat = false;
   std::string chat_format;    // empty: the one the model's template writes

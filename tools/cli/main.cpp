@@ -203,6 +203,16 @@ int main(int argc, char** raw_argv) {
   run->add_flag("--verbose-prompt", run_opts.verbose_prompt,
                 "Show each prompt as the model reads it (chat markers and BOS included) on stderr");
   run->add_flag("--ignore-eos", run_opts.ignore_eos, "Keep generating past end-of-sequence tokens");
+  // Structured output (docs/structured-output.md): one constraint at most.
+  auto* run_grammar = run->add_option("--grammar", run_opts.grammar, "A GBNF grammar (llama.cpp's syntax) the output follows, from rule root");
+  auto* run_grammar_file = path_option(run->add_option("--grammar-file", run_opts.grammar_file, "The GBNF grammar from a file"));
+  auto* run_schema = run->add_option("--json-schema", run_opts.json_schema,
+                                     "A JSON Schema the output validates against: a file, or the schema itself when it "
+                                     "starts with '{'");
+  auto* run_json = run->add_flag("--json", run_opts.json, "The output is one JSON object (any)");
+  run_grammar->excludes(run_grammar_file)->excludes(run_schema)->excludes(run_json);
+  run_grammar_file->excludes(run_schema)->excludes(run_json);
+  run_schema->excludes(run_json);
   run->add_option("-n,--n-predict", run_opts.n_predict, "Tokens to generate at most")->check(integer_in(0, 1LL << 24));
   auto* run_chat = run->add_flag("--chat", run_opts.chat,
                                  "Wrap the prompt as a user turn in the model's chat format (from its chat template)");
@@ -294,6 +304,10 @@ int main(int argc, char** raw_argv) {
   mm->add_option("--layers", mm_opts.layers, "Layers")->check(integer_in(1, 256));
   mm->add_option("--vocab", mm_opts.vocab, "Vocabulary size")->check(integer_in(258, 1LL << 20));
   mm->add_option("--seed", mm_opts.seed, "Random seed (the same seed, the same weights)")->check(kSeed);
+  path_option(mm->add_option("--tokenizer-json", mm_opts.tokenizer_json,
+                             "Carry the vocabulary of this Hugging Face tokenizer.json (byte-level BPE: vocab, merges, "
+                             "added tokens); --vocab then pads it to at least that many tokens"));
+  mm->add_option("--pre", mm_opts.pre, "With --tokenizer-json: its pre-tokenizer (deepseek-v3, deepseek-llm, qwen2, ...)");
   path_option(mm->add_option("-o,--out", mm_opts.out,
                              "Output GGUF file (replaced whole; only a regular file is replaced: a device or FIFO is "
                              "refused, a symbolic link is followed and its target replaced)")
@@ -378,7 +392,10 @@ int main(int argc, char** raw_argv) {
                            std::to_string(ppl_opts.n_ctx) + " leaves none (it needs 3 or more)");
       return latte::cli::run_perplexity(ppl_opts);
     }
-    if (*mm) return latte::cli::run_make_model(mm_opts);
+    if (*mm) {
+      mm_opts.vocab_given = mm->get_option("--vocab")->count() > 0;
+      return latte::cli::run_make_model(mm_opts);
+    }
   } catch (const latte::cli::UsageError& e) {
     return usage_error(e.what());
   } catch (const latte::api::Exception& e) {  // the API's errors and the commands' own (fail)

@@ -13,6 +13,7 @@
 #include "tools/cli/progress.h"
 #include "tools/model_presets.h"
 #include "tools/random_model.h"
+#include "tools/tokenizer_json.h"
 
 namespace latte::cli {
 
@@ -23,6 +24,13 @@ int run_make_model(const MakeModelOptions& o) {
   s.n_layers = o.layers;
   s.n_vocab = o.vocab;
   s.seed = o.seed;
+  std::optional<VocabSpec> vocab;
+  if (!o.tokenizer_json.empty()) {
+    vocab = read_tokenizer_json(o.tokenizer_json, o.pre, o.vocab_given ? o.vocab : 0);
+    Tokenizer::create(*vocab);  // refused here, not by the loader later
+    s.vocab = &*vocab;
+    s.n_vocab = static_cast<int>(vocab->tokens.size());
+  }
   std::string type;
   if (const std::string problem = weight_type_problem(o.type, &type); !problem.empty()) throw UsageError(problem);
   for (std::uint32_t id = 0; id < 64; ++id)
@@ -55,7 +63,7 @@ int run_make_model(const MakeModelOptions& o) {
   }
   progress.clear();
   std::fprintf(stderr, "wrote %s: %s preset, %s, vocab %d, %s weights (%s in %.1f s)\n", o.out.c_str(),
-               o.preset.c_str(), count_of(o.layers, "layer").c_str(), o.vocab, type.c_str(),
+               o.preset.c_str(), count_of(o.layers, "layer").c_str(), s.n_vocab, type.c_str(),
                binary_bytes(static_cast<double>(std::filesystem::file_size(path_from_utf8(o.out)))).c_str(),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (ggml_type_info(static_cast<std::uint32_t>(s.weight_type))->block_elems > 32)

@@ -215,6 +215,13 @@ int run_generate(const RunOptions& o) {
   sampling.repeat_last_n = o.repeat_last_n;
   sampling.seed = o.seed_given ? o.seed : random_seed();
   api::Sampler sampler(sampling);  // checks its settings before the model loads
+  // The constraint's text, read before the model loads (a missing file is
+  // reported at once); set on the sampler once the model's vocabulary is there.
+  std::string grammar_text = o.grammar, schema_text;
+  if (!o.grammar_file.empty()) grammar_text = read_text_file(o.grammar_file);
+  if (o.json) schema_text = R"({"type":"object"})";
+  else if (!o.json_schema.empty())
+    schema_text = o.json_schema.front() == '{' ? o.json_schema : read_text_file(o.json_schema);
   const auto prompt_ids = o.prompt_ids.empty() ? std::vector<std::int32_t>{} : parse_token_list(o.prompt_ids, "--prompt-ids");
   // -f: the file's text, less the newline an editor ends its last line with.
   std::string prompt_text = o.prompt;
@@ -246,6 +253,12 @@ int run_generate(const RunOptions& o) {
   // Greedy decoding draws nothing: a seed only matters above temperature 0.
   if (!o.seed_given && sampling.temperature > 0)
     std::fprintf(stderr, "seed: %llu\n", static_cast<unsigned long long>(sampling.seed));
+  // Each reply starts the grammar afresh (with -i, every turn's).
+  const auto constrain = [&] {
+    if (!grammar_text.empty()) sampler.set_grammar(model, grammar_text);
+    else if (!schema_text.empty()) sampler.set_json_schema(model, schema_text);
+  };
+  constrain();
   Stats st;
   Screen screen;
   // --session: a conversation (or a long prompt) resumed from a file, and
@@ -353,6 +366,7 @@ int run_generate(const RunOptions& o) {
         turn = std::move(fresh);
       }
       try {
+        constrain();
         generate(s, model, sampler, turn, o.n_predict, o, st, shifter, screen);
       } catch (const api::Exception& e) {
         if (e.status() != LATTE_ERR_CONTEXT_OVERFLOW) throw;
