@@ -214,14 +214,26 @@ std::vector<TokenProb> Sampler::candidates(std::span<const float> logits) const 
 }
 
 std::int32_t Sampler::sample(std::span<const float> logits) {
-  std::int32_t id = draw(candidates(logits));
-  if (constraint_) {
-    // The token drawn is checked alone; only a refused one costs the full
-    // mask and a second draw among the tokens the grammar allows.
-    if (!constraint_->allows(id)) {
+  std::vector<TokenProb> c = candidates(logits);
+  std::int32_t id = draw(c);
+  if (constraint_ && !constraint_->allows(id)) {
+    // The token drawn is checked alone (a few table lookups). Refused: the
+    // draw again among the other candidates the grammar allows (the same
+    // distribution restricted to them); only when it allows none of them
+    // (or they are too many to check one by one) the full mask, and the
+    // whole chain again on what it leaves.
+    std::vector<TokenProb> ok;
+    if (c.size() <= kMaxCandidatesChecked)
+      for (const TokenProb& t : c)
+        if (t.id != id && constraint_->allows(t.id)) ok.push_back(t);
+    if (!ok.empty()) {
+      double sum = 0;
+      for (const TokenProb& t : ok) sum += t.p;
+      for (TokenProb& t : ok) t.p = sum > 0 ? static_cast<float>(t.p / sum) : 1.0f / static_cast<float>(ok.size());
+      id = draw(ok);
+    } else {
       std::vector<float> masked(logits.begin(), logits.end());
       constraint_->mask(masked);
-      std::vector<TokenProb> c;
       try {
         c = candidates(masked);
       } catch (const Error&) {
@@ -230,8 +242,8 @@ std::int32_t Sampler::sample(std::span<const float> logits) {
       }
       id = draw(c);
     }
-    constraint_->accept(id);
   }
+  if (constraint_) constraint_->accept(id);
   accept(id);
   return id;
 }

@@ -14,12 +14,15 @@
 //  - temperature divides the surviving logits, then one token is drawn.
 // At least one token always survives. Ties are broken by the lower token id.
 //
-// A grammar (set_constraint) decides before all of these which tokens may
-// come at all: the token drawn is checked against it, and when refused the
-// logits of every token it refuses are set to -inf and the draw is made
-// again (so a refused token is never sampled, whatever the settings; the
-// check first is what keeps a large vocabulary cheap). sample() advances the
-// grammar; accept() does not (it is for the prompt's tokens).
+// A grammar (set_constraint) decides which tokens may come at all: the token
+// drawn is checked against it; when refused, the draw is made again among
+// the other candidates it allows (their probabilities renormalized), and
+// when it allows none of them (or there are more than
+// kMaxCandidatesChecked) the logits of every token it refuses are set to
+// -inf and the whole chain runs again. A refused token is never sampled,
+// whatever the settings; checking the few candidates first is what keeps a
+// large vocabulary cheap. sample() advances the grammar; accept() does not
+// (it is for the prompt's tokens).
 //
 // Randomness: std::mt19937_64 seeded with `seed`; one 64-bit output per draw,
 // turned into a uniform double in [0, 1) from its top 53 bits, so the same
@@ -91,6 +94,9 @@ void apply_repetition_penalty(std::span<float> logits, std::span<const std::int3
 
 class Sampler {
  public:
+  // Candidates checked one by one against a grammar before its full mask.
+  static constexpr std::size_t kMaxCandidatesChecked = 64;
+
   explicit Sampler(const SamplerConfig& config);  // validates
   Sampler(const Sampler& o);
   Sampler& operator=(const Sampler& o);
