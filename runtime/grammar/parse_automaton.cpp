@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_set>
 
 #include "runtime/error.h"
 
@@ -50,12 +51,12 @@ std::uint32_t ParseAutomaton::intern_node(std::uint32_t pos, std::uint32_t paren
 // result's top is a character set, or the result is the empty stack.
 const std::vector<std::uint32_t>& ParseAutomaton::normalize(std::uint32_t node) {
   if (norm_of_[node] != kUnknown) return norms_[norm_of_[node]];
-  std::vector<std::uint32_t> out, work{node}, seen;
+  std::vector<std::uint32_t> out, work{node};
+  std::unordered_set<std::uint32_t> seen;
   while (!work.empty()) {
     const std::uint32_t n = work.back();
     work.pop_back();
-    if (std::find(seen.begin(), seen.end(), n) != seen.end()) continue;
-    seen.push_back(n);
+    if (!seen.insert(n).second) continue;
     if (n == 0) {
       out.push_back(0);
       continue;
@@ -72,7 +73,7 @@ const std::vector<std::uint32_t>& ParseAutomaton::normalize(std::uint32_t node) 
         g_->elements[nd.pos + 1].kind == ElementKind::end ? nd.parent : intern_node(nd.pos + 1, nd.parent);
     for (std::uint32_t alt : g_->rules[e.arg])
       work.push_back(g_->elements[alt].kind == ElementKind::end ? cont : intern_node(alt, cont));
-    if (seen.size() > kMaxStacksPerState * 4)
+    if (out.size() > kMaxStacksPerState)
       limit("a rule expands into more than " + std::to_string(kMaxStacksPerState) + " parses at once: the grammar is too ambiguous (refused)");
   }
   std::sort(out.begin(), out.end());

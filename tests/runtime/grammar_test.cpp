@@ -319,3 +319,40 @@ TEST(SamplerGrammar, CopiesAreIndependent) {
 
 }  // namespace
 }  // namespace latte::grammar
+
+namespace latte::grammar {
+namespace {
+
+// A hostile grammar or output meets a limit with a clear error: no crash,
+// no hang, no memory blown.
+TEST(GbnfParse, HostileGrammarsMeetLimits) {
+  EXPECT_EQ(parse_error("root ::= " + std::string(200, '(') + "\"a\"" + std::string(200, ')')),
+            "grammar:1:138: groups nested deeper than 128");
+  // Repetitions share rules where they can ("ab"{3000} once, then referenced twice)...
+  EXPECT_TRUE(matches("root ::= (\"ab\"{3000}){2}", [] {
+    std::string t;
+    for (int i = 0; i < 6000; ++i) t += "ab";
+    return t;
+  }()));
+  // ...and a literal repeated is copied: too many copies are refused.
+  EXPECT_EQ(parse_error("root ::= \"" + std::string(200, 'x') + "\"{10000}"),
+            "grammar:1:212: the repetitions expand to more than 1048576 elements: refused");
+  // A long chain of rules (no recursion limit in the checks: they iterate).
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 20000; ++i) chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+  chain += "r20000 ::= \"z\"\n";
+  EXPECT_TRUE(matches(chain, "z"));
+  // Output nesting deeper than the stack limit.
+  const auto g = std::make_shared<const Grammar>(parse_gbnf("root ::= \"(\" root \")\" | \"x\""));
+  ParseAutomaton a(g);
+  ParseAutomaton::State s = a.initial();
+  try {
+    for (int i = 0; i < 5000; ++i) s = a.next(s, '(');
+    FAIL() << "5000 levels accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "grammar: the parse nests deeper than 4096 rules: refused");
+  }
+}
+
+}  // namespace
+}  // namespace latte::grammar
