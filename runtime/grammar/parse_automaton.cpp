@@ -16,9 +16,54 @@ constexpr std::uint32_t kMinOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};  // belo
 
 }  // namespace
 
-ParseAutomaton::ParseAutomaton(std::shared_ptr<const Grammar> grammar) : g_(std::move(grammar)) {
+void ParseAutomaton::clear() {
+  nodes_.clear();
+  node_ids_.clear();
+  norm_of_.clear();
+  norms_.clear();
+  sets_.clear();
+  set_ids_.clear();
+  states_.clear();
+  state_ids_.clear();
+  trans_.clear();
   nodes_.push_back({kUnknown, 0, 0});  // node 0: the empty stack (the parse is complete)
   norm_of_.push_back(kUnknown);
+}
+
+ParseAutomaton::State ParseAutomaton::compact(State s) {
+  // The state's stacks as chains of positions, bottom first, then interned afresh.
+  const StateInfo info = states_[s];
+  std::vector<std::vector<std::uint32_t>> chains;
+  for (std::uint32_t n : sets_[info.set]) {
+    std::vector<std::uint32_t> chain;
+    for (std::uint32_t k = n; k != 0; k = nodes_[k].parent) chain.push_back(nodes_[k].pos);
+    std::reverse(chain.begin(), chain.end());
+    chains.push_back(std::move(chain));
+  }
+  const std::vector<std::uint32_t> initial_set = sets_[states_[initial_].set];
+  std::vector<std::vector<std::uint32_t>> initial_chains;
+  for (std::uint32_t n : initial_set) {
+    std::vector<std::uint32_t> chain;
+    for (std::uint32_t k = n; k != 0; k = nodes_[k].parent) chain.push_back(nodes_[k].pos);
+    std::reverse(chain.begin(), chain.end());
+    initial_chains.push_back(std::move(chain));
+  }
+  clear();
+  auto intern_chains = [&](const std::vector<std::vector<std::uint32_t>>& cs) {
+    std::vector<std::uint32_t> set;
+    for (const auto& chain : cs) {
+      std::uint32_t node = 0;
+      for (std::uint32_t pos : chain) node = intern_node(pos, node);
+      set.push_back(node);
+    }
+    return intern_set(std::move(set));
+  };
+  initial_ = intern_state(intern_chains(initial_chains), 0, 0, 0);
+  return intern_state(intern_chains(chains), info.partial, info.remaining, info.length);
+}
+
+ParseAutomaton::ParseAutomaton(std::shared_ptr<const Grammar> grammar) : g_(std::move(grammar)) {
+  clear();
   std::vector<std::uint32_t> start;
   for (std::uint32_t alt : g_->rules[g_->root]) {
     if (g_->elements[alt].kind == ElementKind::end) {

@@ -49,6 +49,12 @@ class ParseAutomaton {
   // Some parse can read more.
   bool can_continue(State s) const { return sets_[states_[s].set].back() != 0; }
   std::size_t n_states() const { return states_.size(); }
+  // Whether the tables have grown past half their limits (a long-lived
+  // constraint meets many states): time to compact().
+  bool crowded() const { return states_.size() > kMaxStates / 2 || nodes_.size() > kMaxStackNodes / 2; }
+  // Forgets every state but `s` and returns its new id (all other ids become
+  // invalid): the tables start again from the grammar.
+  State compact(State s);
 
  private:
   static constexpr std::uint32_t kUnknown = 0xFFFFFFFEu;
@@ -69,6 +75,7 @@ class ParseAutomaton {
     }
   };
 
+  void clear();
   State compute(State s, unsigned char byte);
   std::uint32_t intern_node(std::uint32_t pos, std::uint32_t parent);
   const std::vector<std::uint32_t>& normalize(std::uint32_t node);

@@ -58,6 +58,13 @@ void TokenConstraint::accept(std::int32_t token) {
                                                    : describe(token)) +
          " does not continue the output the grammar admits");
   for (unsigned char b : vocab_->pieces[token]) state_ = automaton_.next(state_, b);
+  // A long-lived constraint meets ever more states: past half the limits the
+  // tables (and the masks, keyed by state) start again from where it is.
+  if (automaton_.crowded()) {
+    state_ = automaton_.compact(state_);
+    masks_.clear();
+    cached_ids_ = 0;
+  }
 }
 
 const TokenConstraint::Mask& TokenConstraint::mask_of(ParseAutomaton::State s) {
@@ -90,6 +97,11 @@ const TokenConstraint::Mask& TokenConstraint::mask_of(ParseAutomaton::State s) {
     std::sort(allowed.begin(), allowed.end());
     m.ids = std::move(allowed);
   }
+  if (cached_ids_ + m.ids.size() > kMaxCachedIds) {
+    masks_.clear();
+    cached_ids_ = 0;
+  }
+  cached_ids_ += m.ids.size();
   return masks_.emplace(s, std::move(m)).first->second;
 }
 

@@ -53,6 +53,9 @@ class TokenConstraint {
     std::vector<std::int32_t> ids;    // never end-of-generation tokens (decided by can_end)
   };
   const Mask& mask_of(ParseAutomaton::State s);
+  // Token ids all cached masks may hold together (4 bytes each); past it the
+  // cache starts again.
+  static constexpr std::size_t kMaxCachedIds = std::size_t{16} << 20;
   std::string describe(std::int32_t token) const;
 
   std::shared_ptr<const Grammar> grammar_;
@@ -61,6 +64,7 @@ class TokenConstraint {
   // copies may run on different threads.
   ParseAutomaton automaton_;
   std::unordered_map<ParseAutomaton::State, Mask> masks_;
+  std::size_t cached_ids_ = 0;
   ParseAutomaton::State state_ = 0;
   std::vector<ParseAutomaton::State> walk_;  // the trie walk's state per depth
   std::vector<float> saved_;

@@ -356,3 +356,30 @@ TEST(GbnfParse, HostileGrammarsMeetLimits) {
 
 }  // namespace
 }  // namespace latte::grammar
+
+namespace latte::grammar {
+namespace {
+
+// compact() keeps the state it is given (its stacks and a cut UTF-8
+// character) and the initial one; everything after goes on as before.
+TEST(ParseAutomaton, CompactKeepsTheState) {
+  const auto g = std::make_shared<const Grammar>(parse_gbnf("root ::= \"(\" root \")\" | [a-zé]+"));
+  ParseAutomaton a(g);
+  ParseAutomaton::State s = a.initial();
+  for (unsigned char b : std::string("(((ab\xC3")) s = a.next(s, b);
+  ASSERT_NE(s, ParseAutomaton::kDead);
+  s = a.compact(s);
+  EXPECT_EQ(a.n_states(), 2u);  // the initial state and this one
+  for (unsigned char b : std::string("\xA9)))")) {
+    s = a.next(s, b);
+    ASSERT_NE(s, ParseAutomaton::kDead);
+  }
+  EXPECT_TRUE(a.can_end(s));
+  EXPECT_EQ(a.next(s, ')'), ParseAutomaton::kDead);
+  ParseAutomaton::State t = a.initial();
+  for (unsigned char b : std::string("(x)")) t = a.next(t, b);
+  EXPECT_TRUE(a.can_end(t));
+}
+
+}  // namespace
+}  // namespace latte::grammar
