@@ -139,7 +139,7 @@ if(NOT CMAKE_CROSSCOMPILING AND NOT WIN32)
             tokenizer-json:${LATTE_TOKENIZER_JSON} 100 ${_schemas}/person.json)
   add_test(NAME json_schema_129k_vocab_more
     COMMAND ${PROJECT_SOURCE_DIR}/tests/scripts/json_schema_validate.sh $<TARGET_FILE:latte_cli>
-            tokenizer-json:${LATTE_TOKENIZER_JSON} 20 ${_schemas}/catalog.json ${_schemas}/flat.json)
+            tokenizer-json:${LATTE_TOKENIZER_JSON} 10 ${_schemas}/catalog.json ${_schemas}/flat.json)
   set_tests_properties(json_schema_shipped_model json_schema_129k_vocab json_schema_129k_vocab_more
     PROPERTIES LABELS "structured-output;slow" SKIP_RETURN_CODE 77 TIMEOUT 900)
 endif()

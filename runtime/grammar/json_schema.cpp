@@ -140,7 +140,7 @@ std::string uint_range(std::int64_t lo, std::optional<std::int64_t> hi) {
   for (std::size_t L = los.size(); L <= max_len; ++L) {
     const std::string a = L == los.size() ? los : "1" + std::string(L - 1, '0');
     const std::string b = hi && L == max_len ? std::to_string(*hi) : std::string(L, '9');
-    alts.push_back("(" + same_length_range(a, b) + ")");
+    alts.push_back(std::string("(").append(same_length_range(a, b)).append(")"));
   }
   std::string out;
   for (std::size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : "") + alts[i];
@@ -206,8 +206,17 @@ class Converter {
       std::size_t j = ref.find('/', i + 1);
       if (j == std::string::npos) j = ref.size();
       std::string key = ref.substr(i + 1, j - i - 1);
-      for (std::size_t k; (k = key.find("~1")) != std::string::npos;) key.replace(k, 2, "/");
-      for (std::size_t k; (k = key.find("~0")) != std::string::npos;) key.replace(k, 2, "~");
+      // JSON pointer escapes: ~1 is '/', ~0 is '~' (decoded in one pass).
+      std::string decoded;
+      for (std::size_t k = 0; k < key.size(); ++k) {
+        if (key[k] == '~' && k + 1 < key.size() && (key[k + 1] == '0' || key[k + 1] == '1')) {
+          decoded += key[k + 1] == '1' ? '/' : '~';
+          ++k;
+        } else {
+          decoded += key[k];
+        }
+      }
+      key = std::move(decoded);
       const JsonValue* next = nullptr;
       if (v->is(T::object)) next = v->find(key);
       else if (v->is(T::array) && !key.empty() && key.find_first_not_of("0123456789") == std::string::npos &&
@@ -474,7 +483,7 @@ class Converter {
       std::vector<std::string> alts;
       std::string excluded = "\"\\\\\\x7F\\x00-\\x1F";
       for (const auto& [cp, child] : trie[i].next) {
-        alts.push_back("[" + hex8(cp) + "] " + names[static_cast<std::size_t>(child)]);
+        alts.push_back(std::string("[").append(hex8(cp)).append("] ").append(names[static_cast<std::size_t>(child)]));
         excluded += hex8(cp);
       }
       alts.push_back("[^" + excluded + "] key-char* \"\\\"\"");

@@ -239,13 +239,20 @@ std::string JsonValue::dump() const {
     case Type::string: return json_quote(text);
     case Type::array: {
       std::string out = "[";
-      for (std::size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i].dump();
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i) out += ',';
+        out += items[i].dump();
+      }
       return out + "]";
     }
     case Type::object: {
       std::string out = "{";
-      for (std::size_t i = 0; i < members.size(); ++i)
-        out += (i ? "," : "") + json_quote(members[i].first) + ":" + members[i].second.dump();
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        if (i) out += ',';
+        out += json_quote(members[i].first);
+        out += ':';
+        out += members[i].second.dump();
+      }
       return out + "}";
     }
   }

@@ -35,7 +35,16 @@ fi
 
 python3 -c 'import jsonschema' 2>/dev/null || { echo "json_schema_validate: python3-jsonschema is missing (scripts/setup.sh --test)" >&2; exit 1; }
 
-n=0
+# The runs, $LATTE_JOBS (else every core) at a time: each writes its output,
+# or a .failed file saying why.
+parallel=${LATTE_JOBS:-$(nproc)}
+run_one() {  # name seed args...
+  local name=$1 seed=$2
+  shift 2
+  if ! $latte run -m "$model" "$@" --seed "$seed" -n 2000 -p "JSON:" >"$work/$name.$seed.out" 2>"$work/$name.$seed.err"; then
+    echo "$name seed $seed: latte run failed: $(tail -1 "$work/$name.$seed.err")" >"$work/$name.$seed.failed"
+  fi
+}
 for schema in "${schemas[@]}"; do
   if [ "$schema" = --json ]; then
     name=any-object args=(--json)
@@ -45,15 +54,16 @@ for schema in "${schemas[@]}"; do
     cp "$schema" "$work/schemas/$name.json"
   fi
   for seed in $(seq 1 "$seeds"); do
-    out="$work/$name.$seed.out"
     # The context shifts past the shipped model's 256 tokens: a long output still ends as the grammar says.
-    if ! $latte run -m "$model" "${args[@]}" --seed "$seed" -n 2000 -p "JSON:" >"$out" 2>"$work/err"; then
-      echo "json_schema_validate: FAILED: $name seed $seed: latte run failed: $(tail -1 "$work/err")" >&2
-      exit 1
-    fi
-    n=$((n + 1))
+    run_one "$name" "$seed" "${args[@]}" &
+    while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
   done
 done
+wait
+if compgen -G "$work/*.failed" >/dev/null; then
+  cat "$work"/*.failed | sed 's/^/json_schema_validate: FAILED: /' >&2
+  exit 1
+fi
 
 python3 - "$work" "$work/schemas" <<'PY'
 import json, os, sys
