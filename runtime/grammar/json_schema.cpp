@@ -239,7 +239,8 @@ class Converter {
     for (const auto& [k, v] : s.members)
       if (!honoured().count(k) && !annotations().count(k)) fail(path, "'" + k + "' is not supported");
     auto constraining = [&](std::initializer_list<const char*> except) {
-      for (const auto& [k, v] : s.members) {
+      for (const auto& m : s.members) {
+        const std::string& k = m.first;
         if (annotations().count(k) || k == "$defs" || k == "definitions") continue;
         if (std::find_if(except.begin(), except.end(), [&](const char* e) { return k == e; }) == except.end()) return k;
       }

@@ -57,7 +57,8 @@ class Reader {
         ws();
         if (!eat(":")) fail("expected ':' after a member name");
         ws();
-        v.members.emplace_back(std::move(key), value(depth + 1));
+        JsonValue member = value(depth + 1);
+        v.members.push_back({std::move(key), std::move(member)});
         ws();
         if (eat("}")) return v;
         if (!eat(",")) fail("expected ',' or '}' in an object");

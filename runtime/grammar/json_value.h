@@ -19,14 +19,21 @@ struct JsonValue {
   bool boolean = false;
   double number = 0;
   std::string text;  // string: its value (UTF-8); number: as written
-  std::vector<JsonValue> items;                            // array
-  std::vector<std::pair<std::string, JsonValue>> members;  // object, in document order
+  struct Member;
+  std::vector<JsonValue> items;  // array
+  std::vector<Member> members;   // object, in document order
 
   bool is(Type t) const { return type == t; }
   // The member named `key`, or nullptr (the first, if named twice).
   const JsonValue* find(std::string_view key) const;
   // Compact JSON text of this value (strings escaped as JSON requires).
   std::string dump() const;
+};
+
+// An object's member (a struct, not std::pair: a pair needs JsonValue complete).
+struct JsonValue::Member {
+  std::string first;  // the name
+  JsonValue second;   // the value
 };
 
 // Error(invalid_argument) "<what>:LINE:COL: ..." for malformed JSON.
