@@ -39,7 +39,7 @@ async function collect(stream) {
     assert.ok(model.length > 0);
     assert.equal(models.data[0].object, "model");
   });
-  const messages = [{ role: "system", content: "You are terse." }, { role: "user", content: "Tell me about cats." }];
+  const messages = [{ role: "system", content: "Be kind." }, { role: "user", content: "Who was David?" }];
 
   let whole;
   await test("chat: not streamed, greedy", async () => {
