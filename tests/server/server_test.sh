@@ -57,7 +57,7 @@ case $part in
     node_test openai_test.js "$base" test-key
     stop_server ;;
   load)
-    start_server --parallel 4 --queue 64 --cache-type f32
+    start_server --parallel 4 --queue 64 --cache-type ${LOAD_CACHE:-f32}
     node_test load_test.js "$base" "$pid"
     check "the server still runs after the load" "kill -0 $pid"
     stop_server ;;
