@@ -46,6 +46,8 @@ PACKAGES=(
   libpcre2-dev      # tokenizer regexes
   libcli11-dev      # command line
   libedit-dev       # the command line's line editing
+  libcpp-httplib-dev  # `latte serve`'s HTTP server (cpp-httplib; without it the CLI builds without serve)
+  nlohmann-json3-dev  # `latte serve`'s JSON (OpenAI's request and response bodies)
 )
 # The tests, the fuzzers, the scripts' checks.
 TEST_PACKAGES=(
@@ -55,10 +57,16 @@ TEST_PACKAGES=(
   libomp-dev        # OpenMP for clang (the fuzz build; g++ brings its own libgomp)
   python3           # scripts: the GGUF writer check, eval_tiny.sh
   python3-numpy     # the GGUF writer check's tensor part
+  nodejs curl       # `latte serve`'s tests: the official openai npm client (installed into the build folder), raw SSE
+  chromium          # `latte serve`'s chat page test, headless (driven by puppeteer-core from npm, no browser download)
 )
 BENCH_PACKAGES=(libbenchmark-dev)
 PACKAGE_PACKAGES=(dpkg-dev file lintian)  # the .deb (dpkg-shlibdeps), its check
 if [ "$test" -eq 1 ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); package=1; fi
+# npm for the server tests' npm packages: Debian's nodejs lacks it (its npm
+# package), a nodejs from elsewhere (NodeSource) ships it and conflicts with
+# Debian's npm: asked for only where no npm is on the PATH.
+if [ "$test" -eq 1 ] && ! command -v npm >/dev/null; then PACKAGES+=(npm); fi
 if [ "$bench" -eq 1 ]; then PACKAGES+=("${BENCH_PACKAGES[@]}"); fi
 if [ "$package" -eq 1 ]; then PACKAGES+=("${PACKAGE_PACKAGES[@]}"); fi
 
