@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `latte serve` tests, each on loopback with a free port and a bounded run:
 #   tests/server/server_test.sh LATTE MODEL PART [NODE_DIR]
-# PART: curl (the raw SSE stream, errors, limits, auth, SIGTERM), openai (the
+# PART: curl (the raw SSE stream, errors, limits, auth, SIGTERM), queue (503
+# beyond the slots and the queue), openai (the
 # official npm client), load (200+ requests from 16 clients, disconnects,
 # malformed bodies, replies against the same requests alone, memory),
 # context (a conversation that outgrows the context), page (the chat page in
@@ -64,6 +65,23 @@ case $part in
   context)
     start_server --parallel 2 --ctx 256
     node_test context_test.js "$base"
+    stop_server ;;
+  queue)
+    # Beyond --parallel 1 and --queue 2: 503 with an error object, the
+    # others answered in full. 24 clients at once, 256-token replies.
+    start_server --parallel 1 --queue 2
+    body='{"model":"latte-tiny-mla","prompt":"Once","max_tokens":256,"logit_bias":{"2047":-100}}'
+    for i in $(seq 1 24); do
+      curl -s -o "$t/r$i" -w '%{http_code}\n' "$base/v1/completions" -d "$body" >"$t/c$i" &
+    done
+    wait $(jobs -p | grep -vx "$pid") 2>/dev/null || true
+    n200=$(cat "$t"/c* | grep -c '^200$' || true)
+    n503=$(cat "$t"/c* | grep -c '^503$' || true)
+    check "24 requests at once: $n200 answered, $n503 refused with 503, none else" "[ \$((n200 + n503)) -eq 24 ] && [ $n503 -ge 1 ] && [ $n200 -ge 3 ]"
+    check "a 503 carries OpenAI's error object (code server_busy)" "grep -l '\"code\":\"server_busy\"' '$t'/r* >/dev/null"
+    check "every 200 is a whole reply of 256 tokens" \
+      "[ \$(grep -l '\"completion_tokens\":256' '$t'/r* | wc -l) -eq $n200 ]"
+    check "/metrics counted the refusals" "curl -sf '$base/metrics' | grep -q '^latte_requests_rejected_total $n503\$'"
     stop_server ;;
   page)
     command -v chromium >/dev/null || { echo "FAIL: chromium not found (scripts/setup.sh --test installs it)" >&2; exit 1; }
