@@ -133,7 +133,8 @@ class Routes {
   json model_json() const {
     return {{"id", m_.id}, {"object", "model"}, {"created", m_.created}, {"owned_by", "latte"},
             {"meta", {{"n_ctx", m_.n_ctx}, {"n_vocab", m_.model->n_vocab()}, {"architecture", m_.model->architecture()},
-                      {"chat_format", m_.chat_format}, {"slots", sched_.parallel()}}}};
+                      {"chat_format", m_.chat_format}, {"slots", sched_.parallel()},
+                      {"bos_token_id", m_.model->bos()}, {"eos_token_id", m_.model->eos()}}}};
   }
 
  private:
