@@ -16,7 +16,8 @@
 #   --windows  also the mingw-w64 cross compiler and wine (scripts/build_windows.sh
 #            cross-builds for Windows; scripts/test.sh runs its tests under
 #            wine), and a deb-src entry for Debian's suites where apt has
-#            none, so build_windows.sh can fetch PCRE2's source package.
+#            none, so build_windows.sh can fetch PCRE2's and cpp-httplib's
+#            source packages.
 set -euo pipefail
 
 test=0

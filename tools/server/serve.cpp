@@ -84,6 +84,7 @@ int run_serve(const ServeOptions& o) {
     // Written whole, then renamed: a reader never sees half a number.
     const std::string tmp = o.port_file + ".tmp";
     { std::ofstream(tmp) << port << "\n"; }
+    std::remove(o.port_file.c_str());  // Windows' rename does not replace
     std::rename(tmp.c_str(), o.port_file.c_str());
   }
   std::fprintf(stderr, "latte serve: %s (%s chat format), %d slots of %lld tokens, %s cache%s\n",
