@@ -249,6 +249,8 @@ PY
   "${run[@]}" $wb/c_api_logits.exe $td/tiny-dense.gguf $td/tokens.txt $td/tiny-dense.logits.f32 >/dev/null || ok=1
   if "${run[@]}" $wb/c_api_logits.exe $td/tiny-dense.gguf $td/tokens.txt $td/tiny-dense.logits.f32 1e-12 \
        >/dev/null 2>&1; then echo "c_api_logits.exe accepted a tolerance of 1e-12" >&2; ok=1; fi
+  echo "-- $(stamp) wine: latte.exe serve, one streamed request"
+  timeout -k 30 300 tests/server/wine_serve_test.sh $wb/bin/latte.exe models/latte-tiny-mla.gguf || ok=1
   return $ok
 }
 step "windows (mingw-w64, under wine)" windows_tests
