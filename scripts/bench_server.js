@@ -4,9 +4,11 @@
 // token with the conversation's prefix reused from its slot and without
 // (every slot overwritten by other requests first). EOS is banned so every
 // reply runs to max_tokens. Usage: node bench_server.js BASE_URL [STREAMS]
+// Env: BENCH_TOKENS (tokens per reply, 64), BENCH_REPS (second-turn pairs, 3).
 "use strict";
 const [base, streamsArg = "1,4,8"] = process.argv.slice(2);
 const now = () => performance.now() / 1000;
+const TOKENS = Number(process.env.BENCH_TOKENS || 64), REPS = Number(process.env.BENCH_REPS || 3);
 let model, eos;
 
 async function stream(body) {
@@ -43,12 +45,13 @@ const filler = (i) => `Conversation ${i}: ` + "the quick brown fox jumps over th
   model = m.id; eos = m.meta.eos_token_id;
   console.log(`model ${model}, ${m.meta.slots} slots of ${m.meta.n_ctx} tokens`);
   await stream({ messages: [{ role: "user", content: "warm up" }], max_tokens: 8 });
+  console.log(`${TOKENS} tokens per reply, greedy, EOS banned`);
   console.log("| streams | prompt tokens | TTFT median (s) | TTFT max (s) | tok/s per stream (median) | aggregate tok/s |");
   console.log("|---|---|---|---|---|---|");
   for (const n of streamsArg.split(",").map(Number)) {
     const t0 = now();
     const rs = await Promise.all(Array.from({ length: n }, (_, i) =>
-      stream({ messages: [{ role: "user", content: filler(i + 100 * n) }], max_tokens: 64, temperature: 0 })));
+      stream({ messages: [{ role: "user", content: filler(i + 100 * n) }], max_tokens: TOKENS, temperature: 0 })));
     const wall = now() - t0;
     const total = rs.reduce((a, r) => a + r.usage.completion_tokens, 0);
     console.log(`| ${n} | ${rs[0].usage.prompt_tokens} | ${median(rs.map((r) => r.ttft)).toFixed(3)} | ` +
@@ -66,7 +69,7 @@ const filler = (i) => `Conversation ${i}: ` + "the quick brown fox jumps over th
     return r2;
   };
   const reuse = [], fresh = [];
-  for (let k = 0; k < 3; k++) { reuse.push(await turn(false)); fresh.push(await turn(true)); }
+  for (let k = 0; k < REPS; k++) { reuse.push(await turn(false)); fresh.push(await turn(true)); }
   console.log(`second turn (${reuse[0].usage.prompt_tokens} prompt tokens): TTFT ${median(reuse.map((r) => r.ttft)).toFixed(3)} s ` +
               `reusing ${reuse[0].usage.prompt_tokens_details.cached_tokens} cached tokens, ` +
               `${median(fresh.map((r) => r.ttft)).toFixed(3)} s without (cached ${fresh[0].usage.prompt_tokens_details.cached_tokens})`);
