@@ -4,6 +4,13 @@
 # nodejs) and, for the page, chromium (scripts/setup.sh --test); the npm
 # packages are installed into the build folder by the server_node_setup
 # fixture (the npm registry must be reachable once).
+# The pure parts (stop strings, UTF-8, the key comparison): GoogleTest.
+add_executable(test_server tests/server/text_stream_test.cpp)
+target_include_directories(test_server PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(test_server PRIVATE latte_server latte_internal ${LATTE_GTEST_MAIN})
+add_test(NAME server_units COMMAND test_server)
+set_tests_properties(server_units PROPERTIES LABELS server)
+
 find_program(LATTE_NODE node)
 find_program(LATTE_CURL curl)
 if(NOT LATTE_NODE OR NOT LATTE_CURL)
