@@ -26,7 +26,9 @@ async function stream(body) {
     buf += dec.decode(r.value, { stream: true });
     let cut;
     while ((cut = buf.indexOf("\n\n")) >= 0) {
-      const ev = buf.slice(6, cut); buf = buf.slice(cut + 2);
+      const line = buf.slice(0, cut); buf = buf.slice(cut + 2);
+      if (!line.startsWith("data: ")) continue;  // keep-alive comments
+      const ev = line.slice(6);
       if (ev === "[DONE]") continue;
       const j = JSON.parse(ev);
       if (j.usage) usage = j.usage;

@@ -10,8 +10,8 @@ check "GET /v1/models names the model ('$id')" "[ -n '$id' ]"
 curl -sN -D "$t/h" "${auth[@]}" -H 'Content-Type: application/json' "$base/v1/chat/completions" \
   -d "{\"model\":\"$id\",\"stream\":true,\"max_tokens\":12,\"temperature\":0,\"stream_options\":{\"include_usage\":true},\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}" >"$t/sse"
 check "SSE: Content-Type text/event-stream" "grep -qi '^content-type: text/event-stream' '$t/h'"
-check "SSE: events separated by blank lines, each a data: line" \
-  "[ \$(grep -c '^data: ' '$t/sse') -ge 4 ] && [ \$(grep -vc '^data: \|^\$' '$t/sse') -eq 0 ]"
+check "SSE: events separated by blank lines, each a data: line (or a keep-alive comment)" \
+  "[ \$(grep -c '^data: ' '$t/sse') -ge 4 ] && [ \$(grep -vc '^data: \|^\$\|^: keep-alive\$' '$t/sse') -eq 0 ]"
 check "SSE: the last event is data: [DONE]" "[ \"\$(grep '^data: ' '$t/sse' | tail -1)\" = 'data: [DONE]' ]"
 check "SSE: the first chunk gives the assistant role" "grep -m1 '^data: ' '$t/sse' | grep -q '\"role\":\"assistant\"'"
 check "SSE: a chunk with finish_reason" "grep -q '\"finish_reason\":\"\\(stop\\|length\\)\"' '$t/sse'"

@@ -59,6 +59,7 @@ async function readSse(res, chat, onFirst) {
     let cut;
     while ((cut = buf.indexOf("\n\n")) >= 0) {
       const ev = buf.slice(0, cut); buf = buf.slice(cut + 2);
+      if (ev.startsWith(":")) continue;  // a keep-alive comment
       if (!ev.startsWith("data: ")) throw new Error("not an SSE data line: " + ev);
       const data = ev.slice(6);
       if (data === "[DONE]") { done = true; break; }

@@ -34,7 +34,12 @@ struct SseState {
   bool chat = true;
   bool include_usage = false;
   bool first = true;
+  std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
 };
+// A stream silent this long (its prompt still prefilling, or queued) gets
+// an SSE comment: a client that left is then noticed by the failed write,
+// and its request cancelled, without waiting for its first token.
+constexpr auto kKeepAlive = std::chrono::seconds(1);
 
 class Routes {
  public:
@@ -71,10 +76,16 @@ class Routes {
         [this, st](std::size_t, httplib::DataSink& sink) {
           const auto event = [&](const json& j) {
             const std::string line = "data: " + dump(j) + "\n\n";
+            st->last_write = std::chrono::steady_clock::now();
             return sink.write(line.data(), line.size());
           };
           std::string delta;
           const bool done = st->stream->wait(&delta, std::chrono::milliseconds(200));
+          if (!done && delta.empty() && std::chrono::steady_clock::now() - st->last_write >= kKeepAlive) {
+            static const char kComment[] = ": keep-alive\n\n";
+            st->last_write = std::chrono::steady_clock::now();
+            return sink.write(kComment, sizeof kComment - 1);  // false: the client left (the releaser cancels)
+          }
           // A chat stream opens with the assistant's role, as OpenAI's does.
           if (st->first && st->chat) {
             st->first = false;
