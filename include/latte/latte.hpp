@@ -106,6 +106,14 @@ inline std::string kernels() {
   return k;
 }
 
+// A latent cache's bytes for a shape, without a model (latte_cache_bytes).
+inline int64_t cache_bytes(int32_t n_layers, int32_t kv_lora_rank, int32_t d_rope, latte_cache_type cache_type,
+                           int64_t n_tokens) {
+  int64_t bytes = 0;
+  check(latte_cache_bytes(n_layers, kv_lora_rank, d_rope, cache_type, n_tokens, &bytes));
+  return bytes;
+}
+
 // Sets the process's log (latte_log_set): fn(level, message) on whichever
 // thread logs; an empty fn silences it. Returns once the previous one is
 // no longer running. fn must not throw (what it throws is dropped).
@@ -185,6 +193,19 @@ class Model {
     int64_t bytes = 0;
     check(latte_model_cache_bytes(m_, cache_type, n_tokens, &bytes));
     return bytes;
+  }
+
+  // What the model is (latte_model_describe) and its file's tensors.
+  latte_model_desc describe() const {
+    latte_model_desc d{};
+    d.size = sizeof d;
+    check(latte_model_describe(m_, &d));
+    return d;
+  }
+  std::vector<latte_tensor_info> tensors() const {
+    std::vector<latte_tensor_info> v(static_cast<std::size_t>(latte_model_tensor_count(m_)));
+    for (std::size_t i = 0; i < v.size(); ++i) check(latte_model_tensor(m_, static_cast<int64_t>(i), &v[i]));
+    return v;
   }
 
   // GGUF metadata as text (latte_model_meta_value's rendering); meta_value
