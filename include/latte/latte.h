@@ -72,7 +72,7 @@
 
 /* The version of this header; latte_version() gives the library's. */
 #define LATTE_VERSION_MAJOR 0
-#define LATTE_VERSION_MINOR 1
+#define LATTE_VERSION_MINOR 2
 #define LATTE_VERSION_PATCH 0
 
 #ifdef __cplusplus
@@ -109,7 +109,7 @@ LATTE_API const char* latte_last_error(void);
  * variable LATTE_ISA). NULL where LATTE_ISA names none of those: every
  * session would then fail, and latte_last_error() says why. */
 LATTE_API const char* latte_kernels(void);
-/* The library's version and the kernels it runs on this CPU: "0.1.0
+/* The library's version and the kernels it runs on this CPU: "0.2.0
  * (avx512)" (avx512, avx2, neon, asimd or ref). Its numbers are the
  * LATTE_VERSION_* the library was built with. */
 LATTE_API const char* latte_version(void);

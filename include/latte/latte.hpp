@@ -96,7 +96,7 @@ std::vector<int32_t> fetch_tokens(Fill fill) {
   return t;
 }
 
-// The library's version and kernels ("0.1.0 (avx512)").
+// The library's version and kernels ("0.2.0 (avx512)").
 inline std::string version() { return latte_version(); }
 // The kernels the library runs on this CPU ("avx512"); throws where
 // LATTE_ISA names none.
