@@ -18,11 +18,9 @@
 #include "platform/process.h"
 #include "latte/latte.hpp"
 #include "tools/cli/commands.h"
-#include "tools/model_presets.h"
 #ifdef LATTE_HAVE_SERVER
 #include "tools/server/serve.h"
 #endif
-#include "runtime/error.h"
 
 namespace {
 
@@ -321,13 +319,13 @@ int main(int argc, char** raw_argv) {
   auto* mm = app.add_subcommand("make-model", "Write a random-weight model with real shapes (for benchmarks)");
   std::string preset_help = "Shapes:";
   std::vector<std::string> preset_names;
-  for (const latte::ModelPreset& p : latte::model_presets()) {
-    preset_help += std::string(preset_names.empty() ? " " : "; ") + p.name + " (" + p.what + ")";
-    preset_names.push_back(p.name);
+  for (const auto& [name, what] : latte::cli::make_model_presets()) {
+    preset_help += std::string(preset_names.empty() ? " " : "; ") + name + " (" + what + ")";
+    preset_names.push_back(name);
   }
   mm->add_option("--preset", mm_opts.preset, preset_help)->check(CLI::IsMember(preset_names));
   mm->add_option("--type", mm_opts.type,
-                 std::string("Weight type of every matrix, in any case: ") + latte::ggml_supported_type_names())
+                 std::string("Weight type of every matrix, in any case: ") + latte::cli::weight_type_names())
       ->transform(kWeightType);
   mm->add_option("--layers", mm_opts.layers, "Layers")->check(integer_in(1, 256));
   mm->add_option("--vocab", mm_opts.vocab, "Vocabulary size")->check(integer_in(258, 1LL << 20));
@@ -428,9 +426,6 @@ int main(int argc, char** raw_argv) {
     return usage_error(e.what());
   } catch (const latte::api::Exception& e) {  // the API's errors and the commands' own (fail)
     std::fprintf(stderr, "latte: %s: %s\n", latte_status_string(e.status()), e.what());
-    return 1;
-  } catch (const latte::Error& e) {
-    std::fprintf(stderr, "latte: %s: %s\n", latte::status_name(e.status()), e.what());
     return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "latte: out of memory: an allocation failed\n");
