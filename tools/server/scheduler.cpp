@@ -77,7 +77,10 @@ std::shared_ptr<Stream> Scheduler::submit(GenRequest request) {
   auto stream = std::make_shared<Stream>();
   {
     std::lock_guard<std::mutex> lock(m_);
-    if (stopping_ || static_cast<int>(queue_.size()) >= options_.queue) return nullptr;
+    // Room: the queue's, plus the slots free now (requests wait in queue_
+    // until the loop admits them, so --queue 0 still fills free slots).
+    const int free_slots = std::max(0, options_.parallel - metrics_.slots_busy.load());
+    if (stopping_ || static_cast<int>(queue_.size()) >= options_.queue + free_slots) return nullptr;
     queue_.push_back({std::move(request), stream, std::chrono::steady_clock::now()});
     metrics_.queue_length = static_cast<int>(queue_.size());
   }
