@@ -43,6 +43,8 @@ check "out of range (top_p 2): 400" \
   "[ \$(code -d '{\"model\":\"$id\",\"top_p\":2,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}' '$base/v1/chat/completions') = 400 ]"
 check "n = 2: 400" \
   "[ \$(code -d '{\"model\":\"$id\",\"n\":2,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}' '$base/v1/chat/completions') = 400 ]"
+check "no model named: the served one answers (200)" \
+  "[ \$(code -d '{\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}' '$base/v1/chat/completions') = 200 ] && grep -q '\"model\":\"$id\"' '$t/body'"
 check "unknown model: 404 model_not_found" \
   "[ \$(code -d '{\"model\":\"gpt-9\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}' '$base/v1/chat/completions') = 404 ] && grep -q model_not_found '$t/body'"
 printf '{"model":"%s","messages":[{"role":"user","content":"\xff\xfe"}]}' "$id" >"$t/bad_utf8"

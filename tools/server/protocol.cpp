@@ -61,9 +61,10 @@ std::uint64_t random_seed() {
 // The fields chat and completions share: model, n, stream, sampling,
 // stop, logit_bias, penalties.
 void parse_common(const json& body, const ServedModel& m, ParsedRequest& out, std::int64_t default_max_tokens) {
-  if (absent(body, "model")) bad("model", "'model' is required (GET /v1/models lists it)");
-  if (!body.at("model").is_string()) bad("model", "'model' must be a string");
-  const std::string model = body.at("model").get<std::string>();
+  // OpenAI requires 'model'; a server of one model takes its absence as
+  // that model (as llama-server does), so a bare curl works.
+  if (!absent(body, "model") && !body.at("model").is_string()) bad("model", "'model' must be a string");
+  const std::string model = absent(body, "model") ? m.id : body.at("model").get<std::string>();
   if (model != m.id)
     throw ApiError(404, "The model '" + model + "' does not exist (this server serves '" + m.id + "')",
                    "invalid_request_error", "model", "model_not_found");
