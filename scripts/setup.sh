@@ -3,7 +3,8 @@
 # missing; apt-get as root, sudo otherwise.
 #   (no argument)  what building and running Latte need: the compiler,
 #            CMake, Ninja, pkg-config and the libraries (xsimd, oneDNN, PCRE2,
-#            CLI11, libedit); scripts/run.sh and build_release.sh call this.
+#            CLI11, libedit, cpp-httplib, nlohmann-json), curl for README's
+#            Serve example; scripts/run.sh and build_release.sh call this.
 #   --test   also what the tests need (scripts/test.sh): GoogleTest, Google
 #            Benchmark, clang with libFuzzer, Python with numpy, and the
 #            packaging tools (--package).
@@ -49,6 +50,7 @@ PACKAGES=(
   libedit-dev       # the command line's line editing
   libcpp-httplib-dev  # `latte serve`'s HTTP server (cpp-httplib; without it the CLI builds without serve)
   nlohmann-json3-dev  # `latte serve`'s JSON (OpenAI's request and response bodies)
+  curl              # README's Serve example asks the server with it
 )
 # The tests, the fuzzers, the scripts' checks.
 TEST_PACKAGES=(
@@ -58,7 +60,7 @@ TEST_PACKAGES=(
   libomp-dev        # OpenMP for clang (the fuzz build; g++ brings its own libgomp)
   python3           # scripts: the GGUF writer check, eval_tiny.sh
   python3-numpy     # the GGUF writer check's tensor part
-  nodejs curl       # `latte serve`'s tests: the official openai npm client (installed into the build folder), raw SSE
+  nodejs            # `latte serve`'s tests: the official openai npm client (installed into the build folder), raw SSE
   chromium          # `latte serve`'s chat page test, headless (driven by puppeteer-core from npm, no browser download)
 )
 BENCH_PACKAGES=(libbenchmark-dev)
