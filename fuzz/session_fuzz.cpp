@@ -1,11 +1,13 @@
 // Stateful libFuzzer target for the C API's sessions: the input is a session's
 // options and a sequence of calls (prefill, decode, eval_all, truncate,
-// reset, save, load, load of a damaged file) with arguments that are often
-// invalid, all against one small random model. After every call the promises
+// reset, save, load, load of a damaged file, a step together with a second
+// session, a fork, the state through memory and a damaged copy of it) with
+// arguments that are often invalid, all against one small random model. After every call the promises
 // of include/latte/latte.h are checked against a model of what the session
 // must hold: the status the arguments call for; on error nothing consumed
 // (tokens, n_past and logits bitwise as before); logits present exactly when
-// the last call fed a token. At the end the session's logits are those of a
+// the last call fed a token; a step's partner session likewise; a fork holds
+// what its original does. At the end each session's logits are those of a
 // fresh session fed the same tokens. Any broken promise traps.
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "latte/latte.h"
@@ -125,6 +128,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (created != LATTE_OK) broken("session create", -1, created);
   const std::int64_t n_ctx = latte_session_n_ctx(s);
+  // The partner of steps: the same options, its own tokens.
+  latte_session* partner = nullptr;
+  if (latte_session_create(g_model, &o, &partner) != LATTE_OK) broken("partner create", -1, LATTE_OK);
+  Expected pe;
   const std::string file = g_dir + "/s.lsess";
   std::remove(file.c_str());
   bool saved = false;
@@ -132,8 +139,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Expected e;
 
   for (int op_index = 0; !in.empty() && op_index < 64; ++op_index) {
-    const int op = in.byte() % 9;
+    const int op = in.byte() % 12;
     const std::vector<float> before = logits_of(s);
+    const std::vector<float> partner_before = logits_of(partner);
     latte_status st = LATTE_OK, want = LATTE_OK;
     switch (op) {
       case 0:    // prefill
@@ -218,23 +226,91 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         want = LATTE_ERR_INVALID_ARGUMENT;
         break;
       }
+      case 9: {  // a step with the partner: this session's chunk, the partner's token (or none of it)
+        std::vector<std::int32_t> toks(in.byte() % 12);
+        for (auto& t : toks) t = in.token();
+        const std::int32_t pt = in.token();
+        const int shape = in.byte() % 4;  // 0, 1: both; 2: this one alone; 3: this one twice
+        std::vector<latte_step_item> items{{s, toks.data(), toks.size()}};
+        if (shape < 2) items.push_back({partner, &pt, 1});
+        if (shape == 3) items.push_back(items.front());
+        if (shape == 1) std::swap(items.front(), items.back());
+        // The step checks item after item, each one's tokens, then its chunk
+        // length, then its room; the first failure is the status.
+        const auto item_status = [&](const std::vector<std::int32_t>& t, const Expected& x) {
+          const latte_status f = feed_status(t, x, n_ctx);
+          if (f == LATTE_ERR_INVALID_ARGUMENT) return f;
+          if (t.size() > static_cast<std::size_t>(o.prefill_chunk)) return LATTE_ERR_INVALID_ARGUMENT;
+          return f;
+        };
+        const latte_status mine = item_status(toks, e);
+        const latte_status theirs = item_status({pt}, pe);
+        if (shape == 0) want = mine != LATTE_OK ? mine : theirs;
+        else if (shape == 1) want = theirs != LATTE_OK ? theirs : mine;
+        else if (shape == 2) want = mine;
+        else want = mine != LATTE_OK ? mine : LATTE_ERR_INVALID_ARGUMENT;  // item 1 is item 0's session again
+        st = latte_session_step(items.data(), items.size());
+        if (want == LATTE_OK) {
+          e.tokens.insert(e.tokens.end(), toks.begin(), toks.end());
+          e.has_logits = true;
+          if (shape < 2) {
+            pe.tokens.push_back(pt);
+            pe.has_logits = true;
+          }
+        }
+        break;
+      }
+      case 10: {  // a fork holds what this session holds, bit for bit
+        latte_session* f = nullptr;
+        st = latte_session_copy(s, &f);
+        if (st != LATTE_OK) broken("copy", op, st);
+        check_state(f, e, op, st);
+        if (logits_of(f) != logits_of(s)) broken("a fork's logits differ", op, st);
+        latte_session_free(f);
+        break;
+      }
+      case 11: {  // the state through memory, back into the partner; or a damaged copy, refused
+        std::vector<std::uint8_t> b(latte_session_state_size(s));
+        std::size_t n = 0;
+        st = latte_session_state_save_to(s, b.data(), b.size(), &n);
+        if (st != LATTE_OK || n != b.size()) broken("state to memory", op, st);
+        const bool damage = in.byte() % 2 == 1;
+        if (damage) b[in.u16() % b.size()] ^= static_cast<std::uint8_t>(1 + in.byte() % 255);
+        const std::vector<float> was = logits_of(partner);
+        const latte_status loaded = latte_session_state_load_from(partner, b.data(), b.size());
+        if (damage) {
+          if (loaded != LATTE_ERR_BAD_FILE) broken("a damaged state was not refused as a bad file", op, loaded);
+          check_state(partner, pe, op, loaded);
+          if (logits_of(partner) != was) broken("a refused state changed the partner's logits", op, loaded);
+        } else {
+          if (loaded != LATTE_OK) broken("state from memory", op, loaded);
+          pe = e;
+          check_state(partner, pe, op, loaded);
+          if (logits_of(partner) != logits_of(s)) broken("the state's logits differ", op, loaded);
+        }
+        break;
+      }
     }
     if (st != want) broken("unexpected status", op, st);
     check_state(s, e, op, st);
+    check_state(partner, pe, op, st);
     if (st != LATTE_OK && logits_of(s) != before) broken("a refused call changed the logits", op, st);
+    if (st != LATTE_OK && logits_of(partner) != partner_before) broken("a refused step changed the partner", op, st);
   }
 
   // The logits are a fresh session's fed the same tokens (in one prefill:
   // other chunks round differently, hence a tolerance).
-  if (e.has_logits) {
+  for (const auto& [session, expected] : {std::pair{s, &e}, std::pair{partner, &pe}}) {
+    if (!expected->has_logits) continue;
     latte_session* r = nullptr;
     if (latte_session_create(g_model, &o, &r) != LATTE_OK) broken("reference session", -1, LATTE_OK);
-    const latte_status st = latte_session_prefill(r, e.tokens.data(), e.tokens.size());
+    const latte_status st = latte_session_prefill(r, expected->tokens.data(), expected->tokens.size());
     if (st != LATTE_OK) broken("reference prefill", -1, st);
     const float tol = o.cache_type == LATTE_CACHE_INT8 ? 2e-2f : 1e-3f;
-    if (!close(logits_of(s), logits_of(r), tol)) broken("logits differ from a fresh session's", -1, st);
+    if (!close(logits_of(session), logits_of(r), tol)) broken("logits differ from a fresh session's", -1, st);
     latte_session_free(r);
   }
+  latte_session_free(partner);
   latte_session_free(s);
   return 0;
 }

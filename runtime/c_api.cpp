@@ -20,6 +20,8 @@
 #include "kernels/isa.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "quant/ggml_types.h"
+#include "quant/latent_formats.h"
 #include "runtime/mla/latent_cache.h"
 #include "runtime/session/session.h"
 #include "runtime/grammar/gbnf.h"
@@ -33,6 +35,7 @@
 struct latte_model {
   std::shared_ptr<const latte::Model> model;
   std::string name;  // latte_model_name's: general.name or the file's name
+  std::vector<std::string> tensor_names;  // latte_model_tensor's names, NUL-terminated
   // The vocabulary as grammars see it, built at the first grammar set on a
   // sampler with this model (a model is shared by threads: once only).
   mutable std::once_flag vocab_once;
@@ -363,6 +366,17 @@ bool abort_requested(void* p) {
 
 }  // namespace
 
+// A cache's bytes for a shape; a cache type the shape cannot hold is
+// unsupported, saying why (the argument checks are the callers').
+latte_status cache_bytes_of(const char* fn, int n_layers, int d_c, int d_R, int32_t cache_type, int64_t n_tokens,
+                            int64_t* bytes) {
+  const auto storage = static_cast<latte::LatentStorage>(cache_type);
+  if (const char* why = latte::latent_layout_problem(storage, d_c, d_R, latte::kLatentCacheTileTokens); *why)
+    return fail(LATTE_ERR_UNSUPPORTED, std::string(fn) + ": a " + latte::latent_storage_name(storage) +
+                                           " cache cannot hold this shape: " + why);
+  return guarded([&] { *bytes = static_cast<int64_t>(latte::LatentCache::bytes_for(n_layers, d_c, d_R, n_tokens, storage)); });
+}
+
 extern "C" {
 
 const char* latte_status_string(latte_status status) {
@@ -455,6 +469,7 @@ latte_status latte_model_load_with_options(const char* path, const latte_model_o
       };
     m->model = latte::Model::load(path, lo);
     m->name = model_name(*m->model);
+    for (const auto& t : m->model->file().tensors()) m->tensor_names.emplace_back(t.name);
     const std::uint64_t size = m->model->file().file_size();
     if (o.progress != nullptr && o.progress(size, size, o.progress_user_data) == 0) throw cancelled(size, size);
     *out = m.release();
@@ -499,11 +514,9 @@ latte_status latte_model_cache_bytes(const latte_model* model, int32_t cache_typ
   if (cache_type < LATTE_CACHE_F32 || cache_type > LATTE_CACHE_INT8)
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_cache_bytes: unknown cache_type " + std::to_string(cache_type));
   if (n_tokens < 0) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_cache_bytes: n_tokens must be >= 0");
-  return guarded([&] {
-    const latte::ModelParams& p = model->model->params();
-    *bytes = static_cast<int64_t>(latte::LatentCache::bytes_for(p.n_layers, p.mla.kv_lora_rank, p.mla.d_rope, n_tokens,
-                                                                static_cast<latte::LatentStorage>(cache_type)));
-  });
+  const latte::ModelParams& p = model->model->params();
+  return cache_bytes_of("latte_model_cache_bytes", p.n_layers, p.mla.kv_lora_rank, p.mla.d_rope, cache_type, n_tokens,
+                        bytes);
 }
 
 int32_t latte_model_n_layers(const latte_model* model) { return model ? model->model->params().n_layers : 0; }
@@ -519,6 +532,89 @@ int64_t latte_model_file_size(const latte_model* model) {
 }
 
 const char* latte_model_name(const latte_model* model) { return model ? model->name.c_str() : ""; }
+
+latte_status latte_model_describe(const latte_model* model, latte_model_desc* desc) {
+  constexpr const char* fn = "latte_model_describe";
+  if (model == nullptr || desc == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": model and desc must not be NULL");
+  if (desc->size == 0)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": desc->size is 0 (set it to sizeof(latte_model_desc))");
+  if (desc->size > sizeof(latte_model_desc))
+    return fail(LATTE_ERR_UNSUPPORTED, std::string(fn) + ": desc->size " + std::to_string(desc->size) +
+                                           " is larger than this library's latte_model_desc (" +
+                                           std::to_string(sizeof(latte_model_desc)) + " bytes): a newer header");
+  return guarded([&] {
+    const latte::Model& m = *model->model;
+    const latte::ModelParams& p = m.params();
+    const latte::MlaConfig& a = p.mla;
+    latte_model_desc d{};
+    d.size = desc->size;
+    d.n_heads = a.n_heads;
+    d.q_lora_rank = a.q_lora_rank;
+    d.kv_lora_rank = a.kv_lora_rank;
+    d.d_nope = a.d_nope;
+    d.d_rope = a.d_rope;
+    d.d_v = a.d_v;
+    d.kv_split = p.kv_layout == latte::KvLayout::split ? 1 : 0;
+    d.kq_scale = a.kq_scale();
+    d.rope_consecutive = a.rope.style == latte::RopeStyle::consecutive_pairs ? 1 : 0;
+    d.rope_freq_base = a.rope.freq_base;
+    d.rope_yarn = a.rope.yarn ? 1 : 0;
+    d.yarn_factor = a.rope.yarn ? a.rope.yarn_factor : 0.f;
+    d.yarn_orig_ctx = a.rope.yarn ? a.rope.yarn_orig_ctx : 0.f;
+    d.yarn_log_multiplier = a.rope.yarn ? a.rope.yarn_log_multiplier : 0.f;
+    d.ffn = p.ffn_kind == latte::FfnKind::swiglu ? "swiglu" : "relu2";
+    d.ff_dense = p.ff_dense;
+    d.n_leading_dense = p.n_leading_dense;
+    d.n_experts = p.n_experts;
+    d.n_experts_used = p.n_experts_used;
+    d.n_experts_shared = p.n_experts_shared;
+    d.ff_expert = p.ff_expert;
+    d.n_expert_groups = p.n_expert_groups;
+    d.gating = p.n_experts == 0 ? "" : p.gating == latte::GatingFunc::softmax ? "softmax" : "sigmoid";
+    d.gguf_version = m.file().version();
+    d.n_tensors = static_cast<int64_t>(m.file().tensor_count());
+    d.mapped_weight_bytes = static_cast<int64_t>(m.mapped_weight_bytes());
+    d.packed_weight_bytes = static_cast<int64_t>(m.packed_weight_bytes());
+    const latte::Tokenizer* t = m.tokenizer();
+    d.tokenizer = t == nullptr ? "" : t->kind() == latte::Tokenizer::Kind::bpe ? "bpe" : "spm";
+    d.pre_tokenizer = t == nullptr ? "" : t->pre().c_str();
+    std::memcpy(desc, &d, desc->size);  // the fields an older caller's struct has
+  });
+}
+
+int64_t latte_model_tensor_count(const latte_model* model) {
+  return model ? static_cast<int64_t>(model->model->file().tensor_count()) : 0;
+}
+
+latte_status latte_model_tensor(const latte_model* model, int64_t index, latte_tensor_info* info) {
+  constexpr const char* fn = "latte_model_tensor";
+  if (model == nullptr || info == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": model and info must not be NULL");
+  const auto& tensors = model->model->file().tensors();
+  if (index < 0 || static_cast<std::size_t>(index) >= tensors.size())
+    return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": index " + std::to_string(index) +
+                                                " is out of range (the file has " + std::to_string(tensors.size()) +
+                                                " tensors)");
+  const latte::GgufTensor& t = tensors[static_cast<std::size_t>(index)];
+  // The name is a view into the file's metadata, which lives as long as the
+  // model; GGUF names carry no NUL, so the model keeps NUL-terminated copies.
+  info->name = model->tensor_names[static_cast<std::size_t>(index)].c_str();
+  info->type = latte::ggml_type_name(t.type);
+  info->n_dims = static_cast<int32_t>(t.n_dims);
+  for (int i = 0; i < 4; ++i) info->dims[i] = static_cast<int64_t>(t.ne[static_cast<std::size_t>(i)]);
+  info->n_bytes = static_cast<int64_t>(t.n_bytes);
+  return LATTE_OK;
+}
+
+latte_status latte_cache_bytes(int32_t n_layers, int32_t kv_lora_rank, int32_t d_rope, int32_t cache_type,
+                               int64_t n_tokens, int64_t* bytes) {
+  constexpr const char* fn = "latte_cache_bytes";
+  if (bytes == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": bytes must not be NULL");
+  if (cache_type < LATTE_CACHE_F32 || cache_type > LATTE_CACHE_INT8)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": unknown cache_type " + std::to_string(cache_type));
+  if (n_layers <= 0 || kv_lora_rank <= 0 || d_rope <= 0 || n_tokens < 0)
+    return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": n_layers, kv_lora_rank and d_rope must be > 0 and n_tokens >= 0");
+  return cache_bytes_of(fn, n_layers, kv_lora_rank, d_rope, cache_type, n_tokens, bytes);
+}
 
 int64_t latte_model_meta_count(const latte_model* model) {
   return model ? static_cast<int64_t>(model->model->file().kv_count()) : 0;

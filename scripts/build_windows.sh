@@ -2,7 +2,8 @@
 # Cross-builds Latte for x86-64 Windows with Debian's mingw-w64
 # (g++-mingw-w64-x86-64-posix) into build-windows/: bin/latte.exe, bin/latte.dll
 # with its import library liblatte.dll.a, and the test programs. PCRE2 is
-# built for mingw from Debian's own source package (apt-get source pcre2)
+# built for mingw from Debian's own source package (apt-get source pcre2;
+# cpp-httplib's header for `latte serve` likewise, nlohmann-json the host's)
 # into build-windows/deps/, GoogleTest from Debian's /usr/src/googletest
 # inside the build; oneDNN is off (LATTE_WITH_ONEDNN=OFF). Nothing is
 # committed or installed outside build-windows/.
@@ -60,6 +61,27 @@ if [ ! -f "$DEPS/lib/libpcre2-8.a" ]; then
   cmake --install "$src/build" >/dev/null
 fi
 
+# cpp-httplib for `latte serve`: upstream's single header, from Debian's
+# source package (the version the Linux builds use); nlohmann-json is
+# header-only, the host's.
+if [ ! -f "$DEPS/include/httplib.h" ]; then
+  src=$ROOT/$BUILD/deps-src-httplib
+  rm -rf "$src" && mkdir -p "$src"
+  versions=$(dpkg-query -W -f='${source:Version}\n' libcpp-httplib-dev 2>/dev/null || true)
+  versions+=" $(apt-cache showsrc cpp-httplib 2>/dev/null | sed -n 's/^Version: //p')"
+  got=0
+  for v in $(echo $versions | tr ' ' '\n' | awk '!seen[$0]++'); do
+    echo "== build_windows: cpp-httplib from Debian's source package (cpp-httplib $v)"
+    if (cd "$src" && apt-get source -qq "cpp-httplib=$v" >/dev/null 2>>"$src/apt.log"); then got=1; break; fi
+  done
+  if [ "$got" -eq 0 ]; then
+    cat "$src/apt.log" >&2
+    echo "build_windows: apt-get source cpp-httplib failed (no deb-src entry? run scripts/setup.sh --windows)" >&2
+    exit 1
+  fi
+  mkdir -p "$DEPS/include"
+  cp "$(find "$src" -maxdepth 2 -name httplib.h | head -n1)" "$DEPS/include/httplib.h"
+fi
 echo "== build_windows: Latte ($BUILD)"
 cmake -S . -B "$BUILD" "${GEN[@]}" "${LAUNCH[@]}" \
   -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/x86_64-w64-mingw32.cmake" -DCMAKE_BUILD_TYPE=Release \

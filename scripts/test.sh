@@ -11,8 +11,9 @@
 #      install run under qemu; the arm64 .deb made and checked by lintian
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build of the whole suite
 #   3. the Release build (the one users run, shared library, oneDNN): its
-#      tests (structured output's with DeepSeek-V3's vocabulary from npm), an install with apps built against it, the amd64 .deb (stage
-#      0's, checked by lintian) unpacked, and its latte and an app run from it
+#      tests (structured output's with DeepSeek-V3's vocabulary from npm),
+#      an install with apps built against it, the amd64 .deb (stage 0's,
+#      checked by lintian) unpacked, and its latte and an app run from it
 #   4. Release without oneDNN, static library: its tests, an install with
 #      apps linked statically (pkg-config --static, find_package, and
 #      README's --static line and docs/c-api.md's programs)
@@ -255,6 +256,8 @@ PY
   "${run[@]}" $wb/c_api_logits.exe $td/tiny-dense.gguf $td/tokens.txt $td/tiny-dense.logits.f32 >/dev/null || ok=1
   if "${run[@]}" $wb/c_api_logits.exe $td/tiny-dense.gguf $td/tokens.txt $td/tiny-dense.logits.f32 1e-12 \
        >/dev/null 2>&1; then echo "c_api_logits.exe accepted a tolerance of 1e-12" >&2; ok=1; fi
+  echo "-- $(stamp) wine: latte.exe serve, one streamed request"
+  timeout -k 30 300 tests/server/wine_serve_test.sh $wb/bin/latte.exe models/latte-tiny-mla.gguf || ok=1
   return $ok
 }
 step "windows (mingw-w64, under wine)" windows_tests

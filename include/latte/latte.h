@@ -72,7 +72,7 @@
 
 /* The version of this header; latte_version() gives the library's. */
 #define LATTE_VERSION_MAJOR 0
-#define LATTE_VERSION_MINOR 1
+#define LATTE_VERSION_MINOR 2
 #define LATTE_VERSION_PATCH 0
 
 #ifdef __cplusplus
@@ -109,7 +109,7 @@ LATTE_API const char* latte_last_error(void);
  * variable LATTE_ISA). NULL where LATTE_ISA names none of those: every
  * session would then fail, and latte_last_error() says why. */
 LATTE_API const char* latte_kernels(void);
-/* The library's version and the kernels it runs on this CPU: "0.1.0
+/* The library's version and the kernels it runs on this CPU: "0.2.0
  * (avx512)" (avx512, avx2, neon, asimd or ref). Its numbers are the
  * LATTE_VERSION_* the library was built with. */
 LATTE_API const char* latte_version(void);
@@ -216,7 +216,9 @@ LATTE_API int64_t latte_model_interleaved_bytes(const latte_model* model);
 /* The bytes a session's latent cache of cache_type takes holding n_tokens
  * (n_tokens >= 0; every layer, int8 scales and tile tables included), to
  * size a context before creating it. LATTE_ERR_INVALID_ARGUMENT for a NULL
- * model or bytes, an unknown cache type or a negative n_tokens. */
+ * model or bytes, an unknown cache type or a negative n_tokens;
+ * LATTE_ERR_UNSUPPORTED, saying why, for a cache type the model's shape
+ * cannot hold (such a session would fail too). */
 LATTE_API latte_status latte_model_cache_bytes(const latte_model* model, int32_t cache_type, int64_t n_tokens,
                                                int64_t* bytes);
 /* general.name, or the file's name where the file has none; valid while
@@ -236,6 +238,65 @@ LATTE_API latte_status latte_model_meta_key(const latte_model* model, int64_t in
                                             size_t* n_out);
 LATTE_API latte_status latte_model_meta_value(const latte_model* model, const char* key, char* buf, size_t capacity,
                                               size_t* n_out);
+
+/* What the model is, as Latte reads it (`latte info` prints it): its
+ * attention, RoPE, feed-forward and tokenizer, resolved from the GGUF keys
+ * (defaults and derived values included). Strings are valid while the
+ * model is. */
+typedef struct latte_model_desc {
+  size_t size;                 /* sizeof(latte_model_desc): set it before latte_model_describe */
+  /* Attention. */
+  int32_t n_heads;
+  int32_t q_lora_rank;         /* 0: the query is not compressed */
+  int32_t kv_lora_rank;        /* d_c, the latent's width */
+  int32_t d_nope, d_rope, d_v; /* per head: the key's position-free and RoPE parts, the value */
+  int32_t kv_split;            /* 1: attn_k_b and attn_v_b; 0: the legacy attn_kv_b */
+  float kq_scale;              /* the score scale (YaRN's included) */
+  /* RoPE. */
+  int32_t rope_consecutive;    /* 1: rotates consecutive pairs; 0: the halves */
+  float rope_freq_base;
+  int32_t rope_yarn;           /* 1: YaRN scaling, with the three below */
+  float yarn_factor, yarn_orig_ctx, yarn_log_multiplier;
+  /* Feed-forward. */
+  const char* ffn;             /* "swiglu" or "relu2" (squared ReLU) */
+  int32_t ff_dense;            /* the dense layers' width */
+  int32_t n_leading_dense;     /* dense layers before the MoE ones */
+  int32_t n_experts, n_experts_used, n_experts_shared, ff_expert; /* 0 without MoE */
+  int32_t n_expert_groups;     /* 0 or 1: no group limit */
+  const char* gating;          /* "softmax" or "sigmoid"; "" without MoE */
+  /* The file. */
+  uint32_t gguf_version;
+  int64_t n_tensors;
+  int64_t mapped_weight_bytes; /* weights used in place, from the file */
+  int64_t packed_weight_bytes; /* weights Latte re-laid out at load */
+  /* The tokenizer ("" for both without one). */
+  const char* tokenizer;       /* "bpe" (byte-level) or "spm" (SentencePiece) */
+  const char* pre_tokenizer;   /* tokenizer.ggml.pre, "" where the file has none */
+} latte_model_desc;
+/* Fills *desc (the fields its size covers). NULL model or desc, or a size
+ * of 0: LATTE_ERR_INVALID_ARGUMENT; a size larger than the library knows:
+ * LATTE_ERR_UNSUPPORTED. */
+LATTE_API latte_status latte_model_describe(const latte_model* model, latte_model_desc* desc);
+
+/* The file's tensors: latte_model_tensor_count of them, each by its index
+ * in the file. Strings are valid while the model is. */
+typedef struct latte_tensor_info {
+  const char* name;
+  const char* type;    /* the GGML type's name: "Q4_K", "F16", ... */
+  int32_t n_dims;
+  int64_t dims[4];     /* dims[0] is contiguous; the unused ones are 1 */
+  int64_t n_bytes;
+} latte_tensor_info;
+LATTE_API int64_t latte_model_tensor_count(const latte_model* model); /* 0 for NULL */
+/* An index out of range: LATTE_ERR_INVALID_ARGUMENT naming it. */
+LATTE_API latte_status latte_model_tensor(const latte_model* model, int64_t index, latte_tensor_info* info);
+
+/* latte_model_cache_bytes for a shape, without the model: n_layers layers
+ * of latents kv_lora_rank + d_rope wide (plan memory for a file not
+ * downloaded). A cache type the shape cannot hold (int8 needs widths in
+ * multiples of 4) is LATTE_ERR_UNSUPPORTED saying why. */
+LATTE_API latte_status latte_cache_bytes(int32_t n_layers, int32_t kv_lora_rank, int32_t d_rope, int32_t cache_type,
+                                         int64_t n_tokens, int64_t* bytes);
 
 /* ---- Sessions ------------------------------------------------------------- */
 

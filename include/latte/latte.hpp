@@ -96,7 +96,7 @@ std::vector<int32_t> fetch_tokens(Fill fill) {
   return t;
 }
 
-// The library's version and kernels ("0.1.0 (avx512)").
+// The library's version and kernels ("0.2.0 (avx512)").
 inline std::string version() { return latte_version(); }
 // The kernels the library runs on this CPU ("avx512"); throws where
 // LATTE_ISA names none.
@@ -104,6 +104,14 @@ inline std::string kernels() {
   const char* k = latte_kernels();
   if (k == nullptr) throw Exception(LATTE_ERR_UNSUPPORTED, latte_last_error());
   return k;
+}
+
+// A latent cache's bytes for a shape, without a model (latte_cache_bytes).
+inline int64_t cache_bytes(int32_t n_layers, int32_t kv_lora_rank, int32_t d_rope, latte_cache_type cache_type,
+                           int64_t n_tokens) {
+  int64_t bytes = 0;
+  check(latte_cache_bytes(n_layers, kv_lora_rank, d_rope, cache_type, n_tokens, &bytes));
+  return bytes;
 }
 
 // Sets the process's log (latte_log_set): fn(level, message) on whichever
@@ -185,6 +193,19 @@ class Model {
     int64_t bytes = 0;
     check(latte_model_cache_bytes(m_, cache_type, n_tokens, &bytes));
     return bytes;
+  }
+
+  // What the model is (latte_model_describe) and its file's tensors.
+  latte_model_desc describe() const {
+    latte_model_desc d{};
+    d.size = sizeof d;
+    check(latte_model_describe(m_, &d));
+    return d;
+  }
+  std::vector<latte_tensor_info> tensors() const {
+    std::vector<latte_tensor_info> v(static_cast<std::size_t>(latte_model_tensor_count(m_)));
+    for (std::size_t i = 0; i < v.size(); ++i) check(latte_model_tensor(m_, static_cast<int64_t>(i), &v[i]));
+    return v;
   }
 
   // GGUF metadata as text (latte_model_meta_value's rendering); meta_value

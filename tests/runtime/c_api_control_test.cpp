@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "kernels/isa.h"
+#include "quant/ggml_types.h"
 #include "latte/latte.hpp"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/model.h"
@@ -631,6 +632,112 @@ TEST(CApiMeta, NameFallsBackToTheFileName) {
   EXPECT_EQ(latte_model_meta_value(m.get(), "general.name", nullptr, 0, &n), LATTE_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(std::string(latte_model_name(m.get())), std::filesystem::path(path).filename().string());
   std::filesystem::remove(path);
+}
+
+// latte_model_describe and latte_model_tensor against the runtime's own view
+// of the same files (a dense one, an MoE one with YaRN), and the size rules.
+TEST(CApiDescribe, MatchesTheRuntimesViewOfTheFile) {
+  for (const std::string& path : {kDense, kMoe}) {
+    SCOPED_TRACE(path);
+    ModelPtr m = load(path);
+    ASSERT_TRUE(m);
+    const auto ref = latte::Model::load(path);
+    const latte::ModelParams& p = ref->params();
+    latte_model_desc d{};
+    d.size = sizeof d;
+    ASSERT_EQ(latte_model_describe(m.get(), &d), LATTE_OK) << latte_last_error();
+    EXPECT_EQ(d.n_heads, p.mla.n_heads);
+    EXPECT_EQ(d.q_lora_rank, p.mla.q_lora_rank);
+    EXPECT_EQ(d.kv_lora_rank, p.mla.kv_lora_rank);
+    EXPECT_EQ(d.d_nope, p.mla.d_nope);
+    EXPECT_EQ(d.d_rope, p.mla.d_rope);
+    EXPECT_EQ(d.d_v, p.mla.d_v);
+    EXPECT_EQ(d.kq_scale, static_cast<float>(p.mla.kq_scale()));
+    EXPECT_EQ(d.rope_yarn, p.mla.rope.yarn ? 1 : 0);
+    EXPECT_EQ(d.rope_freq_base, p.mla.rope.freq_base);
+    EXPECT_EQ(d.n_experts, p.n_experts);
+    EXPECT_EQ(d.n_experts_used, p.n_experts_used);
+    EXPECT_EQ(d.ff_dense, p.ff_dense);
+    EXPECT_STREQ(d.ffn, "swiglu");
+    EXPECT_STREQ(d.gating, p.n_experts == 0 ? "" : "softmax");
+    EXPECT_EQ(d.gguf_version, ref->file().version());
+    EXPECT_EQ(d.n_tensors, static_cast<int64_t>(ref->file().tensor_count()));
+    EXPECT_EQ(d.mapped_weight_bytes + d.packed_weight_bytes > 0, true);
+    EXPECT_STREQ(d.tokenizer, "bpe");
+    EXPECT_STREQ(d.pre_tokenizer, ref->tokenizer()->pre().c_str());
+    ASSERT_EQ(latte_model_tensor_count(m.get()), d.n_tensors);
+    std::int64_t bytes = 0;
+    for (int64_t i = 0; i < d.n_tensors; ++i) {
+      latte_tensor_info t{};
+      ASSERT_EQ(latte_model_tensor(m.get(), i, &t), LATTE_OK) << latte_last_error();
+      const latte::GgufTensor& r = ref->file().tensors()[static_cast<std::size_t>(i)];
+      EXPECT_EQ(std::string(t.name), std::string(r.name));
+      EXPECT_EQ(std::strlen(t.name), r.name.size());  // NUL-terminated at the name's end
+      EXPECT_STREQ(t.type, latte::ggml_type_name(r.type));
+      EXPECT_EQ(t.n_dims, static_cast<int32_t>(r.n_dims));
+      for (int k = 0; k < 4; ++k) EXPECT_EQ(t.dims[k], static_cast<int64_t>(r.ne[static_cast<std::size_t>(k)]));
+      EXPECT_EQ(t.n_bytes, static_cast<int64_t>(r.n_bytes));
+      bytes += t.n_bytes;
+    }
+    EXPECT_GT(bytes, 1000000);
+    latte_tensor_info t{};
+    EXPECT_EQ(latte_model_tensor(m.get(), d.n_tensors, &t), LATTE_ERR_INVALID_ARGUMENT);
+    EXPECT_TRUE(contains(latte_last_error(), "out of range")) << latte_last_error();
+    EXPECT_EQ(latte_model_tensor(m.get(), -1, &t), LATTE_ERR_INVALID_ARGUMENT);
+    // The wrapper gives the same.
+    const latte::api::Model wm(path);
+    EXPECT_EQ(wm.describe().kv_lora_rank, d.kv_lora_rank);
+    EXPECT_EQ(wm.tensors().size(), static_cast<std::size_t>(d.n_tensors));
+  }
+  ModelPtr m = load(kMoe);
+  // An older caller's struct gets the fields its size covers, nothing past them.
+  unsigned char buf[sizeof(latte_model_desc)];
+  std::memset(buf, 0xAB, sizeof buf);
+  latte_model_desc* d = reinterpret_cast<latte_model_desc*>(buf);
+  d->size = offsetof(latte_model_desc, kv_lora_rank);
+  ASSERT_EQ(latte_model_describe(m.get(), d), LATTE_OK) << latte_last_error();
+  EXPECT_GT(d->n_heads, 0);
+  EXPECT_EQ(buf[offsetof(latte_model_desc, kv_lora_rank)], 0xAB);
+  latte_model_desc z{};
+  EXPECT_EQ(latte_model_describe(m.get(), &z), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(latte_last_error(), "desc->size is 0")) << latte_last_error();
+  z.size = sizeof z + 8;
+  EXPECT_EQ(latte_model_describe(m.get(), &z), LATTE_ERR_UNSUPPORTED);
+  EXPECT_EQ(latte_model_describe(nullptr, &z), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte_model_tensor_count(nullptr), 0);
+}
+
+// latte_cache_bytes equals a model's latte_model_cache_bytes for its shape;
+// a shape int8 cannot hold is refused saying why, by both.
+TEST(CApiDescribe, CacheBytesForAShape) {
+  ModelPtr m = load(kMoe);
+  latte_model_desc d{};
+  d.size = sizeof d;
+  ASSERT_EQ(latte_model_describe(m.get(), &d), LATTE_OK);
+  for (int32_t type : {LATTE_CACHE_F32, LATTE_CACHE_F16, LATTE_CACHE_INT8})
+    for (int64_t n : {0, 1, 127, 128, 129, 5000}) {
+      int64_t a = -1, b = -2;
+      ASSERT_EQ(latte_model_cache_bytes(m.get(), type, n, &a), LATTE_OK) << latte_last_error();
+      ASSERT_EQ(latte_cache_bytes(latte_model_n_layers(m.get()), d.kv_lora_rank, d.d_rope, type, n, &b), LATTE_OK);
+      EXPECT_EQ(a, b);
+    }
+  int64_t f16_1k = 0, f16_2k = 0;
+  ASSERT_EQ(latte_cache_bytes(27, 512, 64, LATTE_CACHE_F16, 1024, &f16_1k), LATTE_OK);
+  ASSERT_EQ(latte_cache_bytes(27, 512, 64, LATTE_CACHE_F16, 2048, &f16_2k), LATTE_OK);
+  EXPECT_EQ(f16_2k - f16_1k, 27 * 1024 * (512 + 64) * 2 + 27 * 8 * 8);  // 576 f16 per token per layer, 8 tile pointers
+  int64_t bytes = 0;
+  EXPECT_EQ(latte_cache_bytes(2, 30, 6, LATTE_CACHE_INT8, 10, &bytes), LATTE_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(latte_last_error(), "multiples of 4")) << latte_last_error();
+  EXPECT_EQ(latte_cache_bytes(2, 30, 6, LATTE_CACHE_F16, 10, &bytes), LATTE_OK);
+  EXPECT_EQ(latte_cache_bytes(0, 512, 64, LATTE_CACHE_F16, 10, &bytes), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte_cache_bytes(2, 512, 64, 7, 10, &bytes), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte_cache_bytes(2, 512, 64, LATTE_CACHE_F16, -1, &bytes), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte_cache_bytes(2, 512, 64, LATTE_CACHE_F16, 1, nullptr), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte::api::cache_bytes(2, 512, 64, LATTE_CACHE_F32, 128), [] {
+    int64_t b = 0;
+    latte_cache_bytes(2, 512, 64, LATTE_CACHE_F32, 128, &b);
+    return b;
+  }());
 }
 
 // ---------------------------------------------------------------- state in memory, forks

@@ -30,7 +30,8 @@ pc_line=$(readme_line 'cc app.c -o app $(pkg-config --cflags --libs latte)')
 cmake_line=$(readme_line 'find_package(latte 0.1 REQUIRED)')
 king_line=$(readme_line '$ scripts/run.sh -p "The king of Israel"')
 setup_line=$(awk '/^## Install/{on = 1} on && $0 == "scripts/setup.sh" { print NR; exit }' "$root/README.md")
-for v in pc_line cmake_line king_line setup_line; do
+serve_line=$(readme_line 'latte serve -m model.gguf --parallel 4 &')
+for v in pc_line cmake_line king_line setup_line serve_line; do
   [ -n "${!v}" ] || { echo "check_readme_test: README.md changed: no line for $v (update this test)" >&2; exit 2; }
 done
 
@@ -88,6 +89,10 @@ case_ c-api-build-line c-api c-api 's/`cc chat.c $(pkg-config --cflags --libs$/`
 case_ c-api-cpp-does-not-compile c-api c-api 's/  session.prefill(prompt);/  session.prefil(prompt);/' "(cpp program)"
 case_ shipped-output shipped readme 's/Hear not the LORD God of hosts/Hear ye the LORD God of hosts/' \
   "README.md:$king_line (The shipped model)"
+case_ serve-port serve readme 's|^curl http://127.0.0.1:8080/v1/chat|curl http://127.0.0.1:8081/v1/chat|' \
+  "README.md:$serve_line-"
+case_ serve-not-started serve readme 's|^latte serve -m model.gguf --parallel 4 &|latte serve -m model.gguf --parallel 4|' \
+  "'## Serve' starts no server"
 case_ install-typo install readme "${setup_line}s|^scripts/setup.sh\$|scripts/setpu.sh|" "README.md:$setup_line (Install)"
 if grep -q 'cmake -B build' "$t/install-typo/log"; then bad "install-typo: commands after the failed one ran"; fi
 

@@ -7,6 +7,7 @@
 #     package; a value other than AUTO, ON or OFF is refused;
 #   - with the packages found (scripts/setup.sh --test), the default has the
 #     tests and benchmarks;
+#   - without cpp-httplib it configures the CLI without `latte serve`, saying so;
 #   - as a subproject (tests/install/subproject), Latte leaves the parent's
 #     BUILD_SHARED_LIBS alone and builds a static library unless the parent
 #     asks for shared ones.
@@ -45,6 +46,16 @@ if configure bare -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON -DCMAKE_DISABLE_FIND_PAC
   has_target bare bin/latte && ok "the CLI is there" || bad "no CLI target (bin/latte)"
 else
   bad "does not configure without GoogleTest and Google Benchmark:"; tail -n 20 "$t/bare.log" >&2
+fi
+
+# Without cpp-httplib: the CLI without `latte serve`, and a message saying so.
+if configure no-httplib -DCMAKE_DISABLE_FIND_PACKAGE_CppHttplib=ON -DLATTE_BUILD_TESTS=OFF; then
+  grep -q "latte: \`latte serve\` not built: cpp-httplib (libcpp-httplib-dev) or nlohmann-json" "$t/no-httplib.log" &&
+    ok "without cpp-httplib: says serve is left out and how to get it" || bad "no message about serve left out"
+  if has_target no-httplib bin/latte && ! has_target no-httplib liblatte_server.a; then ok "without cpp-httplib: the CLI, no server"
+  else bad "without cpp-httplib: no CLI, or a server target anyway"; fi
+else
+  bad "does not configure without cpp-httplib:"; tail -n 20 "$t/no-httplib.log" >&2
 fi
 
 # Asked for, and missing: a clear error.

@@ -11,7 +11,6 @@
 
 #include "tools/cli/commands.h"
 #include "platform/paths.h"
-#include "quant/ggml_types.h"
 
 namespace latte::cli {
 
@@ -100,32 +99,6 @@ std::vector<std::int64_t> parse_int_list(const std::string& s, const char* what,
   if (const std::string problem = parse_int_list_into(s, max, &out); !problem.empty())
     fail(LATTE_ERR_INVALID_ARGUMENT, std::string(what) + ": " + problem);
   return out;
-}
-
-std::string weight_type_problem(const std::string& name, std::string* canonical) {
-  std::string upper = name;
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (std::uint32_t id = 0; id < 64; ++id) {
-    const auto info = ggml_type_info(id);
-    if (info && upper == info->name) {
-      *canonical = info->name;
-      return "";
-    }
-  }
-  const std::string types = ggml_supported_type_names();
-  // llama.cpp's file types such as Q4_K_M mix types per matrix; make-model
-  // writes every matrix in one type, so the mix's main type is suggested.
-  for (const char* suffix : {"_XS", "_S", "_M", "_L", "_XL"}) {
-    if (upper.size() <= std::strlen(suffix) || !upper.ends_with(suffix)) continue;
-    std::string base = upper.substr(0, upper.size() - std::strlen(suffix));
-    for (std::uint32_t id = 0; id < 64; ++id) {
-      const auto info = ggml_type_info(id);
-      if (info && base == info->name)
-        return "'" + name + "' is one of llama.cpp's mixes of types, not a type: make-model writes every matrix "
-               "in one type (give " + base + " for the mix's main one; types: " + types + ")";
-    }
-  }
-  return "'" + name + "' is not a weight type (types, in any case: " + types + ")";
 }
 
 std::vector<std::int32_t> parse_token_list(const std::string& s, const char* what) {

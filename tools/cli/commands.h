@@ -12,10 +12,7 @@
 #include <vector>
 
 #include "latte/latte.hpp"
-
-namespace latte {
-class Model;
-}
+#include "tools/dev/dev_commands.h"
 
 namespace latte::cli {
 
@@ -32,12 +29,6 @@ void print_model_cache_table(std::FILE* out);
 // `latte info FILE`: architecture, shapes, tensor types, cache bytes.
 int run_info_file(const std::string& path);
 
-struct DemoOptions {
-  int n_prefill = 16;
-  int n_decode = 8;
-};
-// `latte demo`: one MLA layer on random weights, naive versus absorbed.
-int run_demo(const DemoOptions& opts);
 
 struct EvalOptions {
   std::string model;
@@ -71,26 +62,9 @@ struct BenchOptions {
 };
 // `latte bench`: prefill and decode tok/s at several context depths.
 int run_bench(const BenchOptions& opts);
-// `latte bench --shift`: a context shift of half of each depth against a
-// prefill of the tokens it keeps, alternated, medians.
-int run_bench_shift(const BenchOptions& opts);
 // `latte bench --batch`: aggregate decode tok/s of N sequences at each depth,
 // stepped together, against the step's memory bound.
 int run_bench_batch(const BenchOptions& opts);
-
-struct MakeModelOptions {
-  std::string preset = "v2-lite";
-  std::string type = "F16";  // a canonical ggml type name (main.cpp's validator makes it one)
-  int layers = 4;
-  int vocab = 1024;
-  std::uint64_t seed = 1;
-  std::string out;
-  std::string tokenizer_json;  // a Hugging Face tokenizer.json whose vocabulary the model carries
-  std::string pre = "deepseek-v3";  // its pre-tokenizer
-  bool vocab_given = false;  // --vocab given (with --tokenizer-json: pad to it)
-};
-// `latte make-model`: a random-weight GGUF with real shapes.
-int run_make_model(const MakeModelOptions& opts);
 
 struct RunOptions {
   std::string model;  // empty: the shipped model
@@ -163,10 +137,6 @@ int run_perplexity(const PerplexityOptions& opts);
 std::vector<std::int64_t> parse_int_list(const std::string& s, const char* what, std::int64_t max);
 // What parse_int_list would refuse in s ("item 2, 'x', is not ..."), or "".
 std::string int_list_problem(const std::string& s, std::int64_t max);
-// A weight type name in any case: "" and *canonical set ("q4_k" -> "Q4_K"),
-// or what is wrong, listing the names taken (llama.cpp's mixes such as
-// Q4_K_M are named as mixes).
-std::string weight_type_problem(const std::string& name, std::string* canonical);
 // The same for token ids (max INT32_MAX).
 std::vector<std::int32_t> parse_token_list(const std::string& s, const char* what);
 // Error(invalid_argument) naming the first id >= n_vocab, counted from 1 as
@@ -214,13 +184,10 @@ std::int64_t make_room(api::Session& s, std::int64_t n_new, std::int64_t n_keep)
 // Whether the model's tokenizer adds BOS to a text (add_bos -1 says so).
 inline bool adds_bos(const api::Model& model) { return model.bos() >= 0 && !model.tokenize("", -1).empty(); }
 
-// Loads a model: progress on a terminal ("loading FILE: 1.2 / 9.0 GiB"),
-// then a line saying what was loaded and, mapped where reading was the
-// default, why. no_mmap: GgufLoad::read; mmap: GgufLoad::map; neither:
-// GgufLoad::automatic.
-std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap = false, bool mmap = false);
-// The same through the public API (open_model.cpp): use_mmap 0 for no_mmap,
-// 1 for mmap, else -1; the load's notes come from the library's log.
+// Loads a model (open_model.cpp): progress on a terminal ("loading FILE:
+// 1.2 / 9.0 GiB"), then a line saying what was loaded and, mapped where
+// reading was the default, why (from the library's log). use_mmap 0 for
+// no_mmap, 1 for mmap, else -1.
 api::Model open_model(const std::string& path, bool no_mmap = false, bool mmap = false);
 
 }  // namespace latte::cli

@@ -18,8 +18,9 @@
 #include "platform/process.h"
 #include "latte/latte.hpp"
 #include "tools/cli/commands.h"
-#include "tools/model_presets.h"
-#include "runtime/error.h"
+#ifdef LATTE_HAVE_SERVER
+#include "tools/server/serve.h"
+#endif
 
 namespace {
 
@@ -256,6 +257,41 @@ int main(int argc, char** raw_argv) {
                        ->excludes(run_no_shift)
                        ->default_str("");
 
+#ifdef LATTE_HAVE_SERVER
+  // `latte serve`: the OpenAI-compatible server (tools/server/; built where
+  // cpp-httplib and nlohmann-json are found).
+  latte::server::ServeOptions serve_opts;
+  auto* serve = app.add_subcommand("serve", "Serve the model over OpenAI's HTTP API, with a chat page at /");
+  auto* serve_model = serve->add_option("-m,--model", serve_opts.model,
+                                        "GGUF model file (default: $LATTE_MODEL, else the shipped model)");
+  path_option(serve_model);
+  serve->add_option("--host", serve_opts.host, "Address to listen on (loopback by default; 0.0.0.0: every interface)");
+  serve->add_option("--port", serve_opts.port, "Port (0: any free one, said on stderr and in --port-file)")
+      ->check(integer_in(0, 65535));
+  path_option(serve->add_option("--port-file", serve_opts.port_file, "Write the port listened on to this file"));
+  serve->add_option("--parallel", serve_opts.parallel, "Conversations generated at once (slots, one session each)")
+      ->check(integer_in(1, 256));
+  serve->add_option("--queue", serve_opts.queue, "Requests that may wait for a slot; past them: 503")
+      ->check(integer_in(0, 4096));
+  serve->add_option("-c,--ctx", serve_opts.n_ctx,
+                    "Context per slot in tokens (default: 4096, or the model's trained context if smaller; 0: the "
+                    "model's)")
+      ->check(integer_in(0, 1LL << 24))
+      ->default_str("");
+  serve->add_option("--cache-type", serve_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
+  serve->add_option("--threads", serve_opts.threads, "Threads (0: all cores)")->check(integer_in(0, kMaxThreads));
+  serve->add_option("--prefill-chunk", serve_opts.prefill_chunk,
+                    "Prompt tokens computed per step: long prompts go in chunks between the others' tokens")
+      ->check(integer_in(1, 1 << 16));
+  serve->add_option("--api-key", serve_opts.api_key,
+                    "Require 'Authorization: Bearer KEY' on every endpoint but /health (default: $LATTE_API_KEY; "
+                    "none when neither is set)");
+  serve->add_option("--alias", serve_opts.alias, "The model's id in the API (default: its general.name)");
+  serve->add_option("--max-body", serve_opts.max_body, "Largest request body in bytes (larger: 413)")
+      ->check(integer_in(1024, 1LL << 30));
+  load_flags(serve, serve_opts.no_mmap, serve_opts.mmap);
+#endif
+
   latte::cli::PerplexityOptions ppl_opts;
   auto* ppl = app.add_subcommand("perplexity", "Perplexity over token windows or a text file");
   path_option(ppl->add_option("-m,--model", ppl_opts.model, "GGUF model file")->required());
@@ -293,13 +329,13 @@ int main(int argc, char** raw_argv) {
   auto* mm = app.add_subcommand("make-model", "Write a random-weight model with real shapes (for benchmarks)");
   std::string preset_help = "Shapes:";
   std::vector<std::string> preset_names;
-  for (const latte::ModelPreset& p : latte::model_presets()) {
-    preset_help += std::string(preset_names.empty() ? " " : "; ") + p.name + " (" + p.what + ")";
-    preset_names.push_back(p.name);
+  for (const auto& [name, what] : latte::cli::make_model_presets()) {
+    preset_help += std::string(preset_names.empty() ? " " : "; ") + name + " (" + what + ")";
+    preset_names.push_back(name);
   }
   mm->add_option("--preset", mm_opts.preset, preset_help)->check(CLI::IsMember(preset_names));
   mm->add_option("--type", mm_opts.type,
-                 std::string("Weight type of every matrix, in any case: ") + latte::ggml_supported_type_names())
+                 std::string("Weight type of every matrix, in any case: ") + latte::cli::weight_type_names())
       ->transform(kWeightType);
   mm->add_option("--layers", mm_opts.layers, "Layers")->check(integer_in(1, 256));
   mm->add_option("--vocab", mm_opts.vocab, "Vocabulary size")->check(integer_in(258, 1LL << 20));
@@ -396,13 +432,17 @@ int main(int argc, char** raw_argv) {
       mm_opts.vocab_given = mm->get_option("--vocab")->count() > 0;
       return latte::cli::run_make_model(mm_opts);
     }
+#ifdef LATTE_HAVE_SERVER
+    if (*serve) {
+      if (serve_opts.model.empty()) serve_opts.model = latte::cli::default_model_or_explain();
+      return latte::server::run_serve(serve_opts);
+    }
+#endif
+
   } catch (const latte::cli::UsageError& e) {
     return usage_error(e.what());
   } catch (const latte::api::Exception& e) {  // the API's errors and the commands' own (fail)
     std::fprintf(stderr, "latte: %s: %s\n", latte_status_string(e.status()), e.what());
-    return 1;
-  } catch (const latte::Error& e) {
-    std::fprintf(stderr, "latte: %s: %s\n", latte::status_name(e.status()), e.what());
     return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "latte: out of memory: an allocation failed\n");

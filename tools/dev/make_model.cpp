@@ -1,7 +1,9 @@
 // `latte make-model`: a random-weight model file with real model shapes, for
 // benchmarks (scripts/bench.sh model) and for trying Latte without a download.
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -10,6 +12,8 @@
 #include "platform/paths.h"
 #include "quant/ggml_types.h"
 #include "tools/cli/commands.h"
+#include "tools/dev/dev_commands.h"
+#include "tools/dev/dev_errors.h"
 #include "tools/cli/progress.h"
 #include "tools/model_presets.h"
 #include "tools/random_model.h"
@@ -17,7 +21,48 @@
 
 namespace latte::cli {
 
+std::string weight_type_problem(const std::string& name, std::string* canonical) {
+  std::string upper = name;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (std::uint32_t id = 0; id < 64; ++id) {
+    const auto info = ggml_type_info(id);
+    if (info && upper == info->name) {
+      *canonical = info->name;
+      return "";
+    }
+  }
+  const std::string types = ggml_supported_type_names();
+  // llama.cpp's file types such as Q4_K_M mix types per matrix; make-model
+  // writes every matrix in one type, so the mix's main type is suggested.
+  for (const char* suffix : {"_XS", "_S", "_M", "_L", "_XL"}) {
+    if (upper.size() <= std::strlen(suffix) || !upper.ends_with(suffix)) continue;
+    std::string base = upper.substr(0, upper.size() - std::strlen(suffix));
+    for (std::uint32_t id = 0; id < 64; ++id) {
+      const auto info = ggml_type_info(id);
+      if (info && base == info->name)
+        return "'" + name + "' is one of llama.cpp's mixes of types, not a type: make-model writes every matrix "
+               "in one type (give " + base + " for the mix's main one; types: " + types + ")";
+    }
+  }
+  return "'" + name + "' is not a weight type (types, in any case: " + types + ")";
+}
+
+
+std::vector<std::pair<std::string, std::string>> make_model_presets() {
+  std::vector<std::pair<std::string, std::string>> v;
+  for (const ModelPreset& p : model_presets()) v.emplace_back(p.name, p.what);
+  return v;
+}
+
+std::string weight_type_names() { return ggml_supported_type_names(); }
+
+static int make_model(const MakeModelOptions& o);
+
 int run_make_model(const MakeModelOptions& o) {
+  return as_api_errors([&] { return make_model(o); });
+}
+
+static int make_model(const MakeModelOptions& o) {
   std::optional<RandomModelSpec> preset = model_preset_spec(o.preset);
   if (!preset) throw UsageError("unknown preset '" + o.preset + "' (" + model_preset_names() + ")");
   RandomModelSpec& s = *preset;

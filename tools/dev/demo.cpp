@@ -10,12 +10,20 @@
 #include <vector>
 
 #include "tools/cli/commands.h"
+#include "tools/dev/dev_commands.h"
+#include "tools/dev/dev_errors.h"
 #include "runtime/mla/cost_model.h"
 #include "reference/mla_reference.h"
 
 namespace latte::cli {
 
+static int demo(const DemoOptions& opts);
+
 int run_demo(const DemoOptions& opts) {
+  return as_api_errors([&] { return demo(opts); });
+}
+
+static int demo(const DemoOptions& opts) {
   MlaConfig cfg;
   cfg.d_model = 2048;
   cfg.n_heads = 16;

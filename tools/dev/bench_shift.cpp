@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "platform/paths.h"
 #include "quant/latent_formats.h"
 #include "runtime/error.h"
 #include "runtime/mla/latent_cache.h"
@@ -26,6 +27,8 @@
 #include "runtime/model/model.h"
 #include "runtime/session/session.h"
 #include "tools/cli/commands.h"
+#include "tools/dev/dev_commands.h"
+#include "tools/dev/dev_errors.h"
 #include "tools/cli/progress.h"
 
 namespace latte::cli {
@@ -40,6 +43,27 @@ double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// The model as the engine holds it (the cache's shapes, its RoPE factors),
+// with the CLI's progress line and "loaded" line.
+std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap, bool mmap) {
+  LoadOptions o;
+  ProgressLine progress;  // erased by its destructor if the load fails
+  const std::string name = file_name_of(path);
+  o.on_progress = [&](std::size_t done, std::size_t total) {
+    progress.show("loading " + name + ": " + binary_bytes_of(static_cast<double>(done), static_cast<double>(total)));
+  };
+  o.file = no_mmap ? GgufLoad::read : mmap ? GgufLoad::map : GgufLoad::automatic;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = Model::load(path, o);
+  progress.clear();
+  const GgufFile& f = model->file();
+  std::fprintf(stderr, "loaded %s: %s, %s, in %.1f s\n", path.c_str(),
+               binary_bytes(static_cast<double>(f.file_size())).c_str(),
+               f.private_data() ? "read into memory" : "mapped", seconds_since(t0));
+  if (!f.load_note().empty()) std::fprintf(stderr, "note: %s; --no-mmap reads it all the same\n", f.load_note().c_str());
+  return model;
 }
 
 // Writes random rows (c_KV ~ the normalized latent's scale, k_pe unit) to
@@ -60,7 +84,13 @@ void fill(LatentCache& c, std::int64_t from, std::int64_t to, std::mt19937& rng)
 
 }  // namespace
 
+static int bench_shift(const BenchOptions& o);
+
 int run_bench_shift(const BenchOptions& o) {
+  return as_api_errors([&] { return bench_shift(o); });
+}
+
+static int bench_shift(const BenchOptions& o) {
   const std::vector<std::int64_t> depths = parse_int_list(o.depths, "--depths", std::int64_t{1} << 24);
   for (const std::int64_t D : depths)
     if (D < 3) throw UsageError("--shift: --depths of 3 tokens or more (" + std::to_string(D) + " given)");
