@@ -51,8 +51,12 @@ printf '{"model":"%s","messages":[{"role":"user","content":"\xff\xfe"}]}' "$id" 
 check "invalid UTF-8: 400" "[ \$(code --data-binary @'$t/bad_utf8' '$base/v1/chat/completions') = 400 ] && is_error"
 head -c 70000 /dev/zero | tr '\0' 'a' >"$t/big"
 check "a body over --max-body: 413 with an error object" "[ \$(code --data-binary @'$t/big' '$base/v1/completions') = 413 ] && is_error"
-check "response_format json_object: 400 'not supported yet'" \
-  "[ \$(code -d '{\"model\":\"$id\",\"response_format\":{\"type\":\"json_object\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}' '$base/v1/chat/completions') = 400 ] && grep -q 'not supported yet' '$t/body'"
+check "a GBNF grammar: the reply is one of its words" \
+  "[ \$(code -d '{\"max_tokens\":20,\"seed\":5,\"grammar\":\"root ::= (\\\"yes\\\" | \\\"no\\\") \\\".\\\"\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}' '$base/v1/chat/completions') = 200 ] && grep -Eq '\"content\":\"(yes|no)\\.\"' '$t/body'"
+check "a grammar that does not parse: 400 naming its line and column" \
+  "[ \$(code -d '{\"grammar\":\"root ::= (\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}' '$base/v1/chat/completions') = 400 ] && grep -q 'grammar:1:' '$t/body' && grep -q invalid_grammar '$t/body'"
+check "grammar and a JSON response_format together: 400" \
+  "[ \$(code -d '{\"grammar\":\"root ::= \\\"a\\\"\",\"response_format\":{\"type\":\"json_object\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}' '$base/v1/chat/completions') = 400 ]"
 check "response_format text: 200" \
   "[ \$(code -d '{\"model\":\"$id\",\"max_tokens\":2,\"response_format\":{\"type\":\"text\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}' '$base/v1/chat/completions') = 200 ]"
 check "an unknown route: 404 with an error object" "[ \$(code '$base/v2/nothing') = 404 ] && is_error"

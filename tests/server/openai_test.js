@@ -120,6 +120,62 @@ async function collect(stream) {
   });
 
   const status = async (p) => { try { await p; return "no error"; } catch (e) { return e.status + " " + (e.code || ""); } };
+  // Structured output: the reply parses and follows the schema (checked
+  // here field by field), for several seeds, streamed and not.
+  const person = {
+    type: "object",
+    properties: {
+      name: { type: "string", minLength: 1, maxLength: 12 },
+      age: { type: "integer", minimum: 0, maximum: 120 },
+      tags: { type: "array", items: { type: "string", maxLength: 8 }, maxItems: 3 },
+      kind: { enum: ["a", "b", "c"] },
+    },
+    required: ["name", "age", "tags", "kind"],
+    additionalProperties: false,
+  };
+  const follows = (text) => {
+    const o = JSON.parse(text);
+    assert.deepEqual(Object.keys(o).sort(), ["age", "kind", "name", "tags"]);
+    assert.equal(typeof o.name, "string");
+    assert.ok(o.name.length >= 1 && [...o.name].length <= 12, "name length " + o.name.length);
+    assert.ok(Number.isInteger(o.age) && o.age >= 0 && o.age <= 120, "age " + o.age);
+    assert.ok(Array.isArray(o.tags) && o.tags.length <= 3);
+    for (const t of o.tags) assert.ok(typeof t === "string" && [...t].length <= 8);
+    assert.ok(["a", "b", "c"].includes(o.kind));
+  };
+  await test("response_format json_schema: replies follow the schema, 5 seeds", async () => {
+    for (let seed = 1; seed <= 5; ++seed) {
+      const r = await client.chat.completions.create({ model, messages, max_tokens: 200, seed, temperature: 1,
+        response_format: { type: "json_schema", json_schema: { name: "person", schema: person, strict: true } } });
+      assert.equal(r.choices[0].finish_reason, "stop", r.choices[0].message.content);
+      follows(r.choices[0].message.content);
+    }
+  });
+  await test("response_format json_schema streamed: the same reply as not streamed", async () => {
+    const args = { model, messages, max_tokens: 200, seed: 7, temperature: 1,
+      response_format: { type: "json_schema", json_schema: { name: "person", schema: person } } };
+    const whole = await client.chat.completions.create(args);
+    const s = await collect(await client.chat.completions.create({ ...args, stream: true }));
+    assert.equal(s.text, whole.choices[0].message.content);
+    follows(s.text);
+  });
+  await test("response_format json_object: a JSON object", async () => {
+    const r = await client.chat.completions.create({ model, messages, max_tokens: 200, seed: 3, temperature: 0.7,
+      response_format: { type: "json_object" } });
+    if (r.choices[0].finish_reason === "stop") {
+      const o = JSON.parse(r.choices[0].message.content);
+      assert.ok(o !== null && typeof o === "object" && !Array.isArray(o));
+    } else {
+      assert.ok(r.choices[0].message.content.trimStart().startsWith("{"), r.choices[0].message.content);
+    }
+  });
+  await test("errors: a schema keyword Latte cannot express is 400 naming it", async () => {
+    const bad = { type: "object", properties: { id: { type: "string", pattern: "^[a-z]+$" } } };
+    const e = await status(client.chat.completions.create({ model, messages,
+      response_format: { type: "json_schema", json_schema: { name: "x", schema: bad } } }));
+    assert.equal(e, "400 invalid_json_schema");
+  });
+
   await test("errors: unknown model is 404 model_not_found", async () => {
     assert.equal(await status(client.chat.completions.create({ model: "no-such-model", messages })), "404 model_not_found");
   });

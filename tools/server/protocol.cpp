@@ -149,19 +149,45 @@ void parse_common(const json& body, const ServedModel& m, ParsedRequest& out, st
     }
   }
 
-  // ---- response_format: the one place structured output is decided. ----
-  // {"type":"text"} is the default. json_object and json_schema are refused
-  // here until the grammar sampler lands: then set it on the request
-  // (latte_sampler_set_json_schema / latte_sampler_set_grammar through a
-  // field of GenRequest that Scheduler::admit applies to the slot's sampler).
+  // ---- Structured output: response_format (OpenAI's json_object and
+  // json_schema), or `grammar` (GBNF, as llama-server takes it). ----
   if (!absent(body, "response_format")) {
     const json& v = body.at("response_format");
     if (!v.is_object() || !v.contains("type") || !v.at("type").is_string())
       bad("response_format", "'response_format' must be an object with a string 'type'");
     const std::string type = v.at("type").get<std::string>();
-    if (type == "json_object" || type == "json_schema")
-      bad("response_format", "response_format '" + type + "' is not supported yet", "unsupported_response_format");
-    if (type != "text") bad("response_format", "'response_format' type '" + type + "' is unknown");
+    if (type == "json_object") {
+      out.gen.json_schema = "{\"type\":\"object\"}";
+    } else if (type == "json_schema") {
+      const auto js = v.find("json_schema");
+      if (js == v.end() || !js->is_object())
+        bad("response_format", "response_format 'json_schema' needs a 'json_schema' object ({\"name\": ..., \"schema\": {...}})");
+      const auto schema = js->find("schema");
+      if (schema != js->end() && !schema->is_object() && !schema->is_boolean())
+        bad("response_format", "'response_format.json_schema.schema' must be a JSON Schema object");
+      // Without a schema the reply is any JSON object, as with json_object.
+      out.gen.json_schema = schema == js->end() ? "{\"type\":\"object\"}" : schema->dump();
+    } else if (type != "text") {
+      bad("response_format", "'response_format' type '" + type + "' is unknown (text, json_object or json_schema)");
+    }
+  }
+  if (!absent(body, "grammar")) {
+    if (!body.at("grammar").is_string()) bad("grammar", "'grammar' must be a string (a GBNF grammar)");
+    if (!out.gen.json_schema.empty()) bad("grammar", "give 'grammar' or a JSON 'response_format', not both");
+    out.gen.grammar = body.at("grammar").get<std::string>();
+    if (out.gen.grammar.empty()) bad("grammar", "'grammar' is empty");
+  }
+  // Checked here, so a schema or grammar Latte refuses is a 400 naming what
+  // is wrong (the keyword, the line and column), not a failed generation.
+  if (!out.gen.json_schema.empty() || !out.gen.grammar.empty()) {
+    const bool schema = !out.gen.json_schema.empty();
+    try {
+      api::Sampler probe(latte_sampler_default_options());
+      if (schema) probe.set_json_schema(*m.model, out.gen.json_schema);
+      else probe.set_grammar(*m.model, out.gen.grammar);
+    } catch (const api::Exception& e) {
+      bad(schema ? "response_format" : "grammar", e.what(), schema ? "invalid_json_schema" : "invalid_grammar");
+    }
   }
 }
 

@@ -116,6 +116,8 @@ void Scheduler::admit(Slot& slot, Pending p) {
   try {
     sampler.emplace(p.request.sampling);
     if (!p.request.logit_bias.empty()) sampler->set_logit_bias(p.request.logit_bias);
+    if (!p.request.json_schema.empty()) sampler->set_json_schema(model_, p.request.json_schema);
+    else if (!p.request.grammar.empty()) sampler->set_grammar(model_, p.request.grammar);
   } catch (const api::Exception& e) {
     p.stream->finish({"error", e.what(), 0, 0, 0});
     return;

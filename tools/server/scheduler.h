@@ -32,6 +32,10 @@ struct GenRequest {
   latte_sampler_options sampling = latte_sampler_default_options();
   std::vector<latte_logit_bias> logit_bias;
   std::vector<std::string> stop;     // non-empty strings
+  // Structured output (at most one): a JSON Schema the reply validates
+  // against, or a GBNF grammar it follows; both checked when parsed.
+  std::string json_schema;
+  std::string grammar;
 };
 
 // What a finished generation reports.
