@@ -27,7 +27,7 @@ bad() { echo "FAIL: $1" >&2; fail=$((fail + 1)); }
 line_of() { grep -nF -- "$2" "$1" | head -1 | cut -d: -f1; }
 readme_line() { line_of "$root/README.md" "$1"; }
 pc_line=$(readme_line 'cc app.c -o app $(pkg-config --cflags --libs latte)')
-cmake_line=$(readme_line 'find_package(latte 0.1 REQUIRED)')
+cmake_line=$(readme_line 'find_package(latte 0.2 REQUIRED)')
 king_line=$(readme_line '$ scripts/run.sh -p "The king of Israel"')
 setup_line=$(awk '/^## Install/{on = 1} on && $0 == "scripts/setup.sh" { print NR; exit }' "$root/README.md")
 serve_line=$(readme_line 'latte serve -m model.gguf --parallel 4 &')
