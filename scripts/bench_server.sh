@@ -18,7 +18,7 @@ fi
 t=$(mktemp -d)
 "$latte" serve -m "$model" --port 0 --port-file "$t/port" --parallel 8 "$@" 2>"$t/log" &
 pid=$!
-trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$t"' EXIT
+trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true; rm -rf "$t"' EXIT
 for _ in $(seq 1 1200); do [ -s "$t/port" ] && break; kill -0 $pid || { cat "$t/log"; exit 1; }; sleep 0.5; done
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg): $("$latte" --version)"
 node "$root/scripts/bench_server.js" "http://127.0.0.1:$(cat "$t/port")"

@@ -8,7 +8,7 @@ t=$(mktemp -d "${TMPDIR:-/tmp}/latte-wine-serve.XXXXXX")
 wine "$exe" serve -m "$model" --port 0 --port-file "$(winepath -w "$t/port" 2>/dev/null || echo "$t/port")" \
   --parallel 2 --threads 2 >"$t/log" 2>&1 &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$t"' EXIT
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; rm -rf "$t"' EXIT
 for _ in $(seq 1 600); do
   [ -s "$t/port" ] && break
   kill -0 $pid 2>/dev/null || { cat "$t/log" >&2; echo "FAIL: latte.exe serve exited" >&2; exit 1; }
