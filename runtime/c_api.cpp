@@ -1055,33 +1055,32 @@ std::shared_ptr<const latte::grammar::VocabIndex> vocab_of(const latte_model* mo
   return model->vocab;
 }
 
-}  // namespace
-
-latte_status latte_sampler_set_grammar(latte_sampler* sampler, const latte_model* model, const char* gbnf,
-                                       const char* root) {
-  constexpr const char* fn = "latte_sampler_set_grammar";
+// The constraint grammar_of(text) makes, set on the sampler (text NULL
+// clears it); the model gives the vocabulary.
+template <class GrammarOf>
+latte_status set_constraint(const char* fn, latte_sampler* sampler, const latte_model* model, const char* text,
+                            GrammarOf grammar_of) {
   if (sampler == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": sampler must not be NULL");
   return guarded([&] {
-    if (gbnf == nullptr) {
+    if (text == nullptr) {
       sampler->sampler.set_constraint(nullptr);
       return;
     }
     auto vocab = vocab_of(model, fn);
-    auto g = std::make_shared<const latte::grammar::Grammar>(latte::grammar::parse_gbnf(gbnf, root ? root : "root"));
+    auto g = std::make_shared<const latte::grammar::Grammar>(grammar_of(text));
     sampler->sampler.set_constraint(std::make_unique<latte::grammar::TokenConstraint>(std::move(g), std::move(vocab)));
   });
 }
 
+}  // namespace
+
+latte_status latte_sampler_set_grammar(latte_sampler* sampler, const latte_model* model, const char* gbnf,
+                                       const char* root) {
+  return set_constraint("latte_sampler_set_grammar", sampler, model, gbnf,
+                        [&](const char* text) { return latte::grammar::parse_gbnf(text, root ? root : "root"); });
+}
+
 latte_status latte_sampler_set_json_schema(latte_sampler* sampler, const latte_model* model, const char* schema_json) {
-  constexpr const char* fn = "latte_sampler_set_json_schema";
-  if (sampler == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": sampler must not be NULL");
-  return guarded([&] {
-    if (schema_json == nullptr) {
-      sampler->sampler.set_constraint(nullptr);
-      return;
-    }
-    auto vocab = vocab_of(model, fn);
-    auto g = std::make_shared<const latte::grammar::Grammar>(latte::grammar::json_schema_grammar(schema_json));
-    sampler->sampler.set_constraint(std::make_unique<latte::grammar::TokenConstraint>(std::move(g), std::move(vocab)));
-  });
+  return set_constraint("latte_sampler_set_json_schema", sampler, model, schema_json,
+                        [](const char* text) { return latte::grammar::json_schema_grammar(text); });
 }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "runtime/error.h"
+#include "runtime/tokenizer/pretokenizer.h"
 
 namespace latte::grammar {
 
@@ -135,24 +136,6 @@ class Reader {
     return v;
   }
 
-  static void put_utf8(std::string& out, std::uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
   std::string string() {
     ++i_;  // the opening quote
     std::string out;
@@ -191,7 +174,7 @@ class Reader {
           } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
             fail("a lone low surrogate");
           }
-          put_utf8(out, cp);
+          latte::detail::append_utf8(out, cp);
           break;
         }
         default: fail(std::string("unknown escape '\\") + e + "'");
