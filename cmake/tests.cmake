@@ -36,6 +36,12 @@ foreach(std 17 20)
   set_tests_properties(cpp_api_lists_${std} PROPERTIES LABELS runtime)
 endforeach()
 
+# The logits' hashes over every model, load, cache and form, for refactors
+# that must change no result (scripts/logit_hashes.sh; not a ctest: its
+# output is compared with a run before the change).
+add_executable(logit_hashes tests/tools/logit_hashes.cpp)
+target_link_libraries(logit_hashes PRIVATE latte_tools latte_internal)
+
 file(GLOB LATTE_RUNTIME_TESTS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/runtime/*.cpp)
 # Tests that are POSIX by nature (FIFOs, rlimits, modes, signals, programs
 # run through a POSIX shell) compile only where LATTE_TEST_POSIX is 1; the
