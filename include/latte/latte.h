@@ -344,9 +344,13 @@ LATTE_API latte_status latte_session_copy(const latte_session* session, latte_se
 /* Runs the session on `threads` threads from now on (1..1024; 0: one per
  * CPU the process may use, as many as start): the session's pool is
  * replaced (its threads then take the floating-point mode of the calling
- * thread). Results do not depend on the thread count: the logits are
- * bit-identical. Threads the OS refuses are LATTE_ERR_OUT_OF_MEMORY, the
- * session unchanged. */
+ * thread). The logits are bit-identical on any thread count, except where
+ * a token attends to more than 128 cached tokens in a decode (or in a
+ * prefill chunk of fewer tokens than threads): that context is cut into
+ * parts for the threads, as many as their count asks, and the merged
+ * parts' sums differ in their last bits (f32, f16 caches) or by int8
+ * rounding (int8 cache). Threads the OS refuses are
+ * LATTE_ERR_OUT_OF_MEMORY, the session unchanged. */
 LATTE_API latte_status latte_session_set_threads(latte_session* session, int32_t threads);
 /* The threads the session runs on (0 for NULL). */
 LATTE_API int32_t latte_session_threads(const latte_session* session);
