@@ -28,24 +28,6 @@ void matvec_check_args(GgmlType type, std::size_t cols) {
                                 " is not a multiple of its block size " + std::to_string(info->block_elems));
 }
 
-bool matvec_has_packed_gemm(GgmlType type) {
-  switch (type) {
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_1:
-    case GgmlType::Q5_0:
-    case GgmlType::Q5_1:
-    case GgmlType::IQ4_NL:
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::IQ4_XS:
-    case GgmlType::Q2_K:
-    case GgmlType::Q3_K:
-    case GgmlType::Q6_K: return true;
-    default: return false;
-  }
-}
-
 std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_tokens) {
   matvec_check_args(type, cols);
   if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) return 0;

@@ -3,8 +3,9 @@
 //   prefill: Y = X W^T          (several tokens)
 // W has `rows` rows of `cols` elements, stored row-major as consecutive blocks
 // of its type (a GGUF tensor with ne = {cols, rows}, used in place); each row
-// is ggml_row_bytes(type, cols) bytes. Types: F32, F16, BF16, Q8_0, Q4_0,
-// Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+// is ggml_row_bytes(type, cols) bytes. Types: every one quant/ggml_types.h
+// names (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K,
+// Q4_K, Q5_K, Q6_K, IQ4_XS).
 //
 // The SIMD bodies for the quantized types first quantize the activations to
 // int8 in caller-provided scratch (ActQ8: one f32 scale per 32; ActQ8K: one
@@ -20,6 +21,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/isa.h"
 #include "quant/ggml_types.h"
+#include "quant/x16_layout.h"
 
 namespace latte::kernels {
 
@@ -111,107 +113,35 @@ void dequantize_bf16_ref(GgmlType type, const void* src, std::uint16_t* dst, std
 // True for the types matvec/matmul accept.
 bool matvec_supports(GgmlType type);
 // True for the types matmul runs as a packed int8 GEMM from a few tokens on
-// (kPackedGemmMinTokens) (Q8_0, and the types whose 32-element groups are integers times
-// one scale plus one offset: Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K,
-// IQ4_XS; or whose 16-element halves are: Q2_K, Q3_K, Q6_K). The kernels keep their own compile-time copy of this list
-// (matvec_impl.h's has_packed_gemm) for their template dispatch.
-bool matvec_has_packed_gemm(GgmlType type);
+// (kPackedGemmMinTokens): Q8_0, and the types whose 32-element groups are
+// integers times one scale plus one offset (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+// Q4_K, Q5_K, IQ4_XS) or whose 16-element halves are (Q2_K, Q3_K, Q6_K).
+// The one list: constexpr, so the kernels' template dispatch uses it too.
+constexpr bool matvec_has_packed_gemm(GgmlType t) {
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
+         t == GgmlType::Q5_1 || t == GgmlType::IQ4_NL || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
+         t == GgmlType::IQ4_XS || t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q6_K;
+}
 // Throws std::invalid_argument naming the type unless matvec_supports(type)
 // and cols is a multiple of its block size (every entry point calls it).
 void matvec_check_args(GgmlType type, std::size_t cols);
 
 // ------------------------------------------- row-interleaved weights (x16)
 // Decode reads every weight once per token, and the row kernels above spend
-// more instructions per Q4_K, Q5_K, Q6_K, IQ4_XS or block-32 4- and 5-bit weight than the
-// memory needs time to deliver it: per block, a row's scales are unpacked
-// in scalar code and each load feeds one row. Interleaved by 16 rows, one
-// 64-byte load holds 4 bytes of each of 16 rows, a vpdpbusd against one
-// broadcast activation word yields one int32 per row, and scales and mins
-// are unpacked 16 rows at a time. The layout, made once (at load, in memory the caller owns):
-// tile i holds rows [16i, 16i + 16) in exactly 16 * row_bytes bytes, so row
-// offsets in multiples of 16 stay the original's (a 16-row-aligned slice of
-// an x16 matrix is an x16 matrix); block b of the tile's rows (b < cols /
-// block elements) at tile + b * 16 * block_bytes:
-//   Q4_K, 2304 bytes per 256 columns:
-//     u16 d[16], dmin[16]            row r's d and dmin (fp16)
-//     u8  scales[12][16]             scales[j][r] = row r's scales[j]
-//     u8  qs[32][16][4]              qs[k][r][j] = row r's qs[4k + j]: low
-//         nibble column 64 (k / 8) + 4 (k % 8) + j, high nibble that + 32
-//   Q5_0, 352 bytes per 32 columns:
-//     u16 d[16]
-//     u64 qh[8]                      bit 4r + j of qh[2k + h] = row r's
-//         fifth bit of column 16h + 4k + j
-//     u8  qs[4][16][4]               qs[k][r][j] = row r's qs[4k + j]: low
-//         nibble column 4k + j, high nibble 16 + 4k + j
-//   Q5_K, 2816 bytes per 256 columns: Q4_K's fields, then the fifth bits
-//     u16 d[16], dmin[16]
-//     u8  scales[12][16]
-//     u64 qh[8][8]                   bit 4r + i of qh[j][k] = row r's fifth
-//         bit of column 32j + 4k + i (bit j of its qh[4k + i])
-//     u8  qs[32][16][4]              as Q4_K's
-//   Q6_K, 3360 bytes per 256 columns:
-//     u16 d[16]
-//     i8  scales[16][16]             scales[j][r] = row r's scales[j]
-//     u8  ql[32][16][4]              ql[k][r][i] = row r's ql[4k + i]
-//     u8  qh[16][16][4]              qh[m][r][i] = row r's qh[4m + i]
-//   IQ4_XS, 2176 bytes per 256 columns:
-//     u16 d[16], scales_h[16]
-//     u8  scales_l[4][16]
-//     u8  qs[32][16][4]              qs[k][r][i] = row r's qs[4k + i]: low
-//         nibble column 32 (k / 4) + 4 (k % 4) + i, high nibble that + 16
-//   Q4_0, 288 bytes per 32 columns: Q5_0's without qh
-//     u16 d[16]
-//     u8  qs[4][16][4]
-//   IQ4_NL, 288 bytes per 32 columns: as Q4_0
-//   Q5_1, 384 bytes per 32 columns: Q5_0's with the mins
-//     u16 d[16], m[16]
-//     u64 qh[8]
-//     u8  qs[4][16][4]
-//   Q4_1, 320 bytes per 32 columns: Q5_1's without qh
-//     u16 d[16], m[16]
-//     u8  qs[4][16][4]
-// Little-endian fields, as GGUF's. The same, as byte counts and offsets:
-struct X16Q4K {
-  static constexpr std::size_t kBytes = 2304, kDmin = 32, kScales = 64, kQs = 256;
-};
-struct X16Q5K {
-  static constexpr std::size_t kBytes = 2816, kDmin = 32, kScales = 64, kQh = 256, kQs = 768;
-};
-struct X16Q6K {
-  static constexpr std::size_t kBytes = 3360, kScales = 32, kQl = 288, kQh = 2336;
-};
-struct X16IQ4XS {
-  static constexpr std::size_t kBytes = 2176, kScalesH = 32, kScalesL = 64, kQs = 128;
-};
-struct X16Q5_0 {
-  static constexpr std::size_t kBytes = 352, kQh = 32, kQs = 96;
-};
-struct X16Q4_0 {
-  static constexpr std::size_t kBytes = 288, kQs = 32;
-};
-struct X16IQ4NL {
-  static constexpr std::size_t kBytes = 288, kQs = 32;
-};
-struct X16Q5_1 {
-  static constexpr std::size_t kBytes = 384, kM = 32, kQh = 64, kQs = 128;
-};
-struct X16Q4_1 {
-  static constexpr std::size_t kBytes = 320, kM = 32, kQs = 64;
-};
+// more instructions per Q4_K, Q5_K, Q6_K, IQ4_XS or block-32 4- and 5-bit
+// weight than the memory needs time to deliver it. Interleaved by 16 rows
+// (quant/x16_layout.h: the byte map and the types that have it), one 64-byte
+// load holds 4 bytes of each of 16 rows, a vpdpbusd against one broadcast
+// activation word yields one int32 per row, and scales and mins are unpacked
+// 16 rows at a time.
 
-// True for the types with an x16 layout (Q4_K, Q5_K, Q6_K, IQ4_XS, Q5_0,
-// Q4_0, IQ4_NL, Q5_1, Q4_1).
-bool matvec_x16_type(GgmlType type);
 // Throws std::invalid_argument naming what is wrong unless type has an x16
 // layout, rows is a multiple of 16 and cols of the type's block size.
 void matvec_x16_check_args(GgmlType type, std::size_t rows, std::size_t cols);
 // Re-lays out the matrix w (rows x ggml_row_bytes(type, cols)) as x16, in
-// place, tile by tile (16 rows of temporary memory).
+// place, tile by tile over the calling thread's pool (16 rows of temporary
+// memory per thread).
 void matvec_x16_interleave(GgmlType type, void* w, std::size_t rows, std::size_t cols);
-// Blocks [b0, b0 + nb) of the 16 rows of the x16 tile at `tile` in the
-// original layout: row r at dst + r * dst_rb.
-void matvec_x16_deinterleave(GgmlType type, const void* tile, std::size_t b0, std::size_t nb, void* dst,
-                             std::size_t dst_rb);
 // matmul_x16's scratch: matvec_scratch_bytes' rounded up to 64 bytes
 // (matvec_x16_rows_offset), then one tile's 16 rows in the original layout.
 std::size_t matvec_x16_rows_offset(GgmlType type, std::size_t cols, std::size_t n_tokens);

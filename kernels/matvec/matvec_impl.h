@@ -175,7 +175,7 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   const bool quant = !is_float_type(type);
   // (cols 0: the row paths write the zero sums; the packed GEMM has no group
   // to start its outputs from.)
-  const bool q8_packed = has_packed_gemm(type) && n_tokens >= packed_min_tokens<Arch>(type) && cols > 0;
+  const bool q8_packed = matvec_has_packed_gemm(type) && n_tokens >= packed_min_tokens<Arch>(type) && cols > 0;
   // The packed GEMM takes ActQ8 (one scale per 32) whatever the type.
   const bool kq = ggml_has_super_blocks(type) && !q8_packed;
   // scratch: [n_tokens][cols/32] ActQ8, or [n_tokens][cols/256] ActQ8K for the K-quants
@@ -188,7 +188,7 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   if (quant) quantize_tokens<Arch>(kq, x, ldx, n_tokens, cols, xb, act_bytes, xs, nth);
   if (q8_packed) {
     with_type<Arch>(type, [&](auto T) {
-      if constexpr (has_packed_gemm(T.value))
+      if constexpr (matvec_has_packed_gemm(T.value))
         q8_gemm<Arch, T.value>(wb, rb, rows, cols, reinterpret_cast<const ActQ8*>(xb), xs, n_tokens, y, ldy, nth);
     });
     return;
@@ -258,26 +258,10 @@ void matvec_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   matmul_body<Arch>(type, w, rows, cols, x, cols, 1, y, rows, scratch, threads);
 }
 
-// f(std::integral_constant<GgmlType, type>) for the x16 types (matvec_x16_type).
-template <class F>
-void with_x16_type(GgmlType type, F&& f) {
-  switch (type) {
-    case GgmlType::Q4_K: return f(std::integral_constant<GgmlType, GgmlType::Q4_K>{});
-    case GgmlType::Q5_K: return f(std::integral_constant<GgmlType, GgmlType::Q5_K>{});
-    case GgmlType::Q6_K: return f(std::integral_constant<GgmlType, GgmlType::Q6_K>{});
-    case GgmlType::IQ4_XS: return f(std::integral_constant<GgmlType, GgmlType::IQ4_XS>{});
-    case GgmlType::Q5_0: return f(std::integral_constant<GgmlType, GgmlType::Q5_0>{});
-    case GgmlType::Q5_1: return f(std::integral_constant<GgmlType, GgmlType::Q5_1>{});
-    case GgmlType::Q4_1: return f(std::integral_constant<GgmlType, GgmlType::Q4_1>{});
-    case GgmlType::IQ4_NL: return f(std::integral_constant<GgmlType, GgmlType::IQ4_NL>{});
-    default: return f(std::integral_constant<GgmlType, GgmlType::Q4_0>{});
-  }
-}
-
 // True where matmul_x16_body has tile kernels for `type` (AVX-512 VNNI).
 template <class Arch>
 bool x16_fast(GgmlType type) {
-  return uses_zmm_rows<Arch>() && matvec_x16_type(type);
+  return uses_zmm_rows<Arch>() && x16_type(type);
 }
 
 // Where matmul_x16_body's tile kernels run (AVX-512 VNNI) they take every
@@ -342,7 +326,7 @@ void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t
   std::uint8_t* plain = xb + matvec_x16_rows_offset(type, cols, n_tokens);  // (16, rb)
   const std::size_t nb = cols / ggml_block_elems(type);
   for (std::size_t i = 0; i < rows / 16; ++i) {
-    matvec_x16_deinterleave(type, wb + i * 16 * rb, 0, nb, plain, rb);
+    x16_deinterleave(type, wb + i * 16 * rb, 0, nb, plain, rb);
     matmul_body<Arch>(type, plain, 16, cols, x, ldx, n_tokens, y + 16 * i, ldy, scratch, threads);
   }
 }

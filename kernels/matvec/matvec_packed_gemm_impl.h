@@ -100,14 +100,10 @@ struct Q8Dot<xsimd::neon64> {
 
 namespace {  // not Arch-templated: internal, so no other ISA's object shares them
 
-// The types q8_gemm packs; per 32-element group and row, how many scales
-// (2: one per 16-element sub-block) and offsets (1 per group, 2 per
-// sub-block) their packing carries besides the integers.
-constexpr bool has_packed_gemm(GgmlType t) {
-  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
-         t == GgmlType::Q5_1 || t == GgmlType::IQ4_NL || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
-         t == GgmlType::IQ4_XS || t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q6_K;
-}
+// For the types q8_gemm packs (matvec_has_packed_gemm): per 32-element
+// group and row, how many scales (2: one per 16-element sub-block) and
+// offsets (1 per group, 2 per sub-block) their packing carries besides the
+// integers.
 constexpr int packed_scales(GgmlType t) { return t == GgmlType::Q6_K ? 2 : 1; }
 constexpr int packed_offsets(GgmlType t) {
   return t == GgmlType::Q2_K                                                                        ? 2
@@ -293,7 +289,7 @@ void q8_pack_tile(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::si
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
 // q8_pack_tile's packing for AVX-512 (TR 32 rows, integers + 128) of the
-// x16 types (matvec_x16_type) straight from their tiles (matvec.h), with no
+// x16 types (x16_type) straight from their tiles (matvec.h), with no
 // copy in the original layout between: the tiles' words already lie 4 bytes
 // per row, so each of a group's 8 steps is one 64-byte load per 16-row
 // tile, its nibbles masked (fifth bits added through byte masks from qh;
@@ -523,7 +519,7 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
   static_assert(!kX16 || TR % 16 == 0);
   const std::size_t groups = cols / 32;
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + TR - 1) / TR);
-  // x16 (matvec_x16_type) taken back: groups per block of the type; the chunk's rows in the original layout
+  // x16 (x16_type) taken back: groups per block of the type; the chunk's rows in the original layout
   constexpr bool kPlain = kX16 && !uses_zmm_rows<Arch>();
   constexpr std::size_t kBlockGroups =
       T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K || T == GgmlType::IQ4_XS ? 8 : 1;
@@ -561,7 +557,7 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
       if constexpr (kPlain) {
         const std::size_t crb = rb / (groups / kBlockGroups) * (ng / kBlockGroups);  // the chunk's bytes per row
         for (int i = 0; i < nr; i += 16)
-          matvec_x16_deinterleave(T, w + (r0 + static_cast<std::size_t>(i)) * rb, g0 / kBlockGroups, ng / kBlockGroups,
+          x16_deinterleave(T, w + (r0 + static_cast<std::size_t>(i)) * rb, g0 / kBlockGroups, ng / kBlockGroups,
                                   plain + static_cast<std::size_t>(i) * crb, crb);
         q8_pack_tile<Arch, T>(plain, crb, static_cast<std::size_t>(nr), 0, ng, pk);
       } else {

@@ -13,6 +13,7 @@
 
 #include "kernels/matvec/matvec.h"
 #include "quant/ggml_blocks.h"
+#include "quant/x16_layout.h"
 #include "runtime/error.h"
 
 namespace latte {
@@ -125,10 +126,10 @@ void file_bytes(const std::uint8_t* data, std::span<const RelaidMatrix> relaid, 
     for (std::size_t t = (lo - m.offset) / tb; m.offset + t * tb < hi; ++t) {
       const std::size_t t0 = m.offset + t * tb;
       if (t0 >= lo && t0 + tb <= hi) {
-        kernels::matvec_x16_deinterleave(m.type, data + t0, 0, nb, out + (t0 - at), rb);
+        x16_deinterleave(m.type, data + t0, 0, nb, out + (t0 - at), rb);
         continue;
       }
-      kernels::matvec_x16_deinterleave(m.type, data + t0, 0, nb, tile, rb);
+      x16_deinterleave(m.type, data + t0, 0, nb, tile, rb);
       const std::size_t c0 = std::max(lo, t0), c1 = std::min(hi, t0 + tb);
       std::memcpy(out + (c0 - at), tile + (c0 - t0), c1 - c0);
     }

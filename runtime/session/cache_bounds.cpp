@@ -8,6 +8,7 @@
 
 #include "kernels/matvec/matvec.h"
 #include "quant/ggml_blocks.h"
+#include "quant/x16_layout.h"
 
 namespace latte {
 
@@ -30,7 +31,7 @@ double row_norm(const WeightRef& w, std::int64_t r, std::vector<std::uint8_t>& t
   const std::uint8_t* src = w.data + static_cast<std::size_t>(r) * w.row_bytes;
   if (w.x16) {
     tile.resize(16 * w.row_bytes);
-    kernels::matvec_x16_deinterleave(w.type, w.data + static_cast<std::size_t>(r / 16) * 16 * w.row_bytes, 0,
+    x16_deinterleave(w.type, w.data + static_cast<std::size_t>(r / 16) * 16 * w.row_bytes, 0,
                                      cols / ggml_block_elems(w.type), tile.data(), w.row_bytes);
     src = tile.data() + static_cast<std::size_t>(r % 16) * w.row_bytes;
   }

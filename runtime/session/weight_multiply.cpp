@@ -128,7 +128,7 @@ void WeightMultiply::linear(const WeightRef& w, const float* x, std::size_t ldx,
           std::uint8_t* plain = x16_rows_.data() + static_cast<std::size_t>(t) * 16 * w.row_bytes;  // (16, row_bytes)
           const std::size_t nb = static_cast<std::size_t>(w.cols) / ggml_block_elems(w.type);
           for (std::int64_t i = a; i < b; i += 16) {
-            kernels::matvec_x16_deinterleave(w.type, w.data + static_cast<std::size_t>(r0 + i) * w.row_bytes, 0, nb,
+            x16_deinterleave(w.type, w.data + static_cast<std::size_t>(r0 + i) * w.row_bytes, 0, nb,
                                              plain, w.row_bytes);
             mv_->dequantize(w.type, plain, panel + static_cast<std::size_t>(i) * w.cols,
                             16 * static_cast<std::size_t>(w.cols));

@@ -16,6 +16,7 @@
 #include "platform/thread_pool.h"
 #include "quant/fp16.h"
 #include "quant/ggml_blocks.h"
+#include "quant/x16_layout.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace latte::kernels {
@@ -53,8 +54,6 @@ std::vector<std::uint8_t> interleaved(GgmlType t, std::vector<std::uint8_t> w, s
   return w;
 }
 
-const GgmlType kX16Types[] = {GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::Q5_0,
-                              GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::Q5_1, GgmlType::Q4_1};
 bool k_quant(GgmlType t) { return ggml_block_elems(t) == 256; }
 
 TEST(MatvecX16, DeinterleaveGivesTheBytesBack) {
@@ -66,12 +65,12 @@ TEST(MatvecX16, DeinterleaveGivesTheBytesBack) {
     EXPECT_NE(x, w) << ggml_type_name(t);
     std::vector<std::uint8_t> back(w.size(), 0xAB);
     for (std::size_t i = 0; i < rows / 16; ++i)
-      matvec_x16_deinterleave(t, x.data() + i * 16 * rb, 0, nb, back.data() + i * 16 * rb, rb);
+      x16_deinterleave(t, x.data() + i * 16 * rb, 0, nb, back.data() + i * 16 * rb, rb);
     EXPECT_EQ(back, w) << ggml_type_name(t);
     // A column range alone: blocks [1, 3) of the second tile
     std::vector<std::uint8_t> part(16 * 2 * rb / nb);
     const std::size_t prb = part.size() / 16;
-    matvec_x16_deinterleave(t, x.data() + 16 * rb, 1, 2, part.data(), prb);
+    x16_deinterleave(t, x.data() + 16 * rb, 1, 2, part.data(), prb);
     for (std::size_t r = 0; r < 16; ++r)
       EXPECT_EQ(std::memcmp(part.data() + r * prb, w.data() + (16 + r) * rb + rb / nb, prb), 0) << "row " << r;
   }
