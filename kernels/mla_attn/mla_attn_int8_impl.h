@@ -245,7 +245,7 @@ inline I8Slot i8_slot(const Plan& P, const std::uint8_t* base, std::uint8_t* thr
 
 // One block of an item: its tiles, and the block after it.
 struct I8Block {
-  const std::uint8_t* tp[kMaxBlockTiles];
+  const std::uint8_t* const* tp;        // (ntile) the tiles
   int ntile = 0, nvalid = 0, ntok = 0;  // tiles; tokens inside the context; those in whole vectors
   bool first = false;                   // the item's first block: po not yet written
   std::int64_t nb0 = 0, nb1 = 0;        // the block after this one: [nb0, nb1) of this item, or of the next
@@ -428,9 +428,11 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
     if (t0 >= t1) std::memset(po + static_cast<std::size_t>(h) * d_c, 0, sizeof(float) * d_c);
   }
   for (std::int64_t tb = t0; tb < t1; tb += P.UT) {
+    const std::uint8_t* tp[kMaxBlockTiles];
     I8Block B;
+    B.tp = tp;
     B.ntile = static_cast<int>(imin(P.UT, t1 - tb));
-    for (int i = 0; i < B.ntile; ++i) B.tp[i] = static_cast<const std::uint8_t*>(X.cache->tiles[tb + i]);
+    for (int i = 0; i < B.ntile; ++i) tp[i] = static_cast<const std::uint8_t*>(X.cache->tiles[tb + i]);
     B.nvalid = static_cast<int>(imin(static_cast<std::int64_t>(B.ntile) * T, X.n_ctx - tb * T));
     B.ntok = (B.nvalid + W - 1) / W * W;  // whole vectors
     B.first = tb == t0;
