@@ -27,7 +27,7 @@
 #                              8.8 GiB, kept outside the repository and made
 #                              once): prefill and decode at depths 0 and 4K,
 #                              int8 cache, mapped.
-# Extra arguments: kernels, to bench_kernels (e.g. --benchmark_filter=int8);
+# Extra arguments: kernels, to bench_mla_attn (e.g. --benchmark_filter=int8);
 # model, to every `latte bench` run, so only options the script does not set
 # itself (e.g. --prefill-chunk 256); depths and threads come from the env.
 # Env: LATTE_BENCH_MIN_TIME (kernels: seconds per entry, default 0.05),
@@ -46,7 +46,7 @@ if [ -z "$suite" ]; then
 fi
 shift
 case "$suite" in
-  kernels) target=bench_kernels ;;
+  kernels) target=bench_mla_attn ;;
   model) target=latte_cli ;;  # the `latte` program
   *) echo "bench.sh: unknown suite '$suite' (known: kernels, model)" >&2; exit 2 ;;
 esac
