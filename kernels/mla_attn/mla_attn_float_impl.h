@@ -54,10 +54,15 @@ void f_scores(const float* rows, int ntok, int C, const float* qf, float* S, std
   using F = xsimd::batch<float, Arch>;
   constexpr int W = F::size;
   constexpr int N = HB * J;
+  // Whole lane_sums groups, the padding left zero: every head's scores are
+  // reduced by the same tree however many heads a call takes (hadd's is
+  // another), so a head's bits do not depend on how the heads were split
+  // between threads.
+  constexpr int NP = (N + W - 1) / W * W;
   for (int j = 0; j < ntok; j += J) {
     const float* r0 = rows + static_cast<std::size_t>(j) * C;
-    F a[N];
-    for (int k = 0; k < N; ++k) a[k] = F(0.f);
+    F a[NP];
+    for (int k = 0; k < NP; ++k) a[k] = F(0.f);
     std::size_t line = pf_lines * j / ntok;
     const std::size_t line_end = pf_lines * (j + J) / ntok;
     int c = 0;
@@ -70,12 +75,8 @@ void f_scores(const float* rows, int ntok, int C, const float* qf, float* S, std
         for (int t = 0; t < J; ++t) a[h * J + t] = xsimd::fma(q, x[t], a[h * J + t]);
       }
     }
-    alignas(64) float sum[N];
-    if constexpr (N % W == 0) {
-      for (int g = 0; g < N; g += W) lane_sums<Arch>(a + g).store_aligned(sum + g);
-    } else {
-      for (int k = 0; k < N; ++k) sum[k] = xsimd::hadd(a[k]);
-    }
+    alignas(64) float sum[NP];
+    for (int g = 0; g < NP; g += W) lane_sums<Arch>(a + g).store_aligned(sum + g);
     for (int h = 0; h < HB; ++h)
       for (int t = 0; t < J; ++t) {
         float v = sum[h * J + t];
