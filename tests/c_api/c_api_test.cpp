@@ -22,7 +22,7 @@
 #include "runtime/session/session.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/tokenizer.h"
-#include "tests/runtime/testdata.h"
+#include "tests/common/testdata.h"
 
 namespace {
 
