@@ -42,15 +42,24 @@ endforeach()
 add_executable(logit_hashes tests/tools/logit_hashes.cpp)
 target_link_libraries(logit_hashes PRIVATE latte_tools latte_internal)
 
-file(GLOB LATTE_RUNTIME_TESTS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/runtime/*.cpp)
+# test_runtime: the runtime's tests, one folder per subject (the shared
+# helpers in tests/common/), in one binary. In tests/c_api/ only the *_test.cpp
+# files: its other sources are the programs above; in tests/reliability/ only
+# reliability_test.cpp: the allocation-failure test is its own binary.
+set(_globs "")
+foreach(subject format model session tokenizer sampling c_api cli)
+  list(APPEND _globs ${PROJECT_SOURCE_DIR}/tests/${subject}/*_test.cpp)
+endforeach()
+file(GLOB LATTE_RUNTIME_TESTS CONFIGURE_DEPENDS ${_globs})
+list(APPEND LATTE_RUNTIME_TESTS ${PROJECT_SOURCE_DIR}/tests/reliability/reliability_test.cpp)
 # Tests that are POSIX by nature (FIFOs, rlimits, modes, signals, programs
 # run through a POSIX shell) compile only where LATTE_TEST_POSIX is 1; the
 # CLI's and the reliability suite's files consist of them, and are left out
 # of a Windows build whole (scripts/test.sh names what is left out).
 if(WIN32)
   set(LATTE_TEST_POSIX 0)
-  list(REMOVE_ITEM LATTE_RUNTIME_TESTS ${PROJECT_SOURCE_DIR}/tests/runtime/cli_test.cpp
-                                       ${PROJECT_SOURCE_DIR}/tests/runtime/reliability_test.cpp)
+  list(REMOVE_ITEM LATTE_RUNTIME_TESTS ${PROJECT_SOURCE_DIR}/tests/cli/cli_test.cpp
+                                       ${PROJECT_SOURCE_DIR}/tests/reliability/reliability_test.cpp)
 else()
   set(LATTE_TEST_POSIX 1)
 endif()

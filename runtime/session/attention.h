@@ -9,7 +9,7 @@
 // Both write o (n, n_h * d_v), refused if it holds a NaN or inf. Internal
 // to runtime/session.
 //
-// Rules (graph_common.h): bit-identical across thread splits (the heads are
+// Rules (graph_rules.h): bit-identical across thread splits (the heads are
 // split, never a head's arithmetic); nothing thrown inside a region;
 // failures throw Error, the session rolls back (and truncates the cache).
 #pragma once
@@ -23,7 +23,7 @@
 #include "kernels/softmax_f32/softmax_f32.h"
 #include "runtime/mla/latent_cache.h"
 #include "runtime/mla/mla_config.h"
-#include "runtime/session/graph_common.h"
+#include "runtime/session/aligned_buffer.h"
 #include "runtime/model/model.h"
 #include "runtime/session/weight_multiply.h"
 

@@ -1,6 +1,6 @@
 // The absorbed form of attention (attention.h): q_lat_h = W_UK_h^T q_nope_h,
 // the mla_attn kernel over the latent cache (decode, or causal prefill),
-// o_h = W_UV_h o_lat_h. Rules: graph_common.h.
+// o_h = W_UV_h o_lat_h. Rules: graph_rules.h.
 #include "runtime/session/attention.h"
 
 #include <cstring>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/error.h"
+#include "runtime/session/finite_checks.h"
 
 namespace latte {
 

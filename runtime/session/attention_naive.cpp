@@ -1,13 +1,18 @@
 // The naive form of attention (attention.h): a block of cached rows at a
 // time, K and V of all heads decompressed by one f32 GEMM each (once for all
 // the chunk's queries), then per head an online softmax over the blocks.
-// Rules: graph_common.h; the GEMMs inside the region record their failures
+// Rules: graph_rules.h; the GEMMs inside the region record their failures
 // (GemmStatus), thrown after it.
 #include "runtime/session/attention.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+
+#include "platform/thread_pool.h"
+#include "runtime/session/finite_checks.h"
+#include "runtime/session/gemm_f32.h"
+#include "runtime/session/parallel_rows.h"
 
 namespace latte {
 

@@ -1,9 +1,12 @@
-// The feed-forward products (ffn.h). Rules: graph_common.h.
+// The feed-forward products (ffn.h). Rules: graph_rules.h.
 #include "runtime/session/ffn.h"
 
 
 #include <algorithm>
 #include <cstdint>
+
+#include "platform/thread_pool.h"
+#include "runtime/session/parallel_rows.h"
 
 namespace latte {
 

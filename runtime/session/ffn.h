@@ -4,7 +4,7 @@
 // routed experts) in one parallel region. The activation: SwiGLU's
 // silu(gate) * up, or relu(up)^2 (plm). Internal to runtime/session.
 //
-// Rules (graph_common.h): bit-identical across thread splits (each output
+// Rules (graph_rules.h): bit-identical across thread splits (each output
 // row's arithmetic is the one the separate products give); nothing thrown
 // inside a region; failures throw Error, the session rolls back.
 #pragma once
@@ -13,7 +13,7 @@
 
 #include "kernels/isa.h"
 #include "kernels/swiglu_f32/swiglu_f32.h"
-#include "runtime/session/graph_common.h"
+#include "runtime/session/aligned_buffer.h"
 #include "runtime/model/model.h"
 #include "runtime/session/weight_multiply.h"
 

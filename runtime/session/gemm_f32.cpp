@@ -1,14 +1,19 @@
 // gemm_f32 (gemm_f32.h): oneDNN's sgemm where the build has it, else
-// gemm_f32_own; either split over the thread pool's slots. The only file of
-// the runtime that includes oneDNN, or OpenMP (which oneDNN's build uses).
+// gemm_f32_own; either split over the thread pool's slots; GemmStatus,
+// sgemm and prepare_gemm_f32 over it. The only file of the runtime that
+// includes oneDNN, or OpenMP (which oneDNN's build uses).
 #include "runtime/session/gemm_f32.h"
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "kernels/dot_f32/dot_f32.h"
+#include "platform/memory.h"
+#include "platform/process.h"
 #include "platform/thread_pool.h"
 
 #if LATTE_WITH_ONEDNN
@@ -147,5 +152,47 @@ Error gemm_f32_error(Status s) {
 }
 
 bool gemm_f32_is_onednn() { return LATTE_WITH_ONEDNN != 0; }
+
+bool GemmStatus::gemm(int threads, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+                      const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                      std::int64_t ldc) noexcept {
+  const Status st = gemm_f32(threads, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (st != Status::ok) status_.store(static_cast<int>(st));
+  return st == Status::ok;
+}
+
+void GemmStatus::throw_if_failed() const {
+  if (const int st = status_.load(); st != static_cast<int>(Status::ok)) throw gemm_f32_error(static_cast<Status>(st));
+}
+
+void sgemm(int threads, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+  GemmStatus status;
+  status.gemm(threads, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  status.throw_if_failed();
+}
+
+void prepare_gemm_f32() {
+  // oneDNN builds its GEMM kernels on its first call; built here once, on
+  // the calling thread, where a failed allocation is an error like any
+  // other rather than inside a region.
+  preload_unwinder();
+  static std::atomic<bool> gemm_built{false};
+  if (gemm_f32_is_onednn() && !gemm_built.load()) {
+    constexpr std::size_t kGemmBuildBytes = std::size_t{32} << 20;
+    // oneDNN's kernel generator crashes (SIGSEGV) where it cannot map the
+    // memory it needs: refused first where a generous share is not there.
+    if (!address_space_available(kGemmBuildBytes))
+      throw Error(Status::out_of_memory, "oneDNN sgemm: cannot reserve " + std::to_string(kGemmBuildBytes >> 20) +
+                                             " MiB to build its kernels in");
+    std::vector<float> m(3 * 32 * 32, 0.f);
+    try {
+      sgemm(1, 'T', 32, 32, 32, 1.f, m.data(), 32, m.data() + 1024, 32, 0.f, m.data() + 2048, 32);
+    } catch (const std::bad_alloc&) {
+      throw Error(Status::out_of_memory, "oneDNN sgemm: out of memory building its kernels");
+    }
+    gemm_built = true;
+  }
+}
 
 }  // namespace latte

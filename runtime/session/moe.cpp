@@ -1,5 +1,5 @@
 // An MoE layer's feed-forward (moe.h): routing and expert scheduling.
-// Rules: graph_common.h.
+// Rules: graph_rules.h.
 #include "runtime/session/moe.h"
 
 
@@ -9,7 +9,9 @@
 #include <cstring>
 #include <numeric>
 
+#include "platform/thread_pool.h"
 #include "runtime/model/expert_parts.h"
+#include "runtime/session/parallel_rows.h"
 
 namespace latte {
 

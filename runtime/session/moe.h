@@ -6,7 +6,7 @@
 // expert through the weight multiply's own split (GEMM sizes, one thread).
 // Internal to runtime/session.
 //
-// Rules (graph_common.h): bit-identical across thread splits (each expert's
+// Rules (graph_rules.h): bit-identical across thread splits (each expert's
 // output lands in its own slot and the slots are added in expert order);
 // nothing thrown inside a region; failures throw Error, the session rolls
 // back.
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "runtime/session/ffn.h"
-#include "runtime/session/graph_common.h"
+#include "runtime/session/aligned_buffer.h"
 #include "runtime/model/model.h"
 #include "runtime/model/model_params.h"
 #include "runtime/session/weight_multiply.h"

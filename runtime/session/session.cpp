@@ -7,7 +7,7 @@
 // truncate, shift and make_room edit the cache and the tokens; set_threads
 // rebuilds the pool and the graph; save_state, load_state and copy are
 // session_state.cpp's.
-// The rules every part of the graph keeps: graph_common.h.
+// The rules every part of the graph keeps: graph_rules.h.
 #include "runtime/session/session.h"
 
 #include <algorithm>
@@ -20,7 +20,8 @@
 #include "platform/thread_pool.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
-#include "runtime/session/graph_common.h"
+#include "runtime/session/finite_checks.h"
+#include "runtime/session/gemm_f32.h"
 #include "runtime/session/session_graph.h"
 #include "runtime/session/weight_multiply.h"
 

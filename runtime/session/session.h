@@ -92,7 +92,7 @@ class Session {
   int threads() const;
   // Runs the session on `threads` threads from now on (0: one per CPU, as
   // many as start): a new pool, and the engines sized by the thread count
-  // built again. Results stay bit-identical (graph_common.h, rule 1).
+  // built again. Results stay bit-identical (graph_rules.h, rule 1).
   // Error(invalid_argument) outside [0, kMaxThreads], Error(out_of_memory)
   // where the threads or buffers cannot be had; the session is then as it was.
   void set_threads(int threads);

@@ -5,7 +5,7 @@
 // of its positions, the embedding, then per layer the attention block (norm, q and
 // kv_a, RoPE, the cache write, attention.h, W_O, residual) and the FFN
 // block (norm, ffn.h or moe.h, residual), then the output head.
-// Rules: graph_common.h; the cache rows a step writes are the only session
+// Rules: graph_rules.h; the cache rows a step writes are the only session
 // state it changes besides n_past_, the last form and the logits, and
 // Session::prefill and Session::step take them back on an error.
 #include <cstdint>
@@ -17,7 +17,10 @@
 #include "runtime/mla/cost_model.h"
 #include "runtime/mla/rope.h"
 #include "runtime/session/gemm_f32.h"
-#include "runtime/session/graph_common.h"
+#include "runtime/session/aligned_buffer.h"
+#include "runtime/session/finite_checks.h"
+#include "runtime/session/parallel_rows.h"
+#include "runtime/session/row_ops.h"
 #include "runtime/session/session.h"
 #include "runtime/session/session_graph.h"
 

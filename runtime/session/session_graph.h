@@ -3,7 +3,7 @@
 // of the graph's rooms (weight multiply, FFN, MoE, both attention forms)
 // and the buffers of one chunk, reused from chunk to chunk. Internal to
 // runtime/session (session.cpp builds it, session_forward.cpp runs it).
-// Rules: graph_common.h.
+// Rules: graph_rules.h.
 #pragma once
 
 #include <vector>
@@ -13,7 +13,7 @@
 #include "runtime/mla/rope.h"
 #include "runtime/session/attention.h"
 #include "runtime/session/ffn.h"
-#include "runtime/session/graph_common.h"
+#include "runtime/session/aligned_buffer.h"
 #include "runtime/model/model_params.h"
 #include "runtime/session/moe.h"
 #include "runtime/session/session.h"

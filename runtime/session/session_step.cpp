@@ -4,7 +4,7 @@
 // session's abort callback) before any session changes, makes each one's context room, runs forward_step on the
 // first session's threads, refuses non-finite logits, and on any error puts
 // every session back as it was (cache truncated, logits restored; context
-// shifts made stay, as in prefill). Rules: graph_common.h.
+// shifts made stay, as in prefill). Rules: graph_rules.h.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -12,7 +12,7 @@
 
 #include "platform/thread_pool.h"
 #include "runtime/error.h"
-#include "runtime/session/graph_common.h"
+#include "runtime/session/finite_checks.h"
 #include "runtime/session/session.h"
 #include "runtime/session/session_graph.h"
 

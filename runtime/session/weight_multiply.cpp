@@ -1,16 +1,14 @@
 // The weight multiply (weight_multiply.h): which path each product takes,
 // how it is split over the threads, and the f32 GEMM calls with their
-// failures. Rules: graph_common.h.
+// failures. Rules: graph_rules.h.
 #include "runtime/session/weight_multiply.h"
 
 #include <algorithm>
 #include <limits>
-#include <new>
-#include <string>
 
-#include "platform/memory.h"
-#include "platform/process.h"
+#include "platform/thread_pool.h"
 #include "runtime/session/gemm_f32.h"
+#include "runtime/session/parallel_rows.h"
 
 namespace latte {
 
@@ -36,48 +34,6 @@ int default_gemm_min_tokens(GgmlType t, Isa isa) {
 constexpr std::int64_t kGemmPanelRows = 256;
 
 }  // namespace
-
-bool GemmStatus::gemm(int threads, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
-                      const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
-                      std::int64_t ldc) noexcept {
-  const Status st = gemm_f32(threads, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  if (st != Status::ok) status_.store(static_cast<int>(st));
-  return st == Status::ok;
-}
-
-void GemmStatus::throw_if_failed() const {
-  if (const int st = status_.load(); st != static_cast<int>(Status::ok)) throw gemm_f32_error(static_cast<Status>(st));
-}
-
-void sgemm(int threads, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
-  GemmStatus status;
-  status.gemm(threads, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  status.throw_if_failed();
-}
-
-void prepare_gemm_f32() {
-  // oneDNN builds its GEMM kernels on its first call; built here once, on
-  // the calling thread, where a failed allocation is an error like any
-  // other rather than inside a region.
-  preload_unwinder();
-  static std::atomic<bool> gemm_built{false};
-  if (gemm_f32_is_onednn() && !gemm_built.load()) {
-    constexpr std::size_t kGemmBuildBytes = std::size_t{32} << 20;
-    // oneDNN's kernel generator crashes (SIGSEGV) where it cannot map the
-    // memory it needs: refused first where a generous share is not there.
-    if (!address_space_available(kGemmBuildBytes))
-      throw Error(Status::out_of_memory, "oneDNN sgemm: cannot reserve " + std::to_string(kGemmBuildBytes >> 20) +
-                                             " MiB to build its kernels in");
-    std::vector<float> m(3 * 32 * 32, 0.f);
-    try {
-      sgemm(1, 'T', 32, 32, 32, 1.f, m.data(), 32, m.data() + 1024, 32, 0.f, m.data() + 2048, 32);
-    } catch (const std::bad_alloc&) {
-      throw Error(Status::out_of_memory, "oneDNN sgemm: out of memory building its kernels");
-    }
-    gemm_built = true;
-  }
-}
 
 WeightMultiply::WeightMultiply(Isa isa, int threads, int gemm_min_tokens)
     : mv_(&kernels::matvec_kernels(isa)), isa_(isa), threads_(threads), gemm_min_tokens_(gemm_min_tokens) {}

@@ -8,12 +8,11 @@
 // (linear_heads); product_rows is the one-thread product those regions and
 // moe.cpp's expert scheduler run. Internal to runtime/session.
 //
-// Rules (graph_common.h): every output row's arithmetic is the same for any
+// Rules (graph_rules.h): every output row's arithmetic is the same for any
 // thread split; a region's failures are kept (RegionError, GemmStatus) and
 // thrown after it as Error, and the session rolls back.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -23,37 +22,10 @@
 #include "kernels/matvec/matvec.h"
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
-#include "runtime/session/graph_common.h"
 #include "runtime/model/model.h"
+#include "runtime/session/aligned_buffer.h"
 
 namespace latte {
-
-// gemm_f32 on one thread with a failure recorded rather than thrown, for
-// calls inside a region's slots: throw_if_failed() after it. Also what
-// sgemm() runs (over its threads).
-class GemmStatus {
- public:
-  // C = alpha A op(B) + beta C as gemm_f32 over `threads` slots; false on failure.
-  bool gemm(int threads, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t lda,
-            const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) noexcept;
-  bool failed() const noexcept {
-    return status_.load(std::memory_order_relaxed) != static_cast<int>(Status::ok);
-  }
-  // Error(out_of_memory or internal) if a gemm failed.
-  void throw_if_failed() const;
-
- private:
-  std::atomic<int> status_{static_cast<int>(Status::ok)};
-};
-
-// gemm_f32 over `threads` slots of the calling thread's pool, a failure thrown.
-void sgemm(int threads, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t lda,
-           const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
-
-// With oneDNN, builds its GEMM kernels once per process on the calling
-// thread, where a failed allocation is an Error(out_of_memory) rather than
-// the end of the process. Nothing without oneDNN.
-void prepare_gemm_f32();
 
 class WeightMultiply {
  public:

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "latte/latte.h"
-#include "tests/runtime/architecture_cases.h"
+#include "tests/common/architecture_cases.h"
 #include "tools/model_presets.h"
 #include "tools/random_model.h"
 

@@ -19,7 +19,7 @@
 #include "tools/model_catalog.h"
 #include "tools/model_presets.h"
 #if LATTE_TEST_POSIX  // the CLI is run through a POSIX shell
-#include "tests/runtime/cli_run.h"
+#include "tests/cli/cli_run.h"
 #endif
 
 namespace {

@@ -34,11 +34,11 @@
 #include "runtime/session/cache_bounds.h"
 #include "tools/random_model.h"
 #include "runtime/session/session.h"
-#include "tests/runtime/architecture_cases.h"
+#include "tests/common/architecture_cases.h"
 #if LATTE_TEST_POSIX
-#include "tests/runtime/fifo_util.h"
+#include "tests/common/fifo_util.h"
 #endif
-#include "tests/runtime/testdata.h"
+#include "tests/common/testdata.h"
 
 namespace latte {
 namespace {

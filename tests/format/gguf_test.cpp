@@ -20,9 +20,9 @@
 #include "runtime/gguf/gguf_file.h"
 #include "tools/gguf_writer.h"
 #if LATTE_TEST_POSIX
-#include "tests/runtime/fifo_util.h"
+#include "tests/common/fifo_util.h"
 #endif
-#include "tests/runtime/testdata.h"
+#include "tests/common/testdata.h"
 
 namespace latte {
 namespace {

@@ -339,7 +339,13 @@ TEST(GbnfParse, HostileGrammarsMeetLimits) {
             "grammar:1:212: the repetitions expand to more than 1048576 elements: refused");
   // A long chain of rules (no recursion limit in the checks: they iterate).
   std::string chain = "root ::= r0\n";
-  for (int i = 0; i < 20000; ++i) chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+  for (int i = 0; i < 20000; ++i) {
+    chain += 'r';
+    chain += std::to_string(i);
+    chain += " ::= r";
+    chain += std::to_string(i + 1);
+    chain += '\n';
+  }
   chain += "r20000 ::= \"z\"\n";
   EXPECT_TRUE(matches(chain, "z"));
   // Output nesting deeper than the stack limit.

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "tests/runtime/cli_run.h"
+#include "tests/cli/cli_run.h"
 
 namespace {
 

@@ -15,8 +15,8 @@
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/session/session.h"
-#include "tests/runtime/architecture_cases.h"
-#include "tests/runtime/testdata.h"
+#include "tests/common/architecture_cases.h"
+#include "tests/common/testdata.h"
 #include "tools/random_model.h"
 
 namespace latte {

@@ -26,8 +26,8 @@
 #include "runtime/model/model.h"
 #include "tools/random_model.h"
 #include "runtime/session/session.h"
-#include "tests/runtime/fifo_util.h"
-#include "tests/runtime/testdata.h"
+#include "tests/common/fifo_util.h"
+#include "tests/common/testdata.h"
 
 namespace latte {
 namespace {

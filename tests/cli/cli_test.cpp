@@ -21,7 +21,7 @@
 #include "tools/random_model.h"
 #include "runtime/session/session.h"
 #include "runtime/tokenizer/tokenizer.h"
-#include "tests/runtime/cli_run.h"
+#include "tests/cli/cli_run.h"
 
 namespace {
 

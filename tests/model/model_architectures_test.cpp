@@ -22,7 +22,7 @@
 #include "runtime/model/model.h"
 #include "tools/random_model.h"
 #include "runtime/session/session.h"
-#include "tests/runtime/architecture_cases.h"
+#include "tests/common/architecture_cases.h"
 
 namespace latte {
 namespace {

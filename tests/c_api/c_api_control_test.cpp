@@ -33,7 +33,7 @@
 #include "latte/latte.hpp"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/model.h"
-#include "tests/runtime/testdata.h"
+#include "tests/common/testdata.h"
 #include "tools/gguf_writer.h"
 
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "runtime/gguf/gguf_file.h"
-#include "tests/runtime/testdata.h"
+#include "tests/common/testdata.h"
 
 namespace latte {
 namespace {

@@ -22,7 +22,7 @@
 #include "runtime/session/session.h"
 #include "runtime/tokenizer/chat.h"
 #include "runtime/tokenizer/tokenizer.h"
-#include "tests/runtime/cli_run.h"
+#include "tests/cli/cli_run.h"
 #include "tools/random_model.h"
 
 namespace {

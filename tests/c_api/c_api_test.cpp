@@ -22,7 +22,7 @@
 #include "runtime/session/session.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/tokenizer.h"
-#include "tests/runtime/testdata.h"
+#include "tests/common/testdata.h"
 
 namespace {
 
@@ -700,7 +700,9 @@ TEST(CApi, ReportsSizesFormsAndExpertsRead) {
     EXPECT_EQ(s.last_form(), LATTE_PREFILL_ABSORBED);  // nothing ran yet
     EXPECT_EQ(s.last_experts_read(), 0);
     s.prefill(toks);
-    if (f != LATTE_PREFILL_AUTO) EXPECT_EQ(s.last_form(), f);
+    if (f != LATTE_PREFILL_AUTO) {
+      EXPECT_EQ(s.last_form(), f);
+    }
     logits.emplace_back(s.logits().begin(), s.logits().end());
     s.decode(3);
     EXPECT_EQ(s.last_form(), LATTE_PREFILL_ABSORBED);

@@ -30,7 +30,7 @@
 #include "runtime/tokenizer/chat.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tools/gguf_writer.h"
-#include "tests/runtime/architecture_cases.h"
+#include "tests/common/architecture_cases.h"
 
 namespace latte {
 namespace {

@@ -33,7 +33,7 @@
 #include "runtime/session/weight_multiply.h"
 #include "reference/model_reference.h"
 #include "tools/random_model.h"
-#include "tests/runtime/testdata.h"
+#include "tests/common/testdata.h"
 
 namespace latte {
 namespace {
