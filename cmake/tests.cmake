@@ -41,6 +41,19 @@ endforeach()
 # output is compared with a run before the change).
 add_executable(logit_hashes tests/tools/logit_hashes.cpp)
 target_link_libraries(logit_hashes PRIVATE latte_tools latte_internal)
+# Its own check, at real shapes (V2-Lite's 16 heads, MiniCPM3's 40, PLM's
+# 16; Q4_K): the logits on 1 and on 3 threads bit-identical, with each SIMD
+# ISA's kernels (native builds: ~6 s per ISA; the ref ISA's K-quant rows
+# take minutes).
+if(NOT WIN32 AND NOT CMAKE_CROSSCOMPILING)
+  foreach(isa ${LATTE_ISAS})
+    if(NOT isa STREQUAL "ref")
+      add_test(NAME logit_hashes_threads_${isa}
+               COMMAND logit_hashes --dir ${CMAKE_CURRENT_BINARY_DIR}/logit-hashes-${isa} --filter Q4_K)
+      set_tests_properties(logit_hashes_threads_${isa} PROPERTIES ENVIRONMENT "LATTE_ISA=${isa}" LABELS runtime)
+    endif()
+  endforeach()
+endif()
 
 # test_runtime: the runtime's tests, one folder per subject (the shared
 # helpers in tests/common/), in one binary. In tests/c_api/ only the *_test.cpp
