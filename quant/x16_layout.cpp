@@ -202,6 +202,10 @@ void move(GgmlType type, TileByte<kToTile>* tile, std::size_t b0, std::size_t nb
 }
 }  // namespace
 
+bool x16_type(GgmlType type) {
+  return with_x16_type(type, [](auto) {});
+}
+
 void x16_interleave_tile(GgmlType type, std::uint8_t* tile, const std::uint8_t* rows, std::size_t rb, std::size_t nb) {
   move<true>(type, tile, 0, nb, rows, rb);
 }

@@ -94,21 +94,26 @@ struct X16Q4_1 {
 };
 
 // The types with an x16 layout: the one list (the kernels' dispatch, the
-// moves and the tests all go through it).
+// moves and the tests all go through it). Read only in constant
+// expressions in headers (template arguments): a per-ISA object that read it
+// at run time would hold a weak copy (cmake/check_isa_objects.cmake).
 inline constexpr GgmlType kX16Types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
                                          GgmlType::IQ4_XS, GgmlType::Q5_0, GgmlType::Q4_0,
                                          GgmlType::IQ4_NL, GgmlType::Q5_1, GgmlType::Q4_1};
 
-constexpr bool x16_type(GgmlType type) {
-  for (GgmlType t : kX16Types)
-    if (t == type) return true;
-  return false;
-}
+// True for the types in kX16Types (out of line: baseline code).
+bool x16_type(GgmlType type);
 
 namespace x16_detail {
+template <GgmlType T, class F>
+bool call_if(GgmlType type, F& f) {
+  if (type != T) return false;
+  f(std::integral_constant<GgmlType, T>{});
+  return true;
+}
 template <class F, std::size_t... I>
 bool with_type(GgmlType type, F& f, std::index_sequence<I...>) {
-  return ((type == kX16Types[I] ? (f(std::integral_constant<GgmlType, kX16Types[I]>{}), true) : false) || ...);
+  return (call_if<kX16Types[I]>(type, f) || ...);
 }
 }  // namespace x16_detail
 

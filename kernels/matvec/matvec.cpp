@@ -28,6 +28,8 @@ void matvec_check_args(GgmlType type, std::size_t cols) {
                                 " is not a multiple of its block size " + std::to_string(info->block_elems));
 }
 
+bool matvec_has_packed_gemm(GgmlType type) { return packed_gemm_type(type); }
+
 std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_tokens) {
   matvec_check_args(type, cols);
   if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) return 0;

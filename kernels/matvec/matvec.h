@@ -116,12 +116,15 @@ bool matvec_supports(GgmlType type);
 // (kPackedGemmMinTokens): Q8_0, and the types whose 32-element groups are
 // integers times one scale plus one offset (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
 // Q4_K, Q5_K, IQ4_XS) or whose 16-element halves are (Q2_K, Q3_K, Q6_K).
-// The one list: constexpr, so the kernels' template dispatch uses it too.
-constexpr bool matvec_has_packed_gemm(GgmlType t) {
+// The one list, constexpr for the kernels' template dispatch (there, in
+// constant expressions only: per-ISA objects call no inline function of
+// baseline code at run time); matvec_has_packed_gemm asks it out of line.
+constexpr bool packed_gemm_type(GgmlType t) {
   return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
          t == GgmlType::Q5_1 || t == GgmlType::IQ4_NL || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
          t == GgmlType::IQ4_XS || t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q6_K;
 }
+bool matvec_has_packed_gemm(GgmlType type);
 // Throws std::invalid_argument naming the type unless matvec_supports(type)
 // and cols is a multiple of its block size (every entry point calls it).
 void matvec_check_args(GgmlType type, std::size_t cols);

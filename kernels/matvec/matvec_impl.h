@@ -188,7 +188,7 @@ void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t col
   if (quant) quantize_tokens<Arch>(kq, x, ldx, n_tokens, cols, xb, act_bytes, xs, nth);
   if (q8_packed) {
     with_type<Arch>(type, [&](auto T) {
-      if constexpr (matvec_has_packed_gemm(T.value))
+      if constexpr (packed_gemm_type(T.value))
         q8_gemm<Arch, T.value>(wb, rb, rows, cols, reinterpret_cast<const ActQ8*>(xb), xs, n_tokens, y, ldy, nth);
     });
     return;
