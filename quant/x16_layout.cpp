@@ -43,57 +43,66 @@ template <GgmlType type>
 constexpr Format kFormat = {};
 
 template <>
-constexpr Format kFormat<GgmlType::Q4_K>{GgmlType::Q4_K, sizeof(BlockQ4_K), X16Q4K::kBytes,
-                      {{offsetof(BlockQ4_K, d), 2, 1, 0, 0},
-                       {offsetof(BlockQ4_K, dmin), 2, 1, X16Q4K::kDmin, 0},
-                       {offsetof(BlockQ4_K, scales), 1, 12, X16Q4K::kScales, 16},
-                       {offsetof(BlockQ4_K, qs), 4, 32, X16Q4K::kQs, 64}},
-                      4};
+constexpr Format kFormat<GgmlType::Q4_K>{
+    GgmlType::Q4_K, sizeof(BlockQ4_K), X16Q4K::kBytes,
+    {{offsetof(BlockQ4_K, d), 2, 1, 0, 0},
+     {offsetof(BlockQ4_K, dmin), 2, 1, X16Q4K::kDmin, 0},
+     {offsetof(BlockQ4_K, scales), 1, 12, X16Q4K::kScales, 16},
+     {offsetof(BlockQ4_K, qs), 4, 32, X16Q4K::kQs, 64}},
+    4};
 template <>
-constexpr Format kFormat<GgmlType::Q5_K>{GgmlType::Q5_K, sizeof(BlockQ5_K), X16Q5K::kBytes,
-                      {{offsetof(BlockQ5_K, d), 2, 1, 0, 0},
-                       {offsetof(BlockQ5_K, dmin), 2, 1, X16Q5K::kDmin, 0},
-                       {offsetof(BlockQ5_K, scales), 1, 12, X16Q5K::kScales, 16},
-                       {offsetof(BlockQ5_K, qs), 4, 32, X16Q5K::kQs, 64}},
-                      4};
+constexpr Format kFormat<GgmlType::Q5_K>{
+    GgmlType::Q5_K, sizeof(BlockQ5_K), X16Q5K::kBytes,
+    {{offsetof(BlockQ5_K, d), 2, 1, 0, 0},
+     {offsetof(BlockQ5_K, dmin), 2, 1, X16Q5K::kDmin, 0},
+     {offsetof(BlockQ5_K, scales), 1, 12, X16Q5K::kScales, 16},
+     {offsetof(BlockQ5_K, qs), 4, 32, X16Q5K::kQs, 64}},
+    4};
 template <>
-constexpr Format kFormat<GgmlType::Q6_K>{GgmlType::Q6_K, sizeof(BlockQ6_K), X16Q6K::kBytes,
-                      {{offsetof(BlockQ6_K, d), 2, 1, 0, 0},
-                       {offsetof(BlockQ6_K, scales), 1, 16, X16Q6K::kScales, 16},
-                       {offsetof(BlockQ6_K, ql), 4, 32, X16Q6K::kQl, 64},
-                       {offsetof(BlockQ6_K, qh), 4, 16, X16Q6K::kQh, 64}},
-                      4};
+constexpr Format kFormat<GgmlType::Q6_K>{
+    GgmlType::Q6_K, sizeof(BlockQ6_K), X16Q6K::kBytes,
+    {{offsetof(BlockQ6_K, d), 2, 1, 0, 0},
+     {offsetof(BlockQ6_K, scales), 1, 16, X16Q6K::kScales, 16},
+     {offsetof(BlockQ6_K, ql), 4, 32, X16Q6K::kQl, 64},
+     {offsetof(BlockQ6_K, qh), 4, 16, X16Q6K::kQh, 64}},
+    4};
 template <>
-constexpr Format kFormat<GgmlType::IQ4_XS>{GgmlType::IQ4_XS, sizeof(BlockIQ4_XS), X16IQ4XS::kBytes,
-                        {{offsetof(BlockIQ4_XS, d), 2, 1, 0, 0},
-                         {offsetof(BlockIQ4_XS, scales_h), 2, 1, X16IQ4XS::kScalesH, 0},
-                         {offsetof(BlockIQ4_XS, scales_l), 1, 4, X16IQ4XS::kScalesL, 16},
-                         {offsetof(BlockIQ4_XS, qs), 4, 32, X16IQ4XS::kQs, 64}},
-                        4};
+constexpr Format kFormat<GgmlType::IQ4_XS>{
+    GgmlType::IQ4_XS, sizeof(BlockIQ4_XS), X16IQ4XS::kBytes,
+    {{offsetof(BlockIQ4_XS, d), 2, 1, 0, 0},
+     {offsetof(BlockIQ4_XS, scales_h), 2, 1, X16IQ4XS::kScalesH, 0},
+     {offsetof(BlockIQ4_XS, scales_l), 1, 4, X16IQ4XS::kScalesL, 16},
+     {offsetof(BlockIQ4_XS, qs), 4, 32, X16IQ4XS::kQs, 64}},
+    4};
 template <>
-constexpr Format kFormat<GgmlType::Q5_0>{GgmlType::Q5_0, sizeof(BlockQ5_0), X16Q5_0::kBytes,
-                       {{offsetof(BlockQ5_0, d), 2, 1, 0, 0}, {offsetof(BlockQ5_0, qs), 4, 4, X16Q5_0::kQs, 64}},
-                       2};
+constexpr Format kFormat<GgmlType::Q5_0>{
+    GgmlType::Q5_0, sizeof(BlockQ5_0), X16Q5_0::kBytes,
+    {{offsetof(BlockQ5_0, d), 2, 1, 0, 0}, {offsetof(BlockQ5_0, qs), 4, 4, X16Q5_0::kQs, 64}},
+    2};
 template <>
-constexpr Format kFormat<GgmlType::Q4_0>{GgmlType::Q4_0, sizeof(BlockQ4_0), X16Q4_0::kBytes,
-                       {{offsetof(BlockQ4_0, d), 2, 1, 0, 0}, {offsetof(BlockQ4_0, qs), 4, 4, X16Q4_0::kQs, 64}},
-                       2};
+constexpr Format kFormat<GgmlType::Q4_0>{
+    GgmlType::Q4_0, sizeof(BlockQ4_0), X16Q4_0::kBytes,
+    {{offsetof(BlockQ4_0, d), 2, 1, 0, 0}, {offsetof(BlockQ4_0, qs), 4, 4, X16Q4_0::kQs, 64}},
+    2};
 template <>
-constexpr Format kFormat<GgmlType::IQ4_NL>{GgmlType::IQ4_NL, sizeof(BlockIQ4_NL), X16IQ4NL::kBytes,
-                        {{offsetof(BlockIQ4_NL, d), 2, 1, 0, 0}, {offsetof(BlockIQ4_NL, qs), 4, 4, X16IQ4NL::kQs, 64}},
-                        2};
+constexpr Format kFormat<GgmlType::IQ4_NL>{
+    GgmlType::IQ4_NL, sizeof(BlockIQ4_NL), X16IQ4NL::kBytes,
+    {{offsetof(BlockIQ4_NL, d), 2, 1, 0, 0}, {offsetof(BlockIQ4_NL, qs), 4, 4, X16IQ4NL::kQs, 64}},
+    2};
 template <>
-constexpr Format kFormat<GgmlType::Q5_1>{GgmlType::Q5_1, sizeof(BlockQ5_1), X16Q5_1::kBytes,
-                       {{offsetof(BlockQ5_1, d), 2, 1, 0, 0},
-                        {offsetof(BlockQ5_1, m), 2, 1, X16Q5_1::kM, 0},
-                        {offsetof(BlockQ5_1, qs), 4, 4, X16Q5_1::kQs, 64}},
-                       3};
+constexpr Format kFormat<GgmlType::Q5_1>{
+    GgmlType::Q5_1, sizeof(BlockQ5_1), X16Q5_1::kBytes,
+    {{offsetof(BlockQ5_1, d), 2, 1, 0, 0},
+     {offsetof(BlockQ5_1, m), 2, 1, X16Q5_1::kM, 0},
+     {offsetof(BlockQ5_1, qs), 4, 4, X16Q5_1::kQs, 64}},
+    3};
 template <>
-constexpr Format kFormat<GgmlType::Q4_1>{GgmlType::Q4_1, sizeof(BlockQ4_1), X16Q4_1::kBytes,
-                       {{offsetof(BlockQ4_1, d), 2, 1, 0, 0},
-                        {offsetof(BlockQ4_1, m), 2, 1, X16Q4_1::kM, 0},
-                        {offsetof(BlockQ4_1, qs), 4, 4, X16Q4_1::kQs, 64}},
-                       3};
+constexpr Format kFormat<GgmlType::Q4_1>{
+    GgmlType::Q4_1, sizeof(BlockQ4_1), X16Q4_1::kBytes,
+    {{offsetof(BlockQ4_1, d), 2, 1, 0, 0},
+     {offsetof(BlockQ4_1, m), 2, 1, X16Q4_1::kM, 0},
+     {offsetof(BlockQ4_1, qs), 4, 4, X16Q4_1::kQs, 64}},
+    3};
 
 // Bit j of each of 8 bytes (x little-endian) as 8 bits, and its inverse:
 // bit i of b as byte i (0 or 1).

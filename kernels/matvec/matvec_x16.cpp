@@ -56,8 +56,7 @@ void matmul_x16_ref(GgmlType type, const void* w, std::size_t rows, std::size_t 
   const std::size_t rb = ggml_row_bytes(type, cols), nb = cols / ggml_block_elems(type);
   std::vector<std::uint8_t> plain(rows * rb);  // (rows, rb) the original layout
   for (std::size_t i = 0; i < rows / 16; ++i)
-    x16_deinterleave(type, static_cast<const std::uint8_t*>(w) + i * 16 * rb, 0, nb, plain.data() + i * 16 * rb,
-                            rb);
+    x16_deinterleave(type, static_cast<const std::uint8_t*>(w) + i * 16 * rb, 0, nb, plain.data() + i * 16 * rb, rb);
   matmul_ref(type, plain.data(), rows, cols, x, ldx, n_tokens, y, ldy, scratch, threads);
 }
 

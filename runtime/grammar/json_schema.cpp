@@ -138,9 +138,11 @@ std::string uint_range(std::int64_t lo, std::optional<std::int64_t> hi) {
   const std::size_t max_len = hi ? std::to_string(*hi).size() : 16;
   std::vector<std::string> alts;
   for (std::size_t L = los.size(); L <= max_len; ++L) {
-    std::string a(L, '0');  // the smallest of L digits: 10...0 (built in place: mingw g++ 12 gave a
-    a[0] = '1';             // false -Wrestrict on "1" + std::string)
-    if (L == los.size()) a = los;
+    std::string a = los;
+    if (L != los.size()) {  // the smallest of L digits, 10...0 (not "1" + std::string: a false
+      a.assign(L, '0');     // -Wrestrict from mingw g++ 12)
+      a[0] = '1';
+    }
     const std::string b = hi && L == max_len ? std::to_string(*hi) : std::string(L, '9');
     alts.push_back(std::string("(").append(same_length_range(a, b)).append(")"));
   }
