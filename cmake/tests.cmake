@@ -41,6 +41,10 @@ endforeach()
 # output is compared with a run before the change).
 add_executable(logit_hashes tests/tools/logit_hashes.cpp)
 target_link_libraries(logit_hashes PRIVATE latte_tools latte_internal)
+# The storage-only error of candidate 4-bit latent caches (issue 60;
+# docs/design.md, "The latent cache"): a measurement, not a ctest.
+add_executable(latent_int4_study tests/tools/latent_int4_study.cpp)
+target_link_libraries(latent_int4_study PRIVATE latte_internal)
 # Its own check, at real shapes (V2-Lite's 16 heads, MiniCPM3's 40, PLM's
 # 16; Q4_K): the logits on 1 and on 3 threads bit-identical, with each SIMD
 # ISA's kernels (not ref: its K-quant rows are too slow for a ctest).
