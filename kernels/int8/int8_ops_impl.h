@@ -22,12 +22,13 @@
 // Not from xsimd, and why:
 //  - no xsimd spelling: vpdpbusd (VNNI), vpmaddubsw + vpmaddwd (the AVX2 dot
 //    product, whose int16 pair sums saturate: callers keep them < 2^15),
-//    sdot, pshufb / tbl byte lookups, vpabsb / vpsignb, fp16 scalars;
+//    sdot, pshufb / tbl byte lookups, vpsignb, fp16 scalars;
 //  - weak symbols (cmake/check_isa_objects.cmake): the avx512 object runs
 //    256-bit int8 code too, and an xsimd batch<int8_t, avx2> there would be
 //    the same out-of-line instance as the avx2 object's; xsimd's integer
 //    batches on NEON left weak symbols in the neon/asimd objects;
-//  - bit-identical results: xsimd's float reductions sum in another order.
+//  - bit-identical logits: hsum's summation order is the kernels' own
+//    (xsimd's reduce_add is free to sum in another).
 // Everything here is in an anonymous namespace inside the ISA's namespace:
 // each per-ISA object keeps its own copy.
 //
