@@ -8,7 +8,7 @@
 // intrinsics, and why.
 #pragma once
 
-#include "kernels/int8_impl.h"  // first: kernels/isa_body_impl.h
+#include "kernels/int8/int8_ops_impl.h"  // first: kernels/isa_body_impl.h
 
 #include <cstddef>
 #include <cstdint>

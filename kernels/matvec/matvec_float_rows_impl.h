@@ -3,7 +3,7 @@
 // for the F16 and BF16 loads (intrinsics: xsimd has no half-float loads).
 #pragma once
 
-#include "kernels/matvec/matvec_int8_impl.h"
+#include "kernels/matvec/matvec_gguf_impl.h"
 
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {

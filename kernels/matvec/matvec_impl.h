@@ -2,7 +2,8 @@
 // is the driver (type dispatch, the row and packed-GEMM drivers); the parts
 // are its includes, each a header of its own:
 //   matvec_common_impl.h        shared helpers and the rules below
-//   matvec_int8_{x86,neon}_impl.h  the int8/float primitives (intrinsics)
+//   matvec_gguf_impl.h          the GGUF formats' decoders, over the int8
+//                               operation layer (kernels/int8/)
 //   matvec_rows_impl.h, matvec_rows_zmm_impl.h   quantized row kernels
 //   matvec_float_rows_impl.h    F32/F16/BF16 rows
 //   matvec_quantize_act_impl.h  activation quantization

@@ -1,7 +1,7 @@
 // matvec's packed int8 GEMM for chunks of many tokens: weight tiles
 // repacked once per call so one int32 lane holds one row (Q8_0 and every
 // type whose groups are integers times a scale plus an offset). The dot
-// steps are per-ISA intrinsics (Q8Dot<Arch>, over kernels/int8_impl.h's
+// steps are per-ISA intrinsics (Q8Dot<Arch>, over kernels/int8/int8_ops_impl.h's
 // dot4); scaling and accumulation are xsimd over the Arch.
 #pragma once
 

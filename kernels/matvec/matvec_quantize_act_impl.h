@@ -4,7 +4,7 @@
 // matvec_dequantize_impl.h).
 #pragma once
 
-#include "kernels/matvec/matvec_int8_impl.h"
+#include "kernels/matvec/matvec_gguf_impl.h"
 
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {

@@ -1,11 +1,11 @@
 // matvec's row kernels for the quantized types: one weight row against NT
 // tokens' int8 activations, each weight group decoded once (block-32 types
-// and K-quants). No xsimd: one body over the int8 primitives' per-ISA types
-// (matvec_int8_impl.h), so each ISA's decoders and dot products are its own
-// intrinsics; the AVX-512 VNNI Q8_0 row is raw intrinsics (two groups a zmm).
+// and K-quants). No xsimd: one body over the int8 operation layer
+// (kernels/int8/int8_ops_impl.h) and the GGUF decoders (matvec_gguf_impl.h),
+// each ISA's own intrinsics; the AVX-512 VNNI Q8_0 row is raw intrinsics (two groups a zmm).
 #pragma once
 
-#include "kernels/matvec/matvec_int8_impl.h"
+#include "kernels/matvec/matvec_gguf_impl.h"
 
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {

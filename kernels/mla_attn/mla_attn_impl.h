@@ -10,7 +10,7 @@
 // namespace, so no ISA-compiled inline code is shared with other objects.
 // The float path, the softmax and the merge are xsimd over the Arch
 // (exponential: kernels/exp_f32_impl.h); the int8 path's byte work is
-// per-ISA intrinsics (I8<Arch> over kernels/int8_impl.h: vpdpbusd,
+// per-ISA intrinsics (I8<Arch> over kernels/int8/int8_ops_impl.h: vpdpbusd,
 // vpmaddubsw, sdot and byte shuffles have no xsimd spelling), as are the f16
 // conversion and lane_sums' AVX-512 transpose.
 #pragma once

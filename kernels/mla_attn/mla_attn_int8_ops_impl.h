@@ -1,21 +1,23 @@
-// mla_attn's int8 operation layer, per ISA: I8<Arch> (the cache's byte
-// transposes, the dot products over kernels/int8_impl.h, the weights'
-// packing for the value pass, the offset policy) and the int8 softmax's
-// exponential (exp2_i8, over add_exponent). Intrinsics: vpdpbusd,
-// vpmaddubsw, sdot and byte shuffles have no xsimd spelling. Like every
-// body header: Arch-templated or in an anonymous namespace.
+// mla_attn's own int8 layouts, per ISA, over the int8 operation layer
+// (kernels/int8/int8_ops_impl.h): I8<Arch> (the cache's byte transposes,
+// the weights' packing for the value pass, the offset policy; its loads,
+// splats, dot products and lane shuffles are the layer's) and the int8
+// softmax's exponential (exp2_i8, over add_exponent, xsimd float batches).
+// What is left in intrinsics here is this family's layout alone (lanesum4,
+// quant_pvec). Like every body header: Arch-templated or in an anonymous
+// namespace.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/int8_impl.h"
+#include "kernels/int8/int8_ops_impl.h"
 
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
 
-// The attention's own int8 layouts over the shared dot product
-// (kernels/int8_impl.h): the cache's 4x4 byte transposes, the weights'
+// The attention's own int8 layouts over the shared operations
+// (kernels/int8/int8_ops_impl.h): the cache's 4x4 byte transposes, the weights'
 // packing for the value pass and the offset policy are this family's alone.
 // vec: 16*L cache bytes (L lanes of one 16-byte block each); acc: int32 lanes.
 // dot(acc, a, b): acc += sum over 4 adjacent bytes of a (cache) * b (s8).
@@ -36,26 +38,18 @@ struct I8<xsimd::avx512bw> {
   static constexpr int QMAX = 127, PMAX = 127;
   static constexpr bool kValueOffset = kOffset;
   static acc zero() { return _mm512_setzero_si512(); }
-  static vec load(const void* p) { return _mm512_loadu_si512(p); }
-  static vec load_raw(const void* p) { return _mm512_loadu_si512(p); }
+  static vec load(const void* p) { return ld64(p); }
+  static vec load_raw(const void* p) { return ld64(p); }
   using F = xsimd::batch<float, xsimd::avx512bw>;
-  static F i2f(const std::int32_t* p) { return F(_mm512_cvtepi32_ps(_mm512_loadu_si512(p))); }
-  static vec bcast(const void* p) {
-    int v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-  }
+  static F i2f(const std::int32_t* p) { return F(cvt_i32_f32(ld64(p))); }
+  static vec bcast(const void* p) { return bcast4_x64(p); }
   static acc dot(acc s, vec a, vec b) { return dot4(s, a, b); }
   // The value pass: cache vectors as loaded, weights as the s8 operand.
   static vec load_v(const void* p) { return load(p); }
   static acc dot_v(acc s, vec x, vec w) { return dot(s, x, w); }
   // 4 channels x 4 tokens -> 4 tokens x 4 channels in every 16-byte lane.
-  static vec tshuf(vec x) {
-    const __m512i idx = _mm512_broadcast_i32x4(
-        _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-    return _mm512_shuffle_epi8(x, idx);
-  }
-  static void store(acc x, std::int32_t* p) { _mm512_storeu_si512(p, x); }
+  static vec tshuf(vec x) { return tbl16_lanes<0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15>(x); }
+  static void store(acc x, std::int32_t* p) { st_i32(x, p); }
   // a0..a3 -> out[16]: out[4i + d] = sum over lanes of ai dword d.
   static void lanesum4(acc a0, acc a1, acc a2, acc a3, std::int32_t* out) {
     __m512i s01 = _mm512_add_epi32(_mm512_shuffle_i32x4(a0, a1, 0x44), _mm512_shuffle_i32x4(a0, a1, 0xEE));
@@ -93,25 +87,17 @@ struct I8<xsimd::fma3<xsimd::avx2>> {
   // (docs/performance-log.md, "Figures moved out of code comments").
   static constexpr int QMAX = 64, PMAX = 127;
   static constexpr bool kValueOffset = false;
-  static acc zero() { return _mm256_setzero_si256(); }
-  static vec load(const void* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-  static vec load_raw(const void* p) { return load(p); }
+  static acc zero() { return i32_zero(); }
+  static vec load(const void* p) { return ld32(p); }
+  static vec load_raw(const void* p) { return ld32(p); }
   using F = xsimd::batch<float, xsimd::fma3<xsimd::avx2>>;
-  static F i2f(const std::int32_t* p) { return F(_mm256_cvtepi32_ps(load(p))); }
-  static vec bcast(const void* p) {
-    int v;
-    std::memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-  }
+  static F i2f(const std::int32_t* p) { return F(cvt_i32_f32(ld32(p))); }
+  static vec bcast(const void* p) { return bcast4_x32(p); }
   static acc dot(acc s, vec a, vec b) { return dot4(s, a, b); }
-  static vec load_v(const void* p) { return _mm256_xor_si256(load(p), _mm256_set1_epi8(static_cast<char>(0x80))); }
+  static vec load_v(const void* p) { return xor8(load(p), splat8(0x80)); }
   static acc dot_v(acc s, vec x, vec w) { return dot(s, w, x); }
-  static vec tshuf(vec x) {
-    const __m256i idx = _mm256_broadcastsi128_si256(
-        _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-    return _mm256_shuffle_epi8(x, idx);
-  }
-  static void store(acc x, std::int32_t* p) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), x); }
+  static vec tshuf(vec x) { return tbl16_lanes<0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15>(x); }
+  static void store(acc x, std::int32_t* p) { st_i32(x, p); }
   static __m128i fold(acc x) { return _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1)); }
   static void lanesum4(acc a0, acc a1, acc a2, acc a3, std::int32_t* out) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), fold(a0));
@@ -143,22 +129,15 @@ struct I8<xsimd::neon64> {
   static vec load(const void* p) {
     return vreinterpretq_s8_u8(veorq_u8(vld1q_u8(static_cast<const std::uint8_t*>(p)), vdupq_n_u8(0x80)));
   }
-  static vec load_raw(const void* p) { return vld1q_s8(static_cast<const std::int8_t*>(p)); }
+  static vec load_raw(const void* p) { return ld16(p); }
   using F = xsimd::batch<float, xsimd::neon64>;
-  static F i2f(const std::int32_t* p) { return F(vcvtq_f32_s32(vld1q_s32(p))); }
-  static vec bcast(const void* p) {
-    std::int32_t v;
-    std::memcpy(&v, p, 4);
-    return vreinterpretq_s8_s32(vdupq_n_s32(v));
-  }
+  static F i2f(const std::int32_t* p) { return F(cvt_i32_f32(vld1q_s32(p))); }
+  static vec bcast(const void* p) { return bcast4_x16(p); }
   static acc dot(acc s, vec a, vec b) { return dot4(s, a, b); }
   static vec load_v(const void* p) { return load(p); }
   static acc dot_v(acc s, vec x, vec w) { return dot(s, x, w); }
-  static vec tshuf(vec x) {
-    static const std::uint8_t kIdx[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
-    return vqtbl1q_s8(x, vld1q_u8(kIdx));
-  }
-  static void store(acc x, std::int32_t* p) { vst1q_s32(p, x); }
+  static vec tshuf(vec x) { return tbl16_lanes<0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15>(x); }
+  static void store(acc x, std::int32_t* p) { st_i32(x, p); }
   static void lanesum4(acc a0, acc a1, acc a2, acc a3, std::int32_t* out) {
     vst1q_s32(out, a0);
     vst1q_s32(out + 4, a1);

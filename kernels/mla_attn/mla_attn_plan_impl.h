@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/int8_impl.h"  // hmax_f32
+#include "kernels/int8/int8_ops_impl.h"  // hmax_f32
 #include "kernels/mla_attn/mla_attn.h"
 #include "kernels/parallel_impl.h"
 
