@@ -11,6 +11,7 @@
 #include "kernels/isa.h"
 #include "kernels/matvec/matvec.h"
 #include "platform/memory.h"
+#include "platform/process.h"
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
@@ -50,6 +51,10 @@ Model::Model(GgufFile file) : file_(std::move(file)), params_(ModelParams::from_
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& options) {
   if (path.empty()) throw Error(Status::invalid_argument, "load model: the path is empty");
+  // Before the model takes its memory: an error in oneDNN's calls (a C++
+  // exception through its pthread_once) must find the unwinder loaded, in
+  // any app, under any memory limit (platform/process.h).
+  preload_unwinder();
   const auto t0 = std::chrono::steady_clock::now();
   // The read is the first pass; where a second one follows, it is the first
   // half of the total.

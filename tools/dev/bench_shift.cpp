@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "platform/paths.h"
+#include "tools/paths.h"
 #include "quant/latent_formats.h"
 #include "runtime/error.h"
 #include "runtime/mla/latent_cache.h"
