@@ -205,6 +205,12 @@ if(LATTE_LIBRARY_TYPE STREQUAL "SHARED_LIBRARY")
   set_tests_properties(shared_library_exports_only_the_c_api PROPERTIES LABELS runtime)
 endif()
 
+# The source layout's include rules: the CLI a client of latte.h (and the
+# tools' shared code) only, the engine free of tools/.
+add_test(NAME include_rules COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
+                                    -P ${PROJECT_SOURCE_DIR}/cmake/check_includes.cmake)
+set_tests_properties(include_rules PROPERTIES LABELS runtime)
+
 # scripts/compare.sh (Latte beside llama.cpp and ik_llama.cpp) against fake
 # engines: its table and JSON, and its errors on bad input. Bash and python3.
 if(NOT WIN32)

@@ -470,8 +470,8 @@ latte_status latte_model_load_with_options(const char* path, const latte_model_o
     m->model = latte::Model::load(path, lo);
     m->name = model_name(*m->model);
     for (const auto& t : m->model->file().tensors()) m->tensor_names.emplace_back(t.name);
-    const std::uint64_t size = m->model->file().file_size();
-    if (o.progress != nullptr && o.progress(size, size, o.progress_user_data) == 0) throw cancelled(size, size);
+    const std::uint64_t total = m->model->load_progress_total();
+    if (o.progress != nullptr && o.progress(total, total, o.progress_user_data) == 0) throw cancelled(total, total);
     *out = m.release();
   });
 }

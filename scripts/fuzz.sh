@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes what reads a model file with libFuzzer:
+# Fuzzes what reads untrusted input (model files, session files, grammars)
+# with libFuzzer:
 #   scripts/fuzz.sh [GGUF_SECONDS [TOKENIZER_SECONDS]]   (defaults 60 and 30)
 #   scripts/fuzz.sh --long   every target for an hour each (two at a time)
 #  - gguf_fuzz (fuzz/gguf_fuzz.cpp): the GGUF reader, and the tokenizer of any
@@ -10,6 +11,9 @@
 #    inputs in fuzz/seeds/tokenizer/ (a set-cover merge of earlier runs'
 #    corpora: from them a run starts with 1650 edges covered, from nothing
 #    with about 100).
+#  - grammar_fuzz (fuzz/grammar_fuzz.cpp): GBNF text or a JSON Schema turned
+#    into a grammar, then bytes walked through its matcher (20 s by default:
+#    LATTE_FUZZ_GRAMMAR_SECONDS);
 #  - session_fuzz (fuzz/session_fuzz.cpp): sequences of C API calls on a
 #    session (prefill, decode, truncate, reset, save, load) with invalid
 #    arguments too, checking latte.h's promises (20 s by default:
@@ -17,8 +21,8 @@
 #  - session_file_fuzz (fuzz/session_file_fuzz.cpp): the session-file loader
 #    (--long only). These two link the whole runtime: built by CMake with
 #    clang (LATTE_FUZZ=ON, ASan+UBSan) in build-fuzz/cmake.
-# Both are built with clang (-fsanitize=fuzzer,address,undefined) from the
-# sources they need only (no xsimd/OpenMP/oneDNN; PCRE2 for the
+# The first three are built with clang (-fsanitize=fuzzer,address,undefined)
+# from the sources they need only (no xsimd/OpenMP/oneDNN; PCRE2 for the
 # pre-tokenizer) in build-fuzz/. Any crash, sanitizer report, timeout or
 # oversized allocation fails the script; the input that caused it is left in
 # build-fuzz/ (crash-*, oom-*, timeout-*).
@@ -30,7 +34,8 @@ if [ "${1:-}" = "--long" ]; then LONG=1; shift; fi
 GGUF_SECS=${1:-60}
 TOK_SECS=${2:-30}
 SESSION_SECS=${LATTE_FUZZ_SESSION_SECONDS:-20}
-if [ "$LONG" -eq 1 ]; then GGUF_SECS=3600 TOK_SECS=3600 SESSION_SECS=3600; fi
+GRAMMAR_SECS=${LATTE_FUZZ_GRAMMAR_SECONDS:-20}
+if [ "$LONG" -eq 1 ]; then GGUF_SECS=3600 TOK_SECS=3600 SESSION_SECS=3600 GRAMMAR_SECS=3600; fi
 OUT=build-fuzz
 CXX=${LATTE_FUZZ_CXX:-}
 if [ -z "$CXX" ]; then
@@ -50,6 +55,11 @@ READER=(runtime/gguf/gguf_file.cpp tools/gguf_writer.cpp platform/atomic_file_po
         platform/file_map_posix.cpp platform/memory_posix.cpp platform/memory.cpp platform/thread_pool.cpp
         platform/thread_pool_posix.cpp platform/alloc_hook.cpp runtime/error.cpp quant/ggml_types.cpp)
 TOKENIZER=(runtime/tokenizer/tokenizer.cpp runtime/tokenizer/pretokenizer.cpp)
+# The grammar compiler and its byte matcher; not the token-level parts
+# (token_constraint, vocab_index), which need a vocabulary. The pre-tokenizer
+# for its UTF-8 encoder (JSON strings' escapes).
+GRAMMAR=(runtime/grammar/gbnf.cpp runtime/grammar/grammar.cpp runtime/grammar/json_schema.cpp
+         runtime/grammar/json_value.cpp runtime/grammar/parse_automaton.cpp runtime/tokenizer/pretokenizer.cpp)
 PCRE2=(-DPCRE2_CODE_UNIT_WIDTH=8 -lpcre2-8)
 FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -pthread -I. -Wall -Wextra -Wno-unused-parameter)
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all)
@@ -61,6 +71,8 @@ pids=()
   "${PCRE2[@]}" -o "$OUT/gguf_fuzz" & pids+=($!)
 "$CXX" "${FLAGS[@]}" "${SAN[@]}" -fsanitize=fuzzer fuzz/tokenizer_fuzz.cpp runtime/error.cpp "${TOKENIZER[@]}" \
   "${PCRE2[@]}" -o "$OUT/tokenizer_fuzz" & pids+=($!)
+"$CXX" "${FLAGS[@]}" "${SAN[@]}" -fsanitize=fuzzer fuzz/grammar_fuzz.cpp runtime/error.cpp "${GRAMMAR[@]}" \
+  "${PCRE2[@]}" -o "$OUT/grammar_fuzz" & pids+=($!)
 "$CXX" "${FLAGS[@]}" "${SAN[@]}" fuzz/make_seeds.cpp "${READER[@]}" "${TOKENIZER[@]}" "${PCRE2[@]}" -o "$OUT/make_seeds" & pids+=($!)
 for p in "${pids[@]}"; do wait "$p"; done
 # The targets over the whole runtime: CMake, clang. The scalar kernels and
@@ -116,22 +128,25 @@ wait "$pid_gguf" || rc_gguf=$?
 wait "$pid_tok" || rc_tok=$?
 cat "$OUT/gguf_fuzz.summary" "$OUT/tokenizer_fuzz.summary"
 
-# The session targets after them, the same way (--long: both for an hour).
-# run_fuzzer's binaries are under $OUT: these two are linked there.
+# Then the sessions' call sequences and the grammars side by side, the same
+# way; --long adds the session-file loader after them (an hour each).
+# run_fuzzer's binaries are under $OUT: the session targets are linked there.
 ln -sf cmake/session_fuzz "$OUT/session_fuzz"
 ln -sf cmake/session_file_fuzz "$OUT/session_file_fuzz"
-mkdir -p "$OUT/corpus-session" "$OUT/corpus-session-file" "$OUT/seeds-session-file"
-rc_session=0 rc_file=0
+mkdir -p "$OUT/corpus-session" "$OUT/corpus-session-file" "$OUT/seeds-session-file" "$OUT/corpus-grammar"
+rc_session=0 rc_grammar=0 rc_file=0
 run_fuzzer session_fuzz "$SESSION_SECS" "" "$OUT/corpus-session" >"$OUT/session_fuzz.summary" 2>&1 &
 pid_session=$!
+run_fuzzer grammar_fuzz "$GRAMMAR_SECS" "" "$OUT/corpus-grammar" fuzz/seeds/grammar \
+  >"$OUT/grammar_fuzz.summary" 2>&1 || rc_grammar=$?
+wait "$pid_session" || rc_session=$?
+cat "$OUT/session_fuzz.summary" "$OUT/grammar_fuzz.summary"
 if [ "$LONG" -eq 1 ]; then
   LATTE_SESSION_SEEDS="$OUT/seeds-session-file" FUZZ_MAX_LEN=131072 run_fuzzer session_file_fuzz "$SESSION_SECS" "" \
     "$OUT/corpus-session-file" "$OUT/seeds-session-file" >"$OUT/session_file_fuzz.summary" 2>&1 || rc_file=$?
   cat "$OUT/session_file_fuzz.summary"
 fi
-wait "$pid_session" || rc_session=$?
-cat "$OUT/session_fuzz.summary"
-if [ "$rc_session" -ne 0 ] || [ "$rc_file" -ne 0 ]; then rc_gguf=1; fi
+if [ "$rc_session" -ne 0 ] || [ "$rc_grammar" -ne 0 ] || [ "$rc_file" -ne 0 ]; then rc_gguf=1; fi
 
 if [ "$rc_gguf" -ne 0 ] || [ "$rc_tok" -ne 0 ]; then
   echo "fuzz.sh: a fuzzer failed (see above)" >&2

@@ -17,7 +17,8 @@
 #   4. Release without oneDNN, static library: its tests, an install with
 #      apps linked statically (pkg-config --static, find_package, and
 #      README's --static line and docs/c-api.md's programs)
-#   5. libFuzzer: the GGUF reader and the tokenizer (scripts/fuzz.sh)
+#   5. libFuzzer: the GGUF reader, the tokenizer, sessions and grammars
+#      (scripts/fuzz.sh)
 #   6. the Python GGUF writer against the C++ reader
 #   7. Windows: cross-built with mingw-w64 (scripts/build_windows.sh), its
 #      tests and the CLI run under wine
@@ -173,9 +174,9 @@ step "install (static, no oneDNN): apps linked statically" scripts/check_install
 step "install (static, no oneDNN): README's --static line, c-api.md's programs" \
   scripts/check_readme.sh --installed "$work/static" --sections embed,c-api --work "$work/readme-static"
 
-# 5. Fuzz the GGUF reader on its seed corpus, then the tokenizer (libFuzzer +
-#    ASan/UBSan, clang).
-echo "== $(stamp) fuzz: gguf reader, tokenizer"
+# 5. Fuzz the GGUF reader on its seed corpus and the tokenizer, then the
+#    session calls and the grammars (libFuzzer + ASan/UBSan, clang).
+echo "== $(stamp) fuzz: gguf reader, tokenizer, sessions, grammars"
 if scripts/fuzz.sh "${LATTE_FUZZ_SECONDS:-40}" "${LATTE_FUZZ_TOKENIZER_SECONDS:-20}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 # 6. The Python GGUF writer (used by scripts/train_tiny_mla.py) rewrites

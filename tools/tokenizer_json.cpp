@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "platform/paths.h"
+#include "tools/paths.h"
 #include "runtime/error.h"
 #include "runtime/grammar/json_value.h"
 

@@ -139,12 +139,20 @@ LATTE_API latte_status latte_log_set(latte_log_callback callback, void* user_dat
 
 /* ---- Models --------------------------------------------------------------- */
 
-/* Load progress: called with the bytes of the file done so far and its
- * size, rising to bytes_total as the file is read into memory (or, mapped,
- * as its tensors are checked and bound), and once more with bytes_done ==
- * bytes_total when the load is done. Return nonzero to go on; 0 cancels
- * the load: latte_model_load returns LATTE_ERR_ABORTED, everything it took
- * given back. */
+/* Load progress: called with the bytes done so far and bytes_total, the
+ * same in every call of a load; bytes_done never falls, and the last call
+ * has bytes_done == bytes_total, once the load is done. Mapped
+ * (latte_model_is_mapped 1), bytes_total is the file's size and bytes_done
+ * rises as its tensors are checked and bound. Read into memory, bytes_done
+ * rises to the file's size as it is read; where this CPU's kernels take
+ * weights re-laid out (use_mmap 0 below: interleaved by 16 rows) the load
+ * then makes a second pass over the file's bytes to re-lay them out, and
+ * bytes_total is twice the file's size: bytes_done rises from the size to
+ * twice it, up to the end of each matrix re-laid out (by at most 64 MiB at
+ * a time), whatever the file's types (an F32 file has nothing to re-lay
+ * out: its second half passes at once). Return nonzero to go on; 0
+ * cancels the load in any phase: latte_model_load returns
+ * LATTE_ERR_ABORTED, everything it took given back. */
 typedef int32_t (*latte_progress_callback)(uint64_t bytes_done, uint64_t bytes_total, void* user_data);
 
 typedef struct latte_model_options {

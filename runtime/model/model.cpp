@@ -11,6 +11,7 @@
 #include "kernels/isa.h"
 #include "kernels/matvec/matvec.h"
 #include "platform/memory.h"
+#include "platform/process.h"
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
@@ -50,8 +51,21 @@ Model::Model(GgufFile file) : file_(std::move(file)), params_(ModelParams::from_
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& options) {
   if (path.empty()) throw Error(Status::invalid_argument, "load model: the path is empty");
+  // Before the model takes its memory: an error in oneDNN's calls (a C++
+  // exception through its pthread_once) must find the unwinder loaded, in
+  // any app, under any memory limit (platform/process.h).
+  preload_unwinder();
   const auto t0 = std::chrono::steady_clock::now();
-  std::shared_ptr<const Model> m = from_file(GgufFile::open(path, options.file, options.on_progress), options);
+  // The read is the first pass; where a second one follows, it is the first
+  // half of the total.
+  std::function<void(std::size_t, std::size_t)> on_read;
+  if (options.on_progress) {
+    const bool second = relayout_pass(options);
+    on_read = [&options, second](std::size_t done, std::size_t size) {
+      options.on_progress(done, second ? 2 * size : size);
+    };
+  }
+  std::shared_ptr<const Model> m = from_file(GgufFile::open(path, options.file, on_read), options);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   log_load(*m, seconds);
   return m;
@@ -63,10 +77,20 @@ std::uint64_t Model::parameter_count() const {
   return n;
 }
 
+bool Model::relayout_pass(const LoadOptions& options) {
+  if (!options.interleave) return false;
+  const auto& k = kernels::matvec_kernels(active_isa());
+  for (std::uint32_t id = 0; id < 64; ++id)
+    if (const auto info = ggml_type_info(id); info && k.x16_fast(info->type)) return true;
+  return false;
+}
+
 std::shared_ptr<const Model> Model::from_file(GgufFile file, const LoadOptions& options) {
   std::shared_ptr<Model> m(new Model(std::move(file)));
+  const bool second = m->file_.private_data() && relayout_pass(options);
+  m->progress_total_ = std::uint64_t{m->file_.file_size()} * (second ? 2 : 1);
   m->bind(options);
-  if (options.interleave && m->file_.private_data()) m->interleave();
+  if (second) m->interleave(options);
   // The copy is read-only now, its last protection change made: its pages'
   // first access is paid here, in the load, not by the first prompt.
   if (m->file_.private_data()) touch_pages(m->file_.private_data(), m->file_.file_size());
@@ -133,8 +157,10 @@ std::size_t Model::decode_weight_bytes() const {
 // unless it is the embedding table (read by rows). Each is listed in relaid_:
 // the fingerprint is of the file's bytes, so it takes them back to the
 // file's layout as it hashes them (a saved session names the same model
-// whether it was mapped or read).
-void Model::interleave() {
+// whether it was mapped or read). In file order, in slices of at most 64
+// MiB (whole tiles of 16 rows), the load's progress told after each: the
+// second pass over the file's bytes, up to the slice's end (LoadOptions).
+void Model::interleave(const LoadOptions& options) {
   const auto& k = kernels::matvec_kernels(active_isa());
   const std::uint8_t* lo = file_.private_data();
   const std::uint8_t* hi = lo + file_.file_size();
@@ -167,7 +193,12 @@ void Model::interleave() {
     add_stack(l.exp_up, params_.n_experts);
     add_stack(l.exp_down, params_.n_experts);
   }
+  const std::size_t size = file_.file_size();
+  auto report = [&](std::size_t file_bytes) {
+    if (options.on_progress) options.on_progress(size + file_bytes, 2 * size);
+  };
   if (items.empty()) return;
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.w->data < b.w->data; });
   try {
     relaid_.reserve(items.size());
   } catch (const std::bad_alloc&) {
@@ -177,11 +208,18 @@ void Model::interleave() {
   file_.edit_private_data([&](std::uint8_t* data) {
     for (const Item& it : items) {
       WeightRef& w = *it.w;
-      try {
-        kernels::matvec_x16_interleave(w.type, data + (w.data - lo), static_cast<std::size_t>(it.rows),
-                                       static_cast<std::size_t>(w.cols));
-      } catch (const std::bad_alloc&) {
-        throw Error(Status::out_of_memory, "re-laying out the weights: out of memory");
+      constexpr std::size_t kSlice = std::size_t{64} << 20;
+      const std::size_t rows = static_cast<std::size_t>(it.rows), offset = static_cast<std::size_t>(w.data - lo);
+      const std::size_t step = std::max<std::size_t>(16, kSlice / w.row_bytes / 16 * 16);
+      for (std::size_t r0 = 0; r0 < rows; r0 += step) {
+        const std::size_t n = std::min(step, rows - r0);
+        try {
+          kernels::matvec_x16_interleave(w.type, data + offset + r0 * w.row_bytes, n,
+                                         static_cast<std::size_t>(w.cols));
+        } catch (const std::bad_alloc&) {
+          throw Error(Status::out_of_memory, "re-laying out the weights: out of memory");
+        }
+        report(offset + (r0 + n) * w.row_bytes);
       }
       w.x16 = true;
       interleaved_bytes_ += static_cast<std::size_t>(it.rows) * w.row_bytes;

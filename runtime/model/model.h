@@ -80,10 +80,15 @@ struct LayerWeights {
 };
 
 struct LoadOptions {
-  // Called while loading with (bytes done, the file's size): as the file is
-  // read in (GgufLoad::read), or as its tensors are bound (mapped); may be
-  // empty. It may throw (Error(aborted): a cancelled load) to stop the
-  // load; everything the load took is given back.
+  // Called while loading with (bytes done, bytes in all): mapped, up to the
+  // file's size as its tensors are bound; read into memory, up to its size
+  // as it is read in (GgufLoad::read), then, where the load re-lays out
+  // weights (`interleave` on a CPU with x16 kernels: Model::relayout_pass),
+  // a second pass up to twice its size: the file's bytes again, up to the
+  // end of each matrix as it is re-laid out. Monotonic; the caller says
+  // the end (Model::load_progress_total). May be empty. It may throw
+  // (Error(aborted): a cancelled load) to stop the load, in any phase;
+  // everything the load took is given back.
   std::function<void(std::size_t, std::size_t)> on_progress;
   // Map the file (default) or read it into huge pages (GgufLoad::read).
   GgufLoad file = GgufLoad::map;
@@ -101,6 +106,13 @@ class Model {
   // and what was loaded.
   static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& options = {});
   static std::shared_ptr<const Model> from_file(GgufFile file, const LoadOptions& options = {});
+  // Whether a load read into memory with `options` takes the second pass
+  // that re-lays out weights (LoadOptions::interleave on a CPU whose
+  // kernels have an x16 layout), whatever the file holds.
+  static bool relayout_pass(const LoadOptions& options);
+  // The bytes_total of this model's load progress (LoadOptions::on_progress):
+  // the file's size, twice it where it was read and took the second pass.
+  std::uint64_t load_progress_total() const { return progress_total_; }
 
   const ModelParams& params() const { return params_; }
   const GgufFile& file() const { return file_; }
@@ -145,7 +157,7 @@ class Model {
  private:
   explicit Model(GgufFile file);
   void bind(const LoadOptions& options);
-  void interleave();
+  void interleave(const LoadOptions& options);
 
   GgufFile file_;
   ModelParams params_;
@@ -156,6 +168,7 @@ class Model {
   std::vector<float> rope_long_, rope_short_;
   std::size_t mapped_bytes_ = 0;
   std::size_t interleaved_bytes_ = 0;
+  std::uint64_t progress_total_ = 0;
   std::vector<RelaidMatrix> relaid_;  // the file's matrices interleave() re-laid out, by offset
   mutable std::mutex fingerprint_mutex_;
   mutable std::atomic<bool> fingerprint_ready_{false};

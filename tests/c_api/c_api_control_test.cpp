@@ -35,6 +35,7 @@
 #include "runtime/model/model.h"
 #include "tests/common/testdata.h"
 #include "tools/gguf_writer.h"
+#include "tools/random_model.h"
 
 namespace {
 
@@ -266,13 +267,29 @@ TEST(CApiAbort, AnotherThreadStopsALongPrefillWithinALayer) {
 
 struct ProgressLog {
   std::vector<std::pair<uint64_t, uint64_t>> calls;
-  int cancel_at = 0;  // 1-based; 0: never
+  int cancel_at = 0;         // 1-based; 0: never
+  uint64_t cancel_past = 0;  // cancels at the first call with bytes_done above it; 0: never
   static int32_t callback(uint64_t done, uint64_t total, void* p) {
     auto* l = static_cast<ProgressLog*>(p);
     l->calls.emplace_back(done, total);
+    if (l->cancel_past > 0 && done > l->cancel_past) return 0;
     return l->cancel_at > 0 && static_cast<int>(l->calls.size()) >= l->cancel_at ? 0 : 1;
   }
 };
+
+// Each call's total the same, bytes_done never falling and at most the
+// total, the last call (total, total).
+void expect_progress_rises_to(const ProgressLog& log, uint64_t total) {
+  ASSERT_GE(log.calls.size(), 2u);
+  for (std::size_t i = 0; i < log.calls.size(); ++i) {
+    EXPECT_EQ(log.calls[i].second, total) << "call " << i;
+    EXPECT_LE(log.calls[i].first, total) << "call " << i;
+    if (i > 0) {
+      EXPECT_GE(log.calls[i].first, log.calls[i - 1].first) << "call " << i;
+    }
+  }
+  EXPECT_EQ(log.calls.back(), std::make_pair(total, total));
+}
 
 latte_status load_with_progress(const std::string& path, int32_t use_mmap, ProgressLog& log, latte_model** out) {
   latte_model_options o = latte_model_default_options();
@@ -290,11 +307,14 @@ std::uint64_t virtual_bytes() {
   return pages * 4096;
 }
 
-// Progress rises to the file's size, read or mapped, and ends with one call
-// at the size; a 0 from it at any call cancels the load with
-// LATTE_ERR_ABORTED and sets nothing.
+// Progress rises to the file's size, mapped, or read where this CPU's
+// kernels re-lay out nothing; read where they do, to twice it (the second
+// pass: this F32 file has nothing to re-lay out, so it passes at once from
+// the size to the end). It ends with one call at the total; a 0 from it at
+// any call cancels the load with LATTE_ERR_ABORTED and sets nothing.
 TEST(CApiLoad, ProgressRisesToTheFileSizeAndCancels) {
   const auto size = static_cast<uint64_t>(std::filesystem::file_size(kShipped));
+  const bool relayout = latte::Model::relayout_pass(latte::LoadOptions{});
   for (int32_t use_mmap : {1, 0}) {
     SCOPED_TRACE("use_mmap " + std::to_string(use_mmap));
     ProgressLog full;
@@ -302,15 +322,13 @@ TEST(CApiLoad, ProgressRisesToTheFileSizeAndCancels) {
     ASSERT_EQ(load_with_progress(kShipped, use_mmap, full, &m), LATTE_OK) << latte_last_error();
     ModelPtr owned(m);
     EXPECT_EQ(latte_model_is_mapped(m), use_mmap);
-    ASSERT_GE(full.calls.size(), 2u);
-    for (std::size_t i = 0; i < full.calls.size(); ++i) {
-      EXPECT_EQ(full.calls[i].second, size);
-      EXPECT_LE(full.calls[i].first, size);
-      if (i > 0) {
-        EXPECT_GE(full.calls[i].first, full.calls[i - 1].first) << "call " << i;
-      }
+    EXPECT_EQ(latte_model_interleaved_bytes(m), 0);
+    const uint64_t total = use_mmap == 0 && relayout ? 2 * size : size;
+    expect_progress_rises_to(full, total);
+    if (use_mmap == 0) {  // the read's end, then the second pass's
+      ASSERT_GE(full.calls.size(), 2u);
+      EXPECT_EQ(full.calls[full.calls.size() - 2], std::make_pair(size, total));
     }
-    EXPECT_EQ(full.calls.back(), std::make_pair(size, size));
     // Mapped, the header comes first; read, a file under 64 MiB is one part.
     if (use_mmap == 1) {
       EXPECT_LT(full.calls.front().first, size);
@@ -328,6 +346,69 @@ TEST(CApiLoad, ProgressRisesToTheFileSizeAndCancels) {
       EXPECT_TRUE(contains(latte_last_error(), "latte-tiny-mla.gguf")) << latte_last_error();
     }
   }
+}
+
+// A read whose second pass re-lays out weights (a Q4_K file of 5 MB where
+// the CPU has x16 kernels): progress rises past the file's size as each
+// matrix is re-laid out, to twice it; a 0 during that pass cancels the load
+// with LATTE_ERR_ABORTED, and 20 loads cancelled there leave the address
+// space as it was. The whole load's bytes: the read's calls end at the
+// size, and the re-layout's calls each end a re-laid matrix's slice.
+TEST(CApiLoad, ProgressCoversTheReLayoutAndCancelsThere) {
+  if (!latte::Model::relayout_pass(latte::LoadOptions{})) GTEST_SKIP() << "no x16 kernels on this CPU";
+  latte::RandomModelSpec spec;
+  spec.d_model = 256;
+  spec.ff = 512;
+  spec.kv_lora_rank = 64;
+  spec.n_vocab = 16000;  // embeddings and output: 2.3 MB each
+  spec.weight_type = latte::GgmlType::Q4_K;
+  const std::string path = ::testing::TempDir() + "/progress_relayout.gguf";
+  latte::write_random_model(spec, path);
+  const auto size = static_cast<uint64_t>(std::filesystem::file_size(path));
+
+  ProgressLog full;
+  latte_model* m = nullptr;
+  ASSERT_EQ(load_with_progress(path, 0, full, &m), LATTE_OK) << latte_last_error();
+  ModelPtr owned(m);
+  ASSERT_EQ(latte_model_is_mapped(m), 0);
+  const int64_t relaid = latte_model_interleaved_bytes(m);
+  EXPECT_GT(relaid, static_cast<int64_t>(size / 2));
+  expect_progress_rises_to(full, 2 * size);
+  std::vector<uint64_t> second;  // the calls strictly inside the second pass
+  for (const auto& c : full.calls)
+    if (c.first > size && c.first < 2 * size) second.push_back(c.first);
+  // One call at least per matrix re-laid out: the output matrix, and each
+  // layer's attention and FFN matrices.
+  EXPECT_GE(second.size(), 8u);
+  // The output matrix (the file's largest re-laid out, 16000 rows) ends
+  // past the middle of the file's data: the pass reports beyond it.
+  EXPECT_GT(second.back(), size + size / 2);
+  EXPECT_NE(std::find(full.calls.begin(), full.calls.end(), std::make_pair(size, 2 * size)), full.calls.end());
+
+  auto cancel_in_relayout = [&] {
+    ProgressLog cancel;
+    cancel.cancel_past = size;
+    latte_model* none = nullptr;
+    EXPECT_EQ(load_with_progress(path, 0, cancel, &none), LATTE_ERR_ABORTED);
+    EXPECT_EQ(none, nullptr);
+    ASSERT_FALSE(cancel.calls.empty());
+    EXPECT_GT(cancel.calls.back().first, size);
+    EXPECT_LT(cancel.calls.back().first, 2 * size);  // before the load's last call
+    EXPECT_EQ(cancel.calls.back().first, second.front());
+    EXPECT_TRUE(contains(latte_last_error(), "cancelled by the progress callback")) << latte_last_error();
+  };
+  cancel_in_relayout();
+  const std::uint64_t before = virtual_bytes();
+  for (int i = 0; i < 20; ++i) cancel_in_relayout();
+  const std::uint64_t after = virtual_bytes();
+  EXPECT_LT(after, before + (std::uint64_t{8} << 20)) << before << " -> " << after << " bytes";
+  // And a load after them is whole: the same bytes re-laid out.
+  latte_model* again = nullptr;
+  latte_model_options read = latte_model_default_options();
+  read.use_mmap = 0;
+  ASSERT_EQ(latte_model_load_with_options(path.c_str(), &read, &again), LATTE_OK);
+  ModelPtr owned_again(again);
+  EXPECT_EQ(latte_model_interleaved_bytes(again), relaid);
 }
 
 // A cancelled load gives back what it took: 40 loads read into memory (25
@@ -1157,12 +1238,17 @@ TEST(CppWrapperControl, EveryControlCall) {
     if (level == LATTE_LOG_WARN) warnings.emplace_back(message);
   });
 
-  std::uint64_t last = 0;
+  std::uint64_t last = 0, last_total = 0;
   const api::Model model(kMoe, latte_model_default_options(), [&](std::uint64_t done, std::uint64_t total) {
     last = done;
+    last_total = total;
     return done <= total;
   });
-  EXPECT_EQ(last, static_cast<std::uint64_t>(model.file_size()));
+  // The file's size; read into memory, twice it where the load re-lays out
+  // weights (the second pass).
+  const auto size = static_cast<std::uint64_t>(model.file_size());
+  EXPECT_EQ(last_total, !model.is_mapped() && latte::Model::relayout_pass(latte::LoadOptions{}) ? 2 * size : size);
+  EXPECT_EQ(last, last_total);
   try {
     api::Model(kMoe, latte_model_default_options(), [](std::uint64_t, std::uint64_t) { return false; });
     ADD_FAILURE() << "a cancelled load did not throw";

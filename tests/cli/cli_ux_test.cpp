@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -283,6 +284,20 @@ TEST(CliUx, ProgressOnlyOnATerminal) {
     EXPECT_NE(r.output.find(c.progress), std::string::npos) << c.command << "\n" << r.output;
     EXPECT_NE(r.output.find(c.after), std::string::npos) << c.command << "\n" << r.output;
   }
+  // The load's line: a share of the whole load (latte.h's bytes_total: the
+  // read and any re-layout), never falling.
+  const Result r = run_on_terminal(kCli + " " + commands[0] + " --no-mmap", /*stdin_on_terminal=*/false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::regex line(R"(\rloading tiny-dense\.gguf: ([0-9]+)%)");
+  int shown = 0, last = -1;
+  for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), line); it != std::sregex_iterator(); ++it) {
+    const int percent = std::stoi((*it)[1]);
+    EXPECT_GE(percent, last) << r.output;
+    EXPECT_LE(percent, 100) << r.output;
+    last = percent;
+    ++shown;
+  }
+  EXPECT_GE(shown, 1) << r.output;
 }
 
 // -----------------------------------------------------------------------

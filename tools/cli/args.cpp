@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tools/cli/commands.h"
-#include "platform/paths.h"
+#include "tools/paths.h"
 
 namespace latte::cli {
 

@@ -1,15 +1,11 @@
 // `latte eval`: the logits of every position of a token sequence, written
 // whole or not at all (a pipe or device as they come).
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "tools/cli/commands.h"
-#include "platform/atomic_file.h"
-#include "platform/paths.h"
+#include "tools/output_file.h"
 
 namespace latte::cli {
 
@@ -26,22 +22,7 @@ int run_eval(const EvalOptions& o) {
   api::Session s(model, so);
   const std::vector<float> logits = s.eval_all(tokens);
   const std::size_t bytes = logits.size() * sizeof(float);
-  std::error_code ec;
-  const auto kind = std::filesystem::status(path_from_utf8(o.logits_out), ec).type();
-  if (kind == std::filesystem::file_type::fifo || kind == std::filesystem::file_type::character) {
-    // A pipe or a device (/dev/stdout, /dev/null): nothing to replace.
-    std::FILE* f = fopen_utf8(o.logits_out, "wb");
-    if (!f) fail(LATTE_ERR_IO, "cannot open '" + o.logits_out + "' for writing: " + std::strerror(errno));
-    const bool ok = std::fwrite(logits.data(), 1, bytes, f) == bytes;
-    if (std::fclose(f) != 0 || !ok)
-      fail(LATTE_ERR_IO, "writing '" + o.logits_out + "' failed: " + std::strerror(errno));
-  } else {
-    // Through a temporary beside the file, renamed over it once whole: a
-    // failed write (a full disk) leaves an earlier file as it was.
-    AtomicFile f(o.logits_out, "write logits", /*private_mode=*/false);
-    f.write(logits.data(), bytes);
-    f.commit(/*sync=*/false);
-  }
+  write_output_file(o.logits_out, logits.data(), bytes, "write logits");
   std::fprintf(stderr, "wrote %zu x %d logits (float32, row-major) to %s\n", tokens.size(), model.n_vocab(),
                o.logits_out.c_str());
   return 0;

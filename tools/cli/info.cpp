@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "platform/paths.h"
+#include "tools/paths.h"
 #include "tools/cli/commands.h"
 #include "tools/model_catalog.h"
 #include "tools/cli/progress.h"

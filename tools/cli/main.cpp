@@ -14,8 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "platform/paths.h"
-#include "platform/process.h"
+#include "tools/paths.h"
 #include "latte/latte.hpp"
 #include "tools/cli/commands.h"
 #ifdef LATTE_HAVE_SERVER
@@ -105,7 +104,6 @@ void load_flags(CLI::App* cmd, bool& no_mmap, bool& mmap) {
 }  // namespace
 
 int main(int argc, char** raw_argv) {
-  latte::preload_unwinder();  // before memory runs short: an error must be able to unwind
   latte::console_output_utf8();
   // The arguments as UTF-8 on every OS (paths included).
   const std::vector<std::string> args = latte::utf8_arguments(argc, raw_argv);

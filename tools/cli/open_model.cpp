@@ -32,7 +32,7 @@ api::Model open_model(const std::string& path, bool no_mmap, bool mmap) {
   } unset;
   const auto t0 = std::chrono::steady_clock::now();
   api::Model model(path, options, [&](std::uint64_t done, std::uint64_t total) {
-    progress.show("loading " + name + ": " + binary_bytes_of(static_cast<double>(done), static_cast<double>(total)));
+    progress.show(load_progress_text(name, done, total));
     return true;
   });
   progress.clear();

@@ -1,6 +1,7 @@
 // ProgressLine (progress.h): the in-place line on a terminal's stderr.
 #include "tools/cli/progress.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -70,6 +71,12 @@ std::string binary_bytes(double bytes) {
   char b[48];
   std::snprintf(b, sizeof b, "%.1f %s", bytes / u.size, u.name);
   return b;
+}
+
+std::string load_progress_text(const std::string& name, std::uint64_t done, std::uint64_t total) {
+  const auto percent = total == 0 ? 100u
+                                  : static_cast<unsigned>(static_cast<double>(done) * 100.0 / static_cast<double>(total));
+  return "loading " + name + ": " + std::to_string(std::min(percent, 100u)) + "%";
 }
 
 std::string binary_bytes_of(double done, double total) {

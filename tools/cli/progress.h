@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace latte::cli {
@@ -35,6 +36,9 @@ class ProgressLine {
 std::string binary_bytes(double bytes);
 // "1.2 / 9.0 GiB": both in the unit of the total.
 std::string binary_bytes_of(double done, double total);
+// "loading x.gguf: 37%": a model load's progress line, of its total (the
+// file read or its tensors bound, then any re-layout: latte.h's progress).
+std::string load_progress_text(const std::string& name, std::uint64_t done, std::uint64_t total);
 // A path's last component, for progress lines ("models/x.gguf" -> "x.gguf").
 std::string file_name_of(const std::string& path);
 

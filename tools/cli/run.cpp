@@ -20,7 +20,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/line_input.h"
 #include "tools/cli/console.h"
-#include "platform/paths.h"
+#include "tools/paths.h"
 #include "tools/cli/utf8_stream.h"
 
 namespace latte::cli {

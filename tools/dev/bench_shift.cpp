@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "platform/paths.h"
+#include "tools/paths.h"
 #include "quant/latent_formats.h"
 #include "runtime/error.h"
 #include "runtime/mla/latent_cache.h"
@@ -52,7 +52,7 @@ std::shared_ptr<const Model> load_model(const std::string& path, bool no_mmap, b
   ProgressLine progress;  // erased by its destructor if the load fails
   const std::string name = file_name_of(path);
   o.on_progress = [&](std::size_t done, std::size_t total) {
-    progress.show("loading " + name + ": " + binary_bytes_of(static_cast<double>(done), static_cast<double>(total)));
+    progress.show(load_progress_text(name, done, total));
   };
   o.file = no_mmap ? GgufLoad::read : mmap ? GgufLoad::map : GgufLoad::automatic;
   const auto t0 = std::chrono::steady_clock::now();

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "tools/cli/console.h"
-#include "platform/paths.h"
+#include "tools/paths.h"
 #include "quant/ggml_types.h"
 #include "tools/cli/commands.h"
 #include "tools/dev/dev_commands.h"

@@ -1,6 +1,6 @@
 // The OS-independent part of paths.h: UTF-8 <-> std::filesystem::path, which
 // the standard library converts to the OS's encoding (wide on Windows).
-#include "platform/paths.h"
+#include "tools/paths.h"
 
 namespace latte {
 

@@ -1,9 +1,9 @@
 // paths.h on Windows: UTF-8 converted to and from the wide (UTF-16) calls;
 // the executable from GetModuleFileNameW, the arguments from
 // GetCommandLineW.
-#include "platform/paths.h"
+#include "tools/paths.h"
 
-#include "platform/windows_util.h"  // <windows.h>, before <shellapi.h>
+#include "platform/windows_util.h"  // <windows.h>, before <shellapi.h>; the wide conversions
 
 #include <shellapi.h>
 

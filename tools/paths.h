@@ -1,8 +1,10 @@
-// Paths and program arguments (platform layer). Latte's paths are UTF-8
-// strings on every OS: these turn them into what the OS takes (wide strings
-// on Windows) and back, and say where the running program's file is, so an
-// installed tool finds its data relative to itself (<prefix>/bin/latte ->
-// <prefix>/share/latte/). Per OS: paths_posix.cpp, paths_windows.cpp.
+// Paths and program arguments for the tools (the CLI, the model writers):
+// not the engine's, which never needs them (its files are opened by
+// platform/). Latte's paths are UTF-8 strings on every OS: these turn them
+// into what the OS takes (wide strings on Windows) and back, and say where
+// the running program's file is, so an installed tool finds its data
+// relative to itself (<prefix>/bin/latte -> <prefix>/share/latte/). Per OS,
+// as platform/ does it: paths_posix.cpp, paths_windows.cpp.
 #pragma once
 
 #include <cstdio>

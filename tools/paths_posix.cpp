@@ -1,7 +1,7 @@
 // paths.h on POSIX systems: file names and arguments are bytes, taken as
 // UTF-8. The executable: /proc/self/exe (Linux, Android), _NSGetExecutablePath
 // (macOS, iOS), none elsewhere.
-#include "platform/paths.h"
+#include "tools/paths.h"
 
 #include <unistd.h>
 
