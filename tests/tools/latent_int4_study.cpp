@@ -156,35 +156,14 @@ class Emulator {
       for (std::int64_t p = from; p < n; ++p) cache.read_row(l, p, &ex[static_cast<std::size_t>(p * w)], &ex[static_cast<std::size_t>(p * w + d_c_)]);
       if (f_.kind == Kind::exact) continue;
       std::int64_t lo = from;
-      if (f_.kind == Kind::tile_mean) {
-        // A complete tile: its per-channel mean (f16) taken out, each row
-        // then at int4 with one scale; the filling tile's rows at int8.
-        const std::int64_t done_before = from / f_.tile * f_.tile, done_now = n / f_.tile * f_.tile;
-        lo = std::min(lo, done_before);
-        for (std::int64_t t0 = done_before; t0 < done_now; t0 += f_.tile) {
-          std::vector<double> mean(static_cast<std::size_t>(d_c_), 0.0);
-          for (int t = 0; t < f_.tile; ++t)
-            for (int c = 0; c < d_c_; ++c) mean[static_cast<std::size_t>(c)] += ex[static_cast<std::size_t>((t0 + t) * w + c)];
-          for (auto& m : mean) m /= f_.tile;
-          for (int t = 0; t < f_.tile; ++t) {
-            std::copy_n(&ex[static_cast<std::size_t>((t0 + t) * w)], w, row.data());
-            for (int c = 0; c < d_c_; ++c) row[static_cast<std::size_t>(c)] -= static_cast<float>(mean[static_cast<std::size_t>(c)]);
-            round_trip_sym(row.data(), d_c_);
-            for (int c = 0; c < d_c_; ++c) row[static_cast<std::size_t>(c)] += static_cast<float>(mean[static_cast<std::size_t>(c)]);
-            round_trip_int8(row.data() + d_c_, d_R_);
-            write(cache, l, t0 + t, row.data());
-          }
-        }
-        lo = std::max(lo, done_now);
-      }
-      if (f_.kind == Kind::channel_tile) {
+      const bool tiled = f_.kind == Kind::channel_tile || f_.kind == Kind::tile_mean;
+      if (tiled) {
         // The tiles completed by this step are quantized together; the
-        // rows of the filling tile stay int8.
+        // rows of the filling tile stay int8 (below).
         const std::int64_t done_before = from / f_.tile * f_.tile, done_now = n / f_.tile * f_.tile;
-        lo = std::min(lo, done_before);
         for (std::int64_t t0 = done_before; t0 < done_now; t0 += f_.tile) {
           std::vector<float> tile(ex.begin() + t0 * w, ex.begin() + (t0 + f_.tile) * w);
-          for (int c = 0; c < d_c_; ++c) round_trip_affine(&tile[static_cast<std::size_t>(c)], f_.tile, w);
+          round_trip_tile(tile.data(), w);
           for (int t = 0; t < f_.tile; ++t) {
             float* r = &tile[static_cast<std::size_t>(t * w)];
             round_trip_int8(r + d_c_, d_R_);
@@ -195,7 +174,7 @@ class Emulator {
       }
       for (std::int64_t p = lo; p < n; ++p) {
         std::copy_n(&ex[static_cast<std::size_t>(p * w)], w, row.data());
-        if (f_.kind == Kind::channel_tile || f_.kind == Kind::tile_mean) round_trip_int8(row.data(), d_c_);
+        if (tiled) round_trip_int8(row.data(), d_c_);
         else round_trip_row(f_, row.data(), d_c_, gains_[static_cast<std::size_t>(l)].data());
         round_trip_int8(row.data() + d_c_, d_R_);
         write(cache, l, p, row.data());
@@ -217,8 +196,26 @@ class Emulator {
   }
 
  private:
-  static void write(LatentCache& cache, int l, std::int64_t p, const float* r) { cache.write(l, p, 1, r, r + d_c_of(cache)); }
-  static int d_c_of(const LatentCache& cache) { return cache.config().d_c; }
+  void write(LatentCache& cache, int l, std::int64_t p, const float* r) const { cache.write(l, p, 1, r, r + d_c_); }
+  // One complete tile's c_KV (f_.tile rows of stride w): channel_tile, each
+  // channel at int4 with its own scale and min; tile_mean, the tile's
+  // per-channel mean taken out, each row at int4 with one scale.
+  void round_trip_tile(float* tile, int w) const {
+    if (f_.kind == Kind::channel_tile) {
+      for (int c = 0; c < d_c_; ++c) round_trip_affine(tile + c, f_.tile, w);
+      return;
+    }
+    std::vector<double> mean(static_cast<std::size_t>(d_c_), 0.0);
+    for (int t = 0; t < f_.tile; ++t)
+      for (int c = 0; c < d_c_; ++c) mean[static_cast<std::size_t>(c)] += tile[t * w + c];
+    for (auto& m : mean) m /= f_.tile;
+    for (int t = 0; t < f_.tile; ++t) {
+      float* r = tile + t * w;
+      for (int c = 0; c < d_c_; ++c) r[c] -= static_cast<float>(mean[static_cast<std::size_t>(c)]);
+      round_trip_sym(r, d_c_);
+      for (int c = 0; c < d_c_; ++c) r[c] += static_cast<float>(mean[static_cast<std::size_t>(c)]);
+    }
+  }
   Format f_;
   int n_layers_ = 0, d_c_ = 0, d_R_ = 0;
   std::vector<std::vector<float>> exact_;
