@@ -19,12 +19,15 @@ const char* latent_storage_name(LatentStorage s) {
     case LatentStorage::f32: return "f32";
     case LatentStorage::f16: return "f16";
     case LatentStorage::int8: return "int8";
+    case LatentStorage::int4: return "int4";
   }
   return "?";
 }
 
+bool latent_storage_quantized(LatentStorage s) { return s == LatentStorage::int8 || s == LatentStorage::int4; }
+
 std::optional<LatentStorage> parse_latent_storage(std::string_view name) {
-  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8})
+  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4})
     if (name == latent_storage_name(s)) return s;
   return std::nullopt;
 }
@@ -32,14 +35,18 @@ std::optional<LatentStorage> parse_latent_storage(std::string_view name) {
 const char* latent_layout_problem(LatentStorage s, int d_c, int d_R, int tokens) {
   if (d_c <= 0 || d_R < 0) return "d_c must be > 0 and d_R >= 0";
   if (tokens <= 0 || tokens % kLatentTileQuantum != 0) return "tile tokens must be a positive multiple of 32";
-  if (s == LatentStorage::int8 && (d_c % 4 != 0 || d_R % 4 != 0))
-    return "int8 latent storage needs d_c and d_R to be multiples of 4";
-  if (s == LatentStorage::int8 && tokens > kLatentInt8MaxTileTokens)
-    return "int8 latent tiles hold at most 65536 tokens";
-  if (s == LatentStorage::int8 && (d_c > kLatentInt8MaxChannels || d_R > kLatentInt8MaxChannels))
-    return "int8 latent storage needs d_c and d_R of at most 65536";
-  if (s != LatentStorage::f32 && s != LatentStorage::f16 && s != LatentStorage::int8)
+  if (s != LatentStorage::f32 && s != LatentStorage::f16 && s != LatentStorage::int8 && s != LatentStorage::int4)
     return "unknown latent storage";
+  const bool q = latent_storage_quantized(s);
+  if (q && (d_c % 4 != 0 || d_R % 4 != 0))
+    return s == LatentStorage::int8 ? "int8 latent storage needs d_c and d_R to be multiples of 4"
+                                    : "int4 latent storage needs d_c and d_R to be multiples of 4";
+  if (q && tokens > kLatentInt8MaxTileTokens)
+    return s == LatentStorage::int8 ? "int8 latent tiles hold at most 65536 tokens"
+                                    : "int4 latent tiles hold at most 65536 tokens";
+  if (q && (d_c > kLatentInt8MaxChannels || d_R > kLatentInt8MaxChannels))
+    return s == LatentStorage::int8 ? "int8 latent storage needs d_c and d_R of at most 65536"
+                                    : "int4 latent storage needs d_c and d_R of at most 65536";
   return "";
 }
 
@@ -59,11 +66,19 @@ LatentTileLayout make_latent_tile_layout(LatentStorage s, int d_c, int d_R, int 
       L.scale_offset = row * tokens;
       L.bytes = L.scale_offset + 2 * 4 * static_cast<std::size_t>(tokens);
       break;
+    case LatentStorage::int4:
+      L.rope_offset = static_cast<std::size_t>(d_c) * tokens / 2;
+      L.scale_offset = L.rope_offset + static_cast<std::size_t>(d_R) * tokens;
+      L.bytes = L.scale_offset + 2 * 4 * static_cast<std::size_t>(tokens);
+      break;
   }
   return L;
 }
 
-float latent_quantize_int8(const float* x, int n, std::int8_t* q) {
+namespace {
+
+// The row quantizers' one body: q = round(x / s), s = max|x| / qmax.
+float quantize_sym(const float* x, int n, std::int8_t* q, float qmax) {
   float amax = 0.f;
   bool finite = true;
   for (int i = 0; i < n; ++i) {
@@ -74,25 +89,80 @@ float latent_quantize_int8(const float* x, int n, std::int8_t* q) {
     std::fill(q, q + n, std::int8_t{0});
     return std::numeric_limits<float>::quiet_NaN();
   }
-  if (!std::isfinite(127.f / amax)) amax = 0.f;  // zero, or so tiny 1 / s overflows: zeros
-  const float s = amax / 127.f;
-  const float inv = amax > 0.f ? 127.f / amax : 0.f;
+  if (!std::isfinite(qmax / amax)) amax = 0.f;  // zero, or so tiny 1 / s overflows: zeros
+  const float s = amax / qmax;
+  const float inv = amax > 0.f ? qmax / amax : 0.f;
   for (int i = 0; i < n; ++i) {
     float r = std::nearbyint(x[i] * inv);
-    r = std::min(127.f, std::max(-127.f, r));
+    r = std::min(qmax, std::max(-qmax, r));
     q[i] = static_cast<std::int8_t>(r);
   }
   return s;
 }
 
-namespace {
-
+// Byte offset of channel c (of d_c + d_R) of token t in an int8 tile's data,
+// or of a rope channel (c >= d_c) in an int4 tile's int8 rope part.
 std::size_t int8_offset(const LatentTileLayout& L, int c, int t) {
-  const std::size_t g = c / 4, k = t / 4;
+  const std::size_t k = t / 4;
+  if (L.storage == LatentStorage::int4) {
+    const std::size_t g = (c - L.d_c) / 4;
+    return L.rope_offset + (g * (L.tokens / 4) + k) * 16 + (c % 4) * 4 + (t % 4);
+  }
+  const std::size_t g = c / 4;
   return (g * (L.tokens / 4) + k) * 16 + (c % 4) * 4 + (t % 4);
 }
 
+// An int4 tile's latent channel c of token t: its byte, and whether it is
+// the high nibble (see the header's layout).
+std::size_t int4_offset(const LatentTileLayout& L, int c, int t, bool& hi) {
+  const int blk = (t % 32) / 4;
+  hi = blk >= 4;
+  return ((static_cast<std::size_t>(c / 4) * (L.tokens / 32) + t / 32) * 64) + (blk % 4) * 16 + (c % 4) * 4 + (t % 4);
+}
+
+// The stored integer of channel c of token t of a quantized tile.
+int get_q(const LatentTileLayout& L, const std::uint8_t* base, int c, int t) {
+  if (L.storage == LatentStorage::int4 && c < L.d_c) {
+    bool hi;
+    const std::uint8_t b = base[int4_offset(L, c, t, hi)];
+    return (hi ? b >> 4 : b & 0xF) - 8;
+  }
+  return static_cast<int>(base[int8_offset(L, c, t)]) - 128;
+}
+
+void set_q(const LatentTileLayout& L, std::uint8_t* base, int c, int t, int q) {
+  if (L.storage == LatentStorage::int4 && c < L.d_c) {
+    bool hi;
+    std::uint8_t& b = base[int4_offset(L, c, t, hi)];
+    const auto n = static_cast<std::uint8_t>(q + 8);
+    b = hi ? static_cast<std::uint8_t>((b & 0x0F) | (n << 4)) : static_cast<std::uint8_t>((b & 0xF0) | n);
+    return;
+  }
+  base[int8_offset(L, c, t)] = static_cast<std::uint8_t>(q + 128);
+}
+
+// Quantizes n values (channels c0 ..) into row t; returns the scale. The
+// latent part of an int4 tile takes 4 bits, everything else 8.
+float put_row(const LatentTileLayout& L, std::uint8_t* base, int t, const float* x, int n, int c0) {
+  // The layout takes any width (kv_lora_rank comes from the model file):
+  // rows past the stack buffer quantize into the heap.
+  std::int8_t small[4096];
+  std::vector<std::int8_t> big;
+  std::int8_t* q = small;
+  if (n > 4096) {
+    big.resize(static_cast<std::size_t>(n));
+    q = big.data();
+  }
+  const float s = L.storage == LatentStorage::int4 && c0 < L.d_c ? latent_quantize_int4(x, n, q)
+                                                                  : latent_quantize_int8(x, n, q);
+  for (int i = 0; i < n; ++i) set_q(L, base, c0 + i, t, q[i]);
+  return s;
+}
+
 }  // namespace
+
+float latent_quantize_int8(const float* x, int n, std::int8_t* q) { return quantize_sym(x, n, q, 127.f); }
+float latent_quantize_int4(const float* x, int n, std::int8_t* q) { return quantize_sym(x, n, q, 7.f); }
 
 void latent_store_row(const LatentTileLayout& L, void* tile, int t, const float* c_kv,
                       const float* k_pe) {
@@ -113,26 +183,12 @@ void latent_store_row(const LatentTileLayout& L, void* tile, int t, const float*
       for (int i = 0; i < L.d_R; ++i) row[L.d_c + i] = h(k_pe[i]);
       break;
     }
-    case LatentStorage::int8: {
+    case LatentStorage::int8:
+    case LatentStorage::int4: {
       auto* base = static_cast<std::uint8_t*>(tile);
-      // The layout takes any width (kv_lora_rank comes from the model file):
-      // rows past the stack buffer quantize into the heap.
-      std::int8_t small[4096];
-      std::vector<std::int8_t> big;
-      std::int8_t* q = small;
-      if (const int widest = std::max(L.d_c, L.d_R); widest > 4096) {
-        big.resize(static_cast<std::size_t>(widest));
-        q = big.data();
-      }
-      auto put = [&](const float* x, int n, int c0) {
-        const float s = latent_quantize_int8(x, n, q);
-        for (int i = 0; i < n; ++i)
-          base[int8_offset(L, c0 + i, t)] = static_cast<std::uint8_t>(q[i] + 128);
-        return s;
-      };
       float* scales = reinterpret_cast<float*>(base + L.scale_offset);
-      scales[t] = put(c_kv, L.d_c, 0);
-      scales[L.tokens + t] = L.d_R > 0 ? put(k_pe, L.d_R, L.d_c) : 0.f;
+      scales[t] = put_row(L, base, t, c_kv, L.d_c, 0);
+      scales[L.tokens + t] = L.d_R > 0 ? put_row(L, base, t, k_pe, L.d_R, L.d_c) : 0.f;
       break;
     }
   }
@@ -157,7 +213,8 @@ std::string latent_tile_problem(const LatentTileLayout& L, const void* tile) {
           if ((row[i] & 0x7C00u) == 0x7C00u) return bad(t, "a value", fp16_to_f32(row[i]));
         break;
       }
-      case LatentStorage::int8: {
+      case LatentStorage::int8:
+      case LatentStorage::int4: {
         const float* scales = reinterpret_cast<const float*>(static_cast<const std::uint8_t*>(tile) + L.scale_offset);
         for (const float s : {scales[t], scales[L.tokens + t]})
           if (!(std::isfinite(s) && s >= 0.0f)) return bad(t, "a scale", s);
@@ -184,14 +241,13 @@ void latent_load_row(const LatentTileLayout& L, const void* tile, int t, float* 
       for (int i = 0; i < L.d_R; ++i) k_pe[i] = fp16_to_f32(row[L.d_c + i]);
       break;
     }
-    case LatentStorage::int8: {
+    case LatentStorage::int8:
+    case LatentStorage::int4: {
       const auto* base = static_cast<const std::uint8_t*>(tile);
       const float* scales = reinterpret_cast<const float*>(base + L.scale_offset);
       const float sl = scales[t], sr = scales[L.tokens + t];
-      for (int i = 0; i < L.d_c; ++i)
-        c_kv[i] = sl * static_cast<float>(static_cast<int>(base[int8_offset(L, i, t)]) - 128);
-      for (int i = 0; i < L.d_R; ++i)
-        k_pe[i] = sr * static_cast<float>(static_cast<int>(base[int8_offset(L, L.d_c + i, t)]) - 128);
+      for (int i = 0; i < L.d_c; ++i) c_kv[i] = sl * static_cast<float>(get_q(L, base, i, t));
+      for (int i = 0; i < L.d_R; ++i) k_pe[i] = sr * static_cast<float>(get_q(L, base, L.d_c + i, t));
       break;
     }
   }
@@ -207,11 +263,12 @@ void latent_copy_row(const LatentTileLayout& L, const void* src, int ts, void* d
                    static_cast<const std::uint8_t*>(src) + static_cast<std::size_t>(ts) * C * w, C * w);
       break;
     }
-    case LatentStorage::int8: {
+    case LatentStorage::int8:
+    case LatentStorage::int4: {
       const auto* s8 = static_cast<const std::uint8_t*>(src);
       auto* d8 = static_cast<std::uint8_t*>(dst);
-      // One byte per channel, 4 tokens apart inside a 16-byte block.
-      for (int c = 0; c < C; ++c) d8[int8_offset(L, c, td)] = s8[int8_offset(L, c, ts)];
+      // One byte (or nibble) per channel, spread over the tile's blocks.
+      for (int c = 0; c < C; ++c) set_q(L, d8, c, td, get_q(L, s8, c, ts));
       const float* ss = reinterpret_cast<const float*>(s8 + L.scale_offset);
       float* ds = reinterpret_cast<float*>(d8 + L.scale_offset);
       ds[td] = ss[ts];
@@ -232,11 +289,11 @@ void latent_load_rope(const LatentTileLayout& L, const void* tile, int t, float*
       for (int i = 0; i < L.d_R; ++i) k_pe[i] = fp16_to_f32(row[i]);
       break;
     }
-    case LatentStorage::int8: {
+    case LatentStorage::int8:
+    case LatentStorage::int4: {
       const auto* base = static_cast<const std::uint8_t*>(tile);
       const float sr = reinterpret_cast<const float*>(base + L.scale_offset)[L.tokens + t];
-      for (int i = 0; i < L.d_R; ++i)
-        k_pe[i] = sr * static_cast<float>(static_cast<int>(base[int8_offset(L, L.d_c + i, t)]) - 128);
+      for (int i = 0; i < L.d_R; ++i) k_pe[i] = sr * static_cast<float>(get_q(L, base, L.d_c + i, t));
       break;
     }
   }
@@ -254,18 +311,10 @@ void latent_store_rope(const LatentTileLayout& L, void* tile, int t, const float
         row[i] = f32_to_fp16(std::isfinite(k_pe[i]) ? std::clamp(k_pe[i], -65504.f, 65504.f) : k_pe[i]);
       break;
     }
-    case LatentStorage::int8: {
+    case LatentStorage::int8:
+    case LatentStorage::int4: {
       auto* base = static_cast<std::uint8_t*>(tile);
-      std::int8_t small[4096];
-      std::vector<std::int8_t> big;
-      std::int8_t* q = small;
-      if (L.d_R > 4096) {
-        big.resize(static_cast<std::size_t>(L.d_R));
-        q = big.data();
-      }
-      const float s = latent_quantize_int8(k_pe, L.d_R, q);
-      for (int i = 0; i < L.d_R; ++i) base[int8_offset(L, L.d_c + i, t)] = static_cast<std::uint8_t>(q[i] + 128);
-      reinterpret_cast<float*>(base + L.scale_offset)[L.tokens + t] = s;
+      reinterpret_cast<float*>(base + L.scale_offset)[L.tokens + t] = put_row(L, base, t, k_pe, L.d_R, L.d_c);
       break;
     }
   }

@@ -13,6 +13,17 @@
 //             lat_scale  f32 (tokens): max|c_KV| / 127 per token
 //             rope_scale f32 (tokens): max|k_pe| / 127 per token
 //             584 bytes per token for d_c 512, d_R 64.
+//   int4:     as int8 with the latent part at 4 bits: latent data, then the
+//             rope data (at rope_offset: int8's layout over the d_R/4 rope
+//             groups), then the scales (lat_scale = max|c_KV| / 7).
+//             latent data (d_c/4, tokens/32, 64) bytes: unit (g, u) packs
+//                    the 8 int8-layout blocks of channels 4g..4g+3, tokens
+//                    32u..32u+31 as nibbles q + 8 (q in [-7, 7]): byte i
+//                    holds byte i of blocks 0-3 (as int8 lays them out) in
+//                    its low nibble and byte i of blocks 4-7 in its high
+//                    one, so one mask or shift turns 16*L bytes into int8's
+//                    layout of 4L consecutive tokens.
+//             328 bytes per token for d_c 512, d_R 64.
 #pragma once
 
 #include <cstddef>
@@ -23,9 +34,11 @@
 
 namespace latte {
 
-enum class LatentStorage : std::uint8_t { f32 = 0, f16 = 1, int8 = 2 };
+enum class LatentStorage : std::uint8_t { f32 = 0, f16 = 1, int8 = 2, int4 = 3 };
 
 const char* latent_storage_name(LatentStorage s);
+// int8 and int4: quantized rows with per-token scales.
+bool latent_storage_quantized(LatentStorage s);
 std::optional<LatentStorage> parse_latent_storage(std::string_view name);
 
 // Plain data (no inline code: per-ISA kernels read it).
@@ -34,13 +47,14 @@ struct LatentTileLayout {
   int d_c = 0;
   int d_R = 0;
   int tokens = 0;                  // rows per tile
-  std::size_t scale_offset = 0;    // int8: byte offset of lat_scale (rope_scale follows)
+  std::size_t scale_offset = 0;    // int8, int4: byte offset of lat_scale (rope_scale follows)
+  std::size_t rope_offset = 0;     // int4: byte offset of the rope part's data
   std::size_t bytes = 0;           // whole tile
 };
 
 // Token count per tile must be a multiple of this (the kernels' step).
 inline constexpr int kLatentTileQuantum = 32;
-// int8 tiles hold at most this many tokens: the attention kernels sum a
+// int8 (and int4) tiles hold at most this many tokens: the attention kernels sum a
 // tile's quantized weights (<= 127) times cache bytes (<= 255) in int32 per
 // channel, which 65536 tokens keep below 2^31 (66K-token tiles wrapped).
 inline constexpr int kLatentInt8MaxTileTokens = 65536;
@@ -94,5 +108,7 @@ struct LatentLayerView {
 // (s = 0 for an all-zero row; NaN, with q all 0, for a row holding a NaN or
 // inf). Returns s.
 float latent_quantize_int8(const float* x, int n, std::int8_t* q);
+// The int4 latent quantizer: the same with 7 for 127 (q in [-7, 7]).
+float latent_quantize_int4(const float* x, int n, std::int8_t* q);
 
 }  // namespace latte

@@ -59,6 +59,7 @@ static_assert(LATTE_ERR_CONTEXT_OVERFLOW == static_cast<int>(latte::Status::cont
               LATTE_ERR_ABORTED == static_cast<int>(latte::Status::aborted),
               "C status codes mirror latte::Status");
 static_assert(LATTE_CACHE_INT8 == static_cast<int>(latte::LatentStorage::int8) &&
+              LATTE_CACHE_INT4 == static_cast<int>(latte::LatentStorage::int4) &&
               LATTE_CACHE_F16 == static_cast<int>(latte::LatentStorage::f16));
 static_assert(LATTE_LOG_ERROR == static_cast<int>(latte::LogLevel::error) &&
               LATTE_LOG_WARN == static_cast<int>(latte::LogLevel::warn) &&
@@ -511,7 +512,7 @@ int64_t latte_model_interleaved_bytes(const latte_model* model) {
 latte_status latte_model_cache_bytes(const latte_model* model, int32_t cache_type, int64_t n_tokens, int64_t* bytes) {
   if (model == nullptr || bytes == nullptr)
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_cache_bytes: model and bytes must not be NULL");
-  if (cache_type < LATTE_CACHE_F32 || cache_type > LATTE_CACHE_INT8)
+  if (cache_type < LATTE_CACHE_F32 || cache_type > LATTE_CACHE_INT4)
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_cache_bytes: unknown cache_type " + std::to_string(cache_type));
   if (n_tokens < 0) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_model_cache_bytes: n_tokens must be >= 0");
   const latte::ModelParams& p = model->model->params();
@@ -609,7 +610,7 @@ latte_status latte_cache_bytes(int32_t n_layers, int32_t kv_lora_rank, int32_t d
                                int64_t n_tokens, int64_t* bytes) {
   constexpr const char* fn = "latte_cache_bytes";
   if (bytes == nullptr) return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": bytes must not be NULL");
-  if (cache_type < LATTE_CACHE_F32 || cache_type > LATTE_CACHE_INT8)
+  if (cache_type < LATTE_CACHE_F32 || cache_type > LATTE_CACHE_INT4)
     return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": unknown cache_type " + std::to_string(cache_type));
   if (n_layers <= 0 || kv_lora_rank <= 0 || d_rope <= 0 || n_tokens < 0)
     return fail(LATTE_ERR_INVALID_ARGUMENT, std::string(fn) + ": n_layers, kv_lora_rank and d_rope must be > 0 and n_tokens >= 0");
@@ -658,7 +659,7 @@ latte_status latte_session_create(latte_model* model, const latte_session_option
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_create: model and out must not be NULL");
   latte_session_options o;
   if (latte_status st = read_options("latte_session_create", options, o); st != LATTE_OK) return st;
-  if (o.cache_type < LATTE_CACHE_F32 || o.cache_type > LATTE_CACHE_INT8)
+  if (o.cache_type < LATTE_CACHE_F32 || o.cache_type > LATTE_CACHE_INT4)
     return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_create: unknown cache_type " + std::to_string(o.cache_type));
   if (o.n_ctx < 0) return fail(LATTE_ERR_INVALID_ARGUMENT, "latte_session_create: n_ctx must be >= 0");
   if (o.prefill_form < LATTE_PREFILL_AUTO || o.prefill_form > LATTE_PREFILL_ABSORBED)

@@ -8,7 +8,7 @@
 //   GOPs          2 * n_h * (2 d_c + d_R) * n_ctx operations per second
 //   roofline_pct  100 * max(bytes / read bandwidth, ops / peak) / time, with
 //                 this machine's read bandwidth and the ISA's peak (fp32 FMA
-//                 for f32/f16 caches, int8 dot products for int8), both
+//                 for f32/f16 caches, int8 dot products for int8 and int4), both
 //                 measured first with the entry's thread count
 //   vs_onednn     oneDNN time / Latte time for the same shape, context, threads
 #include "kernels/gcc_avx512_warnings.h"  // before the intrinsic headers
@@ -284,7 +284,7 @@ void bm_latte(benchmark::State& st, Isa isa, LatentStorage s, Shape sh, std::int
   const double sec = total / st.iterations();
   const Limits& L = limits();
   const int ii = isa == Isa::avx512 ? 2 : isa == Isa::avx2 ? 1 : 0;
-  const double peak = s == LatentStorage::int8 ? L.dot[ii][threads] : L.fma[ii][threads];
+  const double peak = latent_storage_quantized(s) ? L.dot[ii][threads] : L.fma[ii][threads];
   report(st, sec, static_cast<double>(c.bytes_per_token()) * n_ctx, kernels::mla_decode_ops(sh.n_heads, kDC, kDR, n_ctx),
          peak, threads, sh.n_heads, n_ctx);
 }
@@ -376,7 +376,7 @@ void register_all() {
         reg("mla_decode/onednn/cache:f32" + tail, [=](benchmark::State& st) { bm_onednn(st, sh, n, t); });
         for (Isa isa : supported_isas()) {
           if (isa == Isa::ref) continue;
-          for (LatentStorage s : {LatentStorage::int8, LatentStorage::f16, LatentStorage::f32})
+          for (LatentStorage s : {LatentStorage::int4, LatentStorage::int8, LatentStorage::f16, LatentStorage::f32})
             reg(std::string("mla_decode/") + isa_name(isa) + "/cache:" + latent_storage_name(s) + tail,
                 [=](benchmark::State& st) { bm_latte(st, isa, s, sh, n, t); });
         }

@@ -96,6 +96,8 @@ inline I8x32 shr_and(I8x32 v, int mask) {
   };
   return {f(v.a), f(v.b)};
 }
+inline int8x16_t lo_nib(int8x16_t v) { return s8(vandq_u8(u8(v), vdupq_n_u8(15))); }
+inline int8x16_t hi_nib(int8x16_t v) { return s8(vshrq_n_u8(u8(v), 4)); }
 inline I8x32 lo_nib(I8x32 v) { return {s8(vandq_u8(u8(v.a), vdupq_n_u8(15))), s8(vandq_u8(u8(v.b), vdupq_n_u8(15)))}; }
 inline I8x32 hi_nib(I8x32 v) { return {s8(vshrq_n_u8(u8(v.a), 4)), s8(vshrq_n_u8(u8(v.b), 4))}; }
 // byte i = table[idx[i]], idx in 0..15 (a 16-byte table)

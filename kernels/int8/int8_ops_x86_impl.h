@@ -169,6 +169,8 @@ inline __m512i bcast4_x64(const void* p) {
 inline __m512 cvt_i32_f32(__m512i v) { return _mm512_cvtepi32_ps(v); }
 #endif
 #if defined(__AVX512BW__)
+inline __m512i lo_nib(__m512i v) { return _mm512_and_si512(v, _mm512_set1_epi8(15)); }
+inline __m512i hi_nib(__m512i v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(15)); }
 template <std::uint8_t... i>
 inline __m512i tbl16_lanes(__m512i x) {
   static_assert(sizeof...(i) == 16);

@@ -4,7 +4,7 @@
 // parts are its includes, each a header of its own:
 //   mla_attn_plan_impl.h      the plan, scratch layout and split policy
 //   mla_attn_int8_ops_impl.h  the int8 operations per ISA (I8<Arch>, exp2_i8)
-//   mla_attn_int8_impl.h      the int8 path (int8 cache)
+//   mla_attn_int8_impl.h      the int8 path (int8 and int4 caches)
 //   mla_attn_float_impl.h     the float path (f32 and f16 caches)
 // Everything here is a template over the xsimd Arch or sits in an anonymous
 // namespace, so no ISA-compiled inline code is shared with other objects.
@@ -52,7 +52,8 @@ void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const 
   // a short context (docs/performance-log.md, "Figures moved out of code
   // comments"). Rounding as nearbyint's (to nearest even), so the result is
   // the scalar one bit for bit.
-  auto quant = [&](const float* x, int n, std::int8_t* q, float& qs, float& corr) {
+  // offset: the cache bytes' offset the scores carry (I8<Arch>).
+  auto quant = [&](const float* x, int n, std::int8_t* q, float& qs, float& corr, float offset) {
     alignas(64) std::int32_t ti[W];
     F amv(0.f);
     int i = 0;
@@ -88,12 +89,14 @@ void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const 
       sum += v;
     }
     qs = bad ? __builtin_nanf("") : inv > 0.f ? amax / QMAX * scale : 0.f;
-    corr = I8<Arch>::kOffset && !bad ? 128.f * static_cast<float>(sum) : 0.f;
+    corr = !bad ? offset * static_cast<float>(sum) : 0.f;
   };
+  const float off8 = I8<Arch>::kOffset ? 128.f : 0.f;
   for (int h = 0; h < nh; ++h) {
-    quant(q_lat + static_cast<std::size_t>(h) * d_c, d_c, q8 + static_cast<std::size_t>(h) * C, qv[h], qv[2 * nh + h]);
+    quant(q_lat + static_cast<std::size_t>(h) * d_c, d_c, q8 + static_cast<std::size_t>(h) * C, qv[h], qv[2 * nh + h],
+          P.q4 ? 8.f : off8);
     quant(q_pe + static_cast<std::size_t>(h) * d_R, d_R, q8 + static_cast<std::size_t>(h) * C + d_c, qv[nh + h],
-          qv[3 * nh + h]);
+          qv[3 * nh + h], off8);
     // The score pass works in log2 units: log2(e) goes into the scales once
     // here rather than at every vector pair.
     qv[h] *= kLog2e;
@@ -183,8 +186,10 @@ void decode_core(const Plan& P, std::uint8_t* base, const float* q_lat, const fl
     float* pm = part + static_cast<std::size_t>(P.nh) * P.d_c;
     float* pl = pm + P.nh;
     std::uint8_t* thr = base + P.off_thr + static_cast<std::size_t>(thread) * P.thr_bytes;
-    if (P.i8)
-      i8_item<Arch>(X, h0, h1, t0, t1, part, pm, pl, thr, next_item);
+    if (P.q4)
+      i8_item<Arch, true>(X, h0, h1, t0, t1, part, pm, pl, thr, next_item);
+    else if (P.i8)
+      i8_item<Arch, false>(X, h0, h1, t0, t1, part, pm, pl, thr, next_item);
     else
       f_item<Arch>(X, h0, h1, t0, t1, part, pm, pl, thr, next_item);
   };

@@ -1,4 +1,4 @@
-// mla_attn's int8 path (int8 cache): per tile block, the scores by integer
+// mla_attn's int8 path (int8 and int4 caches; Q4: int4): per tile block, the scores by integer
 // dot products (i8_scores), the online softmax with quantized weights, and
 // the integer value products (i8_values), driven per work item by i8_item
 // in three named steps. Its byte operations are I8<Arch>
@@ -36,7 +36,34 @@ struct ScoreScales {
 // burst and then worked on far longer, while the hardware prefetchers run
 // only a short way ahead of the reads. Where the cache could not reserve one
 // range, tiles are separate allocations besides.
-template <class Arch, int HB>
+// An int4 tile's latent vector vi (tokens 4L vi .. 4L vi + 4L - 1 of a
+// channel group): its bytes' offset from the group's start (groups T / 2
+// bytes apart) and whether it is their high nibbles (quant/latent_formats.h).
+struct Q4Pos {
+  std::size_t off;
+  bool hi;
+};
+template <int L>
+inline Q4Pos q4_pos(int vi) {
+  constexpr int per = 4 / L;  // vectors in a unit's low (or high) nibbles
+  const int v = vi % (2 * per);
+  return {static_cast<std::size_t>(vi / (2 * per)) * 64 + static_cast<std::size_t>(16 * L * (v % per)), v >= per};
+}
+
+// Scores of HB heads over one tile, in log2 units (log2(e) is folded into
+// the query scales, so the softmax's exponential is a bare 2^x): S (HB, stride)
+// floats, tokens past the context masked; mx (HB, W) the running max of
+// each head's scores, lane-wise. The integer dot products of a vector pair
+// are turned into floats right away, while they are in L1, rather than in
+// a pass over the block's raw scores. Q4: the tile is int4.
+// pf: the next tile to read, or null. Its bytes at the same offsets are
+// prefetched as this tile's are read. Without it the scores stalled on
+// DRAM (in a model the weights stream through the LLC between layers), even
+// with a layer's tiles in one range: presumably because a tile is read in a
+// burst and then worked on far longer, while the hardware prefetchers run
+// only a short way ahead of the reads. Where the cache could not reserve one
+// range, tiles are separate allocations besides.
+template <class Arch, int HB, bool Q4>
 void i8_scores(const std::uint8_t* data, int T, int Gl, int G, const std::int8_t* q8, int C, const ScoreScales& f,
                float* S, std::size_t stride, float* mx, const std::uint8_t* pf) {
   using K = I8<Arch>;
@@ -44,18 +71,30 @@ void i8_scores(const std::uint8_t* data, int T, int Gl, int G, const std::int8_t
   constexpr int L = K::L;
   constexpr int W = F::size;  // == 4L
   const std::size_t TG = T / 4;
+  // The rope part: int8's layout, after the latent groups.
+  const std::size_t rope = static_cast<std::size_t>(Gl) * TG * (Q4 ? 8 : 16);
   alignas(64) std::int32_t il[HB][2 * W], ir[HB][2 * W];  // this vector pair's raw scores
   for (int c = 0; c < T / (4 * L); c += 2) {
     typename K::acc a[HB][2];
-    auto run = [&](int g0, int g1, std::int32_t (*out)[2 * W]) {
+    // Channel groups [g0, g1) at byte offsets base + (g - g0) * gstride:
+    // the pair's two vectors at o0, o1 in them (nibbles hi0, hi1 for int4).
+    auto run = [&](int g0, int g1, std::size_t base, std::size_t gstride, std::size_t o0, std::size_t o1, bool q4,
+                   bool hi0, bool hi1, std::int32_t (*out)[2 * W]) {
       for (int h = 0; h < HB; ++h) a[h][0] = a[h][1] = K::zero();
       for (int g = g0; g < g1; ++g) {
-        const std::size_t off = (g * TG + static_cast<std::size_t>(c) * L) * 16;
+        const std::size_t off = base + static_cast<std::size_t>(g - g0) * gstride;
         const std::uint8_t* p = data + off;
         if (pf) {
-          for (int k = 0; k < 32 * L; k += 64) __builtin_prefetch(pf + off + k, 0, 2);
+          for (int k = 0; k < 32 * L; k += 64) __builtin_prefetch(pf + off + o0 + k, 0, 2);
         }
-        typename K::vec x0 = K::tshuf(K::load(p)), x1 = K::tshuf(K::load(p + 16 * L));
+        typename K::vec x0, x1;
+        if (q4) {
+          x0 = K::tshuf(K::nib(K::load_raw(p + o0), hi0));
+          x1 = K::tshuf(K::nib(K::load_raw(p + o1), hi1));
+        } else {
+          x0 = K::tshuf(K::load(p + o0));
+          x1 = K::tshuf(K::load(p + o1));
+        }
         for (int h = 0; h < HB; ++h) {
           typename K::vec b = K::bcast(q8 + static_cast<std::size_t>(h) * C + 4 * g);
           a[h][0] = K::dot(a[h][0], x0, b);
@@ -67,8 +106,14 @@ void i8_scores(const std::uint8_t* data, int T, int Gl, int G, const std::int8_t
         K::store(a[h][1], out[h] + W);
       }
     };
-    run(0, Gl, il);
-    run(Gl, G, ir);
+    const std::size_t o8 = static_cast<std::size_t>(c) * L * 16;
+    if constexpr (Q4) {
+      const Q4Pos p0 = q4_pos<L>(c), p1 = q4_pos<L>(c + 1);
+      run(0, Gl, 0, TG * 8, p0.off, p1.off, true, p0.hi, p1.hi, il);
+    } else {
+      run(0, Gl, 0, TG * 16, o8, o8 + 16 * L, false, false, false, il);
+    }
+    run(Gl, G, rope, TG * 16, o8, o8 + 16 * L, false, false, false, ir);
     for (int h = 0; h < HB; ++h) {
       const F ql(f.qsl[h]), qr(f.qsr[h]), vcl(f.cl[h]), vcr(f.cr[h]);
       float* s = S + h * stride;
@@ -126,10 +171,24 @@ template <class Arch, int HB, int GB>
   }
 }
 
+// chunk_dots over an int4 tile's nibbles (groups gstride bytes apart).
+template <class Arch, int HB, int GB>
+[[gnu::always_inline]] inline void chunk_dots4(typename I8<Arch>::acc (&a)[HB][4], const std::uint8_t* d,
+                                               std::size_t gstride, bool hi, const std::uint8_t* b,
+                                               std::size_t pv_stride) {
+  using K = I8<Arch>;
+  typename K::vec x[GB];
+  for (int i = 0; i < GB; ++i) x[i] = K::nib(K::load_raw(d + i * gstride), hi);
+  for (int h = 0; h < HB; ++h) {
+    const typename K::vec w = K::load_raw(b + h * pv_stride);
+    for (int i = 0; i < GB; ++i) a[h][i] = K::dot_v(a[h][i], x[i], w);
+  }
+}
+
 // Integer value products of HB heads x GB channel groups (from g0) over the
 // first nch weight chunks of a block: out (HB, 16) int32, out[h][4i+d] =
-// channel 4(g0+i)+d.
-template <class Arch, int HB, int GB>
+// channel 4(g0+i)+d. Q4: the tiles are int4.
+template <class Arch, int HB, int GB, bool Q4>
 [[gnu::noinline]] void i8_values(const std::uint8_t* const* tiles, int T, int g0, int nch, const std::uint8_t* pv,
                std::size_t pv_stride, std::int32_t* out, LinePrefetch pf) {
   using K = I8<Arch>;
@@ -155,11 +214,17 @@ template <class Arch, int HB, int GB>
   //   and the prefetch after it.
   int ch0 = 0, t = 0, k = 0;
   do {
-    const std::uint8_t* d = tiles[t] + static_cast<std::size_t>(g0) * TG * 16;
+    const std::uint8_t* d = tiles[t] + static_cast<std::size_t>(g0) * TG * (Q4 ? 8 : 16);
     const std::uint8_t* b = pv + static_cast<std::size_t>(ch0) * 16 * L;
     const int n = nch - ch0 < cpt ? nch - ch0 : cpt;  // >= 1
     int c = 0;
-    if constexpr (K::L == 2) {
+    if constexpr (Q4) {
+      for (; c < n; ++c, b += 16 * L) {
+        const Q4Pos q = q4_pos<L>(c);
+        chunk_dots4<Arch, HB, GB>(a, d + q.off, TG * 8, q.hi, b, pv_stride);
+        if constexpr (K::L != 2) pf.at(k++);
+      }
+    } else if constexpr (K::L == 2) {
       for (; c < n; ++c, d += 16 * L, b += 16 * L) chunk_dots<Arch, HB, GB>(a, d, TG, b, pv_stride);
     } else {
       do {
@@ -176,25 +241,25 @@ template <class Arch, int HB, int GB>
   for (int h = 0; h < HB; ++h) K::lanesum4(a[h][0], a[h][1], a[h][2], a[h][3], out + 16 * h);
 }
 
-template <class Arch, int HB>
+template <class Arch, int HB, bool Q4>
 void i8_scores_n(int n, const std::uint8_t* data, int T, int Gl, int G, const std::int8_t* q8, int C,
                  const ScoreScales& f, float* S, std::size_t stride, float* mx, const std::uint8_t* pf) {
   if constexpr (HB > 1) {
-    if (n < HB) return i8_scores_n<Arch, HB - 1>(n, data, T, Gl, G, q8, C, f, S, stride, mx, pf);
+    if (n < HB) return i8_scores_n<Arch, HB - 1, Q4>(n, data, T, Gl, G, q8, C, f, S, stride, mx, pf);
   }
-  i8_scores<Arch, HB>(data, T, Gl, G, q8, C, f, S, stride, mx, pf);
+  i8_scores<Arch, HB, Q4>(data, T, Gl, G, q8, C, f, S, stride, mx, pf);
 }
 
-template <class Arch, int HB, int GB>
+template <class Arch, int HB, int GB, bool Q4>
 void i8_values_n(int nh, int ng, const std::uint8_t* const* tiles, int T, int g0, int nch,
                  const std::uint8_t* pv, std::size_t pv_stride, std::int32_t* out, LinePrefetch pf) {
   if constexpr (HB > 1) {
-    if (nh < HB) return i8_values_n<Arch, HB - 1, GB>(nh, ng, tiles, T, g0, nch, pv, pv_stride, out, pf);
+    if (nh < HB) return i8_values_n<Arch, HB - 1, GB, Q4>(nh, ng, tiles, T, g0, nch, pv, pv_stride, out, pf);
   }
   if constexpr (GB > 1) {
-    if (ng < GB) return i8_values_n<Arch, HB, GB - 1>(nh, ng, tiles, T, g0, nch, pv, pv_stride, out, pf);
+    if (ng < GB) return i8_values_n<Arch, HB, GB - 1, Q4>(nh, ng, tiles, T, g0, nch, pv, pv_stride, out, pf);
   }
-  i8_values<Arch, HB, GB>(tiles, T, g0, nch, pv, pv_stride, out, pf);
+  i8_values<Arch, HB, GB, Q4>(tiles, T, g0, nch, pv, pv_stride, out, pf);
 }
 
 template <class Arch>
@@ -254,7 +319,7 @@ struct I8Block {
 }  // namespace
 
 // Step 1: the block's scores and their max.
-template <class Arch>
+template <class Arch, bool Q4>
 [[gnu::always_inline]] inline void i8_block_scores(const MlaCtx<Arch>& X, const I8Slot& s, const I8Block& B, int h0,
                                                    int h1) {
   using F = xsimd::batch<float, Arch>;
@@ -271,7 +336,7 @@ template <class Arch>
                                                : nullptr;
     for (int h = h0; h < h1; h += score_hb<Arch>()) {
       const ScoreScales f{s.qsl + h, s.qsr + h, s.cl + h, s.cr + h, tsc, tsc + T, B.nvalid - i * T};
-      i8_scores_n<Arch, score_hb<Arch>()>(h1 - h, B.tp[i], T, P.Gl, P.G, s.q8 + static_cast<std::size_t>(h) * P.C,
+      i8_scores_n<Arch, score_hb<Arch>(), Q4>(h1 - h, B.tp[i], T, P.Gl, P.G, s.q8 + static_cast<std::size_t>(h) * P.C,
                                           P.C, f, s.S + static_cast<std::size_t>(h) * BT + i * T, BT,
                                           s.mx + static_cast<std::size_t>(h) * W, h == h0 ? next : nullptr);
     }
@@ -282,7 +347,7 @@ template <class Arch>
 // latent scale folded in. The block's latent scales are gathered once for
 // all heads, so the passes read them contiguously instead of finding each
 // vector's tile and offset (a division).
-template <class Arch>
+template <class Arch, bool Q4>
 [[gnu::always_inline]] inline void i8_block_weights(const MlaCtx<Arch>& X, const I8Slot& s, const I8Block& B, int h0,
                                                     int h1, float* po, float* pm, float* pl) {
   using K = I8<Arch>;
@@ -322,7 +387,10 @@ template <class Arch>
     std::uint8_t* v = s.pv + static_cast<std::size_t>(h) * s.pv_stride;
     for (int j = 0; j < ntok; j += W)
       K::quant_pvec(F::load_unaligned(sh + j) * vinv, qsum, v + static_cast<std::size_t>(j) * 4);
-    cp[h] = K::kValueOffset ? 128.f * static_cast<float>(hsum_i32(qsum)) : 0.f;
+    // The cache bytes' offset times the weights' sum: int4's nibbles carry
+    // +8 on every ISA (I8<Arch>).
+    cp[h] = Q4 ? 8.f * static_cast<float>(hsum_i32(qsum))
+            : K::kValueOffset ? 128.f * static_cast<float>(hsum_i32(qsum)) : 0.f;
     // Rescaled by alpha, except on an item's first block, where po is not
     // yet written (the value products store it) and alpha is 0 or, for a
     // NaN query, NaN: that NaN still spreads, through the block's scale.
@@ -346,7 +414,7 @@ template <class Arch>
 // values halves the demand (without it the scores stall on DRAM; in bursts
 // it is slower than no prefetch: docs/performance-log.md, "Decode attention
 // kernels on the Zen 4 machine").
-template <class Arch>
+template <class Arch, bool Q4>
 [[gnu::always_inline]] inline void i8_block_values(const MlaCtx<Arch>& X, const I8Slot& s, const I8Block& B, int h0,
                                                    int h1, float* po) {
   using K = I8<Arch>;
@@ -380,7 +448,7 @@ template <class Arch>
         if (e > a) pf = LinePrefetch{tile + (a - ti * tile_lines) * 64, static_cast<int>(e - a)};
         ++call;
       }
-      i8_values_n<Arch, value_hb<Arch>(), 4>(nhb, ng, B.tp, T, g, nch, s.pv + static_cast<std::size_t>(h) * s.pv_stride,
+      i8_values_n<Arch, value_hb<Arch>(), 4, Q4>(nhb, ng, B.tp, T, g, nch, s.pv + static_cast<std::size_t>(h) * s.pv_stride,
                                              s.pv_stride, vo, pf);
       for (int k = 0; k < nhb; ++k) {
         float* o = po + static_cast<std::size_t>(h + k) * d_c + 4 * g;
@@ -405,7 +473,7 @@ template <class Arch>
 // other (unprefetched it would wait on DRAM: docs/performance-log.md,
 // "Figures moved out of code comments") while the choice of item stays
 // dynamic but for that one block.
-template <class Arch, class NextItem>
+template <class Arch, bool Q4, class NextItem>
 void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_t t1, float* po,
              float* pm, float* pl, std::uint8_t* thr, NextItem&& next_item) {
   using K = I8<Arch>;
@@ -443,9 +511,9 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
       B.nb0 = r.first;
       B.nb1 = r.second;
     }
-    i8_block_scores<Arch>(X, s, B, h0, h1);
-    i8_block_weights<Arch>(X, s, B, h0, h1, po, pm, pl);
-    i8_block_values<Arch>(X, s, B, h0, h1, po);
+    i8_block_scores<Arch, Q4>(X, s, B, h0, h1);
+    i8_block_weights<Arch, Q4>(X, s, B, h0, h1, po, pm, pl);
+    i8_block_values<Arch, Q4>(X, s, B, h0, h1, po);
   }
   for (int h = h0; h < h1; ++h) pm[h] /= kLog2e;  // natural units for the merge
 }

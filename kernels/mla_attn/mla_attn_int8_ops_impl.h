@@ -25,6 +25,9 @@ inline namespace LATTE_KERNEL_ISA_NS {
 // (kOffset); on NEON the load removes the offset and sdot is signed.
 // The value pass loads with load_v and multiplies with dot_v, whose results
 // carry that offset only where kValueOffset says so (AVX2: see there).
+// int4 caches: nib(load_raw(p), hi) gives the stored nibbles (q + 8) as bytes
+// on every ISA, for dot (scores) and dot_v (values) alike, so their
+// results carry +8 * sum(b) everywhere (quant/latent_formats.h: int4).
 template <class Arch>
 struct I8;
 
@@ -39,6 +42,7 @@ struct I8<xsimd::avx512bw> {
   static constexpr bool kValueOffset = kOffset;
   static acc zero() { return _mm512_setzero_si512(); }
   static vec load(const void* p) { return ld64(p); }
+  static vec nib(vec x, bool hi) { return hi ? hi_nib(x) : lo_nib(x); }
   static vec load_raw(const void* p) { return ld64(p); }
   using F = xsimd::batch<float, xsimd::avx512bw>;
   static F i2f(const std::int32_t* p) { return F(cvt_i32_f32(ld64(p))); }
@@ -89,6 +93,7 @@ struct I8<xsimd::fma3<xsimd::avx2>> {
   static constexpr bool kValueOffset = false;
   static acc zero() { return i32_zero(); }
   static vec load(const void* p) { return ld32(p); }
+  static vec nib(vec x, bool hi) { return hi ? hi_nib(x) : lo_nib(x); }
   static vec load_raw(const void* p) { return ld32(p); }
   using F = xsimd::batch<float, xsimd::fma3<xsimd::avx2>>;
   static F i2f(const std::int32_t* p) { return F(cvt_i32_f32(ld32(p))); }
@@ -130,6 +135,7 @@ struct I8<xsimd::neon64> {
     return vreinterpretq_s8_u8(veorq_u8(vld1q_u8(static_cast<const std::uint8_t*>(p)), vdupq_n_u8(0x80)));
   }
   static vec load_raw(const void* p) { return ld16(p); }
+  static vec nib(vec x, bool hi) { return hi ? hi_nib(x) : lo_nib(x); }
   using F = xsimd::batch<float, xsimd::neon64>;
   static F i2f(const std::int32_t* p) { return F(cvt_i32_f32(vld1q_s32(p))); }
   static vec bcast(const void* p) { return bcast4_x16(p); }

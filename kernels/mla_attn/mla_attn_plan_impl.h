@@ -54,7 +54,8 @@ struct Plan {
   int nh = 0, d_c = 0, d_R = 0, C = 0, T = 0, G = 0, Gl = 0, nt = 1;
   int UT = 1;  // tiles per int8 block and per chunk unit
   int BT = 0;  // tokens per scores block: UT tiles (int8), 1 tile (float)
-  bool i8 = false;
+  bool i8 = false;  // the int8 path: int8 and int4 caches
+  bool q4 = false;  // int4
   std::size_t off_qf = 0;    // f32 (nh, C): scaled query (float path)
   std::size_t off_q8 = 0;    // i8 (nh, C): quantized query (int8 path)
   std::size_t off_qv = 0;    // f32 (4, nh): qsl, qsr (times log2(e)), corr_l, corr_r
@@ -83,7 +84,8 @@ inline Plan make_plan(int nh, const LatentTileLayout& L, int threads) {
   p.G = p.C / 4;
   p.Gl = L.d_c / 4;
   p.nt = threads;
-  p.i8 = L.storage == LatentStorage::int8;
+  p.i8 = L.storage == LatentStorage::int8 || L.storage == LatentStorage::int4;
+  p.q4 = L.storage == LatentStorage::int4;
   p.UT = unit_tiles(p.T);
   p.BT = p.i8 ? p.UT * p.T : p.T;
   std::size_t o = 0;

@@ -90,24 +90,26 @@ std::string cache_tiles_problem(const LatentTileLayout& layout, const std::uint8
         latent_load_row(layout, tile, r, kv.data(), pe.data());
         const bool zero = std::all_of(kv.begin(), kv.end(), [](float v) { return v == 0.f; }) &&
                           std::all_of(pe.begin(), pe.end(), [](float v) { return v == 0.f; }) &&
-                          (layout.storage != LatentStorage::int8 || (scales[r] == 0.f && scales[T + r] == 0.f));
+                          (!latent_storage_quantized(layout.storage) || (scales[r] == 0.f && scales[T + r] == 0.f));
         if (!zero)
           return where() + "past the " + std::to_string(n_tokens) + " tokens, a row the format writes as zeros holds " +
                  "other bytes";
         continue;
       }
-      if (layout.storage == LatentStorage::int8) {
-        // A scale s stands for values up to 127 s (stored bytes 1..255) and,
-        // from no writer, 128 s (byte 0): bounded by the scale alone.
+      if (latent_storage_quantized(layout.storage)) {
+        // A scale s stands for values up to 127 s (stored bytes 1..255; int4
+        // latents: 7 s, nibbles 1..15) and, from no writer, 128 s (byte 0;
+        // 8 s, nibble 0): bounded by the scale alone.
+        const double lat_q = layout.storage == LatentStorage::int4 ? 7.0 : 127.0;
         const struct {
           const char* name;
           float s;
-          double most;
-        } parts[] = {{"latent scale", scales[r], bound.latent}, {"rope scale", scales[T + r], bound.rope}};
+          double most, q;
+        } parts[] = {{"latent scale", scales[r], bound.latent, lat_q}, {"rope scale", scales[T + r], bound.rope, 127.0}};
         for (const auto& part : parts)
-          if (!(part.s >= 0.f && 127.0 * part.s <= part.most))
+          if (!(part.s >= 0.f && part.q * part.s <= part.most))
             return where() + "its " + part.name + " is " + number(part.s) + "; this model's layer gives at most " +
-                   number(part.most / 127.0) + " there";
+                   number(part.most / part.q) + " there";
         continue;
       }
       latent_load_row(layout, tile, r, kv.data(), pe.data());

@@ -55,7 +55,7 @@ void Session::forward_step(std::span<StepPart> parts) {
       if (s.opts_.prefill_form) pt.form = *s.opts_.prefill_form;
       else
         pt.form = mla_pick_form(m, ni, pt.p0,
-                                mla_absorbed_pair_cost(s.opts_.cache == LatentStorage::int8, active_isa() == Isa::avx512),
+                                mla_absorbed_pair_cost(latent_storage_quantized(s.opts_.cache), active_isa() == Isa::avx512),
                                 gemm_f32_is_onednn() ? 1.0 : kOwnGemmCost);
     }
     s.last_form_ = pt.form;

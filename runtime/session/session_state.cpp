@@ -5,7 +5,7 @@
 // File layout (little-endian, as every machine Latte runs on):
 //   0   char[8]  "LATTESES"
 //   8   u32      version (4; earlier ones are refused)
-//   12  u32      cache storage (0 f32, 1 f16, 2 int8)
+//   12  u32      cache storage (0 f32, 1 f16, 2 int8, 3 int4)
 //   16  u64      Model::fingerprint() of the model that wrote it
 //   24  u32 x 5  n_layers, d_c, d_R, tile_tokens, n_vocab
 //   44  u32      has_logits (0 or 1)
@@ -432,7 +432,7 @@ void Session::read_state(StateSource& in, const std::string& what) try {
   // The header is the writer's: now whether it fits this session.
   if (s.fingerprint != fingerprint_for(*model_, threads(), what))
     throw Error(Status::invalid_argument, what + " was saved from another model (or another file of it)");
-  if (s.storage > 2) throw Error(Status::bad_file, what + ": unknown cache storage " + std::to_string(s.storage));
+  if (s.storage > 3) throw Error(Status::bad_file, what + ": unknown cache storage " + std::to_string(s.storage));
   if (s.storage != static_cast<std::uint32_t>(cc.storage))
     throw Error(Status::invalid_argument,
                 what + " holds an " + latent_storage_name(static_cast<LatentStorage>(s.storage)) +

@@ -110,8 +110,10 @@ TEST(Cli, InfoCacheAtContextKeepsItsDigits) {
       << r.output;  // 2621952 + objects
   EXPECT_NE(r.output.find("  f16      320.1 bytes per token (all layers),     1.311 MB at 4096 tokens"), std::string::npos)
       << r.output;  // 1311232 + objects
-  EXPECT_NE(r.output.find("  int8     176.1 bytes per token (all layers),   721.608 kB at 4096 tokens"), std::string::npos)
+  EXPECT_NE(r.output.find("  int8     176.1 bytes per token (all layers),   721.616 kB at 4096 tokens"), std::string::npos)
       << r.output;  // 128 x (80 + 8 scale bytes) a tile: 721408 + objects
+  EXPECT_NE(r.output.find("  int4     112.1 bytes per token (all layers),   459.472 kB at 4096 tokens"), std::string::npos)
+      << r.output;  // 128 x (64 / 2 + 16 + 8 scale bytes) a tile: 459264 + objects
 }
 
 // A model whose d_R is not a multiple of 4 loads and runs with the f32 and
@@ -169,8 +171,10 @@ TEST(Cli, MakeModelWritesAModelLatteRuns) {
 TEST(Cli, InfoModelsMeetsTheMemoryBudget) {
   const Result r = run("info --models");
   ASSERT_EQ(r.code, 0) << r.output;
-  // DeepSeek-V2-Lite at 163,840 tokens: int8 <= 2.6 GB, f16 <= 5.1 GB.
-  EXPECT_NE(r.output.find("DeepSeek-V2-Lite   163840 tokens: int8 2.584 GB, f16 5.096 GB"), std::string::npos)
+  // DeepSeek-V2-Lite at 163,840 tokens: int4 <= 1.4 GiB (1.451 GB: 1.351
+  // GiB), int8 <= 2.6 GB, f16 <= 5.1 GB.
+  EXPECT_NE(r.output.find("DeepSeek-V2-Lite   163840 tokens: int4 1.451 GB, int8 2.584 GB, f16 5.096 GB"),
+            std::string::npos)
       << r.output;
 }
 

@@ -109,8 +109,9 @@ std::vector<float> run_decode(const MlaAttnKernels& k, const Shape& sh, const Qu
 // Error bounds of a kernel against the reference on the same cache. f32/f16:
 // float accumulation. int8: the query is quantized per head (7 bits on avx2,
 // whose vpmaddubsw would saturate at 8) and so are the softmax weights.
+// int4: the same (the cache's rounding is in the reference too).
 double max_nmse(LatentStorage s, Isa isa) {
-  if (s != LatentStorage::int8) return 1e-9;
+  if (!latent_storage_quantized(s)) return 1e-9;
   return isa == Isa::avx2 ? 1.5e-3 : 5e-4;
 }
 
@@ -142,7 +143,7 @@ TEST_P(MlaDecode, EveryIsaMatchesReference) {
     auto got = run_decode(kernels::mla_attn_kernels(isa), sh, q, cache, c.n_ctx, c.threads);
     const double e = test::nmse(got.data(), ref.data(), got.size());
     EXPECT_LE(e, max_nmse(c.storage, isa)) << isa_name(isa);
-    if (c.storage != LatentStorage::int8) {
+    if (!latent_storage_quantized(c.storage)) {
       EXPECT_LE(test::max_rel_error(got.data(), ref.data(), got.size()), 2e-5) << isa_name(isa);
     }
   }
@@ -154,7 +155,7 @@ TEST_P(MlaDecode, EveryIsaMatchesReference) {
   // (docs/performance-log.md, "Figures moved out of code comments").
   if (c.n_ctx == 1) {
     std::vector<float> row(sh.d_c), pe(sh.d_R);
-    if (c.storage == LatentStorage::int8) {
+    if (latent_storage_quantized(c.storage)) {
       latent_load_row(cache.L, cache.tiles[0].get(), 0, row.data(), pe.data());
     } else {
       row = test::random_vector(static_cast<std::size_t>(c.n_ctx + 7) * sh.d_c, 11 + c.n_ctx, -1.7f, 1.7f);
@@ -162,7 +163,7 @@ TEST_P(MlaDecode, EveryIsaMatchesReference) {
       if (c.storage == LatentStorage::f16)
         for (float& v : row) v = fp16_to_f32(f32_to_fp16(v));
     }
-    const double tol = c.storage == LatentStorage::int8 ? 1e-5 : 1e-6;
+    const double tol = latent_storage_quantized(c.storage) ? 1e-5 : 1e-6;
     for (Isa isa : supported_isas()) {
       const auto got = run_decode(kernels::mla_attn_kernels(isa), sh, q, cache, 1, c.threads);
       for (int h = 0; h < sh.n_heads; ++h)
@@ -175,22 +176,24 @@ TEST_P(MlaDecode, EveryIsaMatchesReference) {
 
 std::vector<Case> decode_cases() {
   std::vector<Case> v;
-  const LatentStorage all[] = {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8};
+  const LatentStorage all[] = {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4};
   const std::int64_t ctxs[] = {1, 63, 64, 65, 1000, 5000};
   for (LatentStorage s : all)
     for (std::int64_t n : ctxs) {
       for (int t : {1, 2, 3}) v.push_back({s, kOdd, n, t});
-      if (s != LatentStorage::int8) v.push_back({s, kOddF, n, 2});
+      if (!latent_storage_quantized(s)) v.push_back({s, kOddF, n, 2});
       for (int t : {1, 2}) v.push_back({s, kV2, n, t});
     }
   // V3 (128 heads): fewer contexts, the reference is slow under ASan.
   for (LatentStorage s : all)
     for (std::int64_t n : {1, 65, 1000}) v.push_back({s, kV3, n, 2});
-  v.push_back({LatentStorage::int8, kV3, 5000, 3});
-  v.push_back({LatentStorage::int8, kV2, 5000, 4});
+  for (LatentStorage s : {LatentStorage::int8, LatentStorage::int4}) {
+    v.push_back({s, kV3, 5000, 3});
+    v.push_back({s, kV2, 5000, 4});
+  }
   // Long enough (3750 tiles) that the guided context chunks would exceed
   // their bound with 2 and 3 threads and the smallest chunk doubles.
-  for (LatentStorage s : {LatentStorage::f32, LatentStorage::int8})
+  for (LatentStorage s : {LatentStorage::f32, LatentStorage::int8, LatentStorage::int4})
     for (int t : {2, 3}) v.push_back({s, kOdd, 120000, t});
   return v;
 }
@@ -215,6 +218,30 @@ TEST(MlaDecodeInt8, ErrorAgainstF32Cache) {
       EXPECT_GT(e, 0.0);  // it is lossy: the test would not notice an f32 cache
       std::printf("int8 vs f32 cache, %s, n_ctx %lld: nmse %.3g\n", isa_name(isa), static_cast<long long>(n), e);
       RecordProperty(std::string("nmse_") + isa_name(isa) + "_" + std::to_string(n), std::to_string(e));
+    }
+  }
+}
+
+// The int4 cache against the f32 truth, beside int8's: what 4-bit latents
+// lose on uniform random rows (these draws: NMSE 0.015-0.047 on every ISA and
+// the reference alike, so the cache's rounding, not the kernels), bounded
+// with room, and far more than int8 loses (else the cache would not be int4).
+TEST(MlaDecodeInt4, ErrorAgainstF32Cache) {
+  for (std::int64_t n : {64, 1000, 5000}) {
+    TestCache f32(LatentStorage::f32, kV2, n, 99);
+    TestCache i8(LatentStorage::int8, kV2, n, 99);
+    TestCache i4(LatentStorage::int4, kV2, n, 99);
+    Query q(kV2, 1, 3);
+    auto truth = run_decode(kernels::mla_attn_kernels(Isa::ref), kV2, q, f32, n, 1);
+    for (Isa isa : supported_isas()) {
+      auto got = run_decode(kernels::mla_attn_kernels(isa), kV2, q, i4, n, 2);
+      auto got8 = run_decode(kernels::mla_attn_kernels(isa), kV2, q, i8, n, 2);
+      const double e = test::nmse(got.data(), truth.data(), got.size());
+      const double e8 = test::nmse(got8.data(), truth.data(), got8.size());
+      std::printf("int4 vs f32 cache, %s, n_ctx %lld: nmse %.3g (int8 %.3g)\n", isa_name(isa),
+                  static_cast<long long>(n), e, e8);
+      EXPECT_LE(e, 8e-2) << isa_name(isa) << " n=" << n;
+      EXPECT_GT(e, 10 * e8) << isa_name(isa) << " n=" << n;
     }
   }
 }
@@ -257,7 +284,7 @@ TEST(MlaDecodeInt8, SoftmaxWeightsKeepEightBits) {
 // same bits for every cache type (where the CPU runs both; qemu -cpu max).
 TEST(MlaDecode, AsimdEqualsNeonBitForBit) {
   if (!isa_supported(Isa::asimd) || !isa_supported(Isa::neon)) GTEST_SKIP() << "needs asimd and neon";
-  for (LatentStorage st : {LatentStorage::int8, LatentStorage::f16, LatentStorage::f32}) {
+  for (LatentStorage st : {LatentStorage::int8, LatentStorage::int4, LatentStorage::f16, LatentStorage::f32}) {
     TestCache cache(st, kV2, 1500, 31);
     Query q(kV2, 1, 32);
     const auto a = run_decode(kernels::mla_attn_kernels(Isa::asimd), kV2, q, cache, 1500, 2);
@@ -288,7 +315,7 @@ TEST(MlaDecode, ThreadCountsAgree) {
 // runs a step on the caller alone) gives the same bits as one spread over
 // the pool.
 TEST(MlaDecode, SameBitsHoweverManyThreadsRunThePlan) {
-  for (LatentStorage st : {LatentStorage::int8, LatentStorage::f16, LatentStorage::f32}) {
+  for (LatentStorage st : {LatentStorage::int8, LatentStorage::int4, LatentStorage::f16, LatentStorage::f32}) {
     TestCache cache(st, kV2, 3000, 4);
     Query q(kV2, 1, 8);
     for (Isa isa : supported_isas()) {
@@ -372,7 +399,7 @@ std::string prefill_name(const testing::TestParamInfo<PrefillCase>& info) {
 
 std::vector<PrefillCase> prefill_cases() {
   std::vector<PrefillCase> v;
-  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     v.push_back({s, kOdd, 0, 5, 2});
     v.push_back({s, kOdd, 60, 7, 1});
     v.push_back({s, kV2, 60, 9, 2});    // one query per thread
@@ -397,7 +424,7 @@ TEST(MlaDecode, EmptyContextGivesZeros) {
 // never had them, bit for bit, on every ISA and storage.
 TEST(MlaDecode, RowsPastTheContextAreIgnored) {
   const std::int64_t n = 70;  // mid-tile, mid-vector
-  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     TestCache clean(st, kOdd, n, 12), stale(st, kOdd, n + 20, 12);
     // Same first n rows (same seed, rows written in order); then NaN rows.
     std::vector<float> nan_c(kOdd.d_c, NAN), nan_r(kOdd.d_R, NAN);
@@ -422,7 +449,7 @@ TEST(MlaDecode, RowsPastTheContextAreIgnored) {
 // head's output NaN on every ISA and storage, as in the reference, and
 // leaves the other heads as they were: never finite garbage.
 TEST(MlaDecode, NonFiniteQueryGivesNaN) {
-  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     TestCache cache(st, kV2, 300, 21);
     const Query clean(kV2, 1, 6);
     for (Isa isa : supported_isas()) {
@@ -455,7 +482,7 @@ TEST(MlaDecode, NonFiniteQueryGivesNaN) {
 // offset gives the same bits as an aligned one. Under ASan, an access past
 // the slack fails here.
 TEST(MlaAttn, ScratchAtAnyAlignmentGivesTheSameResult) {
-  for (LatentStorage st : {LatentStorage::int8, LatentStorage::f16, LatentStorage::f32}) {
+  for (LatentStorage st : {LatentStorage::int8, LatentStorage::int4, LatentStorage::f16, LatentStorage::f32}) {
     TestCache cache(st, kV2, 1000, 5);
     const Query q(kV2, 1, 6);
     for (Isa isa : supported_isas()) {

@@ -82,7 +82,8 @@ double kpe_bound(LatentStorage st, double amax_old, double amax_new, double exac
   switch (st) {
     case LatentStorage::f32: return 1e-5 * std::max(amax_old, 1e-3);
     case LatentStorage::f16: return std::ldexp(1.0, -11) * (std::sqrt(2.0) * amax_old + std::fabs(exact)) * 1.01 + 1e-6;
-    case LatentStorage::int8: return (std::sqrt(2.0) / 2 * amax_old / 127 + 0.5 * amax_new / 127) * 1.01 + 1e-6;
+    case LatentStorage::int8:  // int4 keeps k_pe at int8 too
+    case LatentStorage::int4: return (std::sqrt(2.0) / 2 * amax_old / 127 + 0.5 * amax_new / 127) * 1.01 + 1e-6;
   }
   return 0;
 }
@@ -247,7 +248,7 @@ TEST_P(CacheShift, RefusesWhatItCannotDoAndChangesNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Storage, CacheShift,
-                         ::testing::Values(LatentStorage::f32, LatentStorage::f16, LatentStorage::int8),
+                         ::testing::Values(LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4),
                          [](const auto& i) { return std::string(latent_storage_name(i.param)); });
 
 // ---- sessions of random-weight models
@@ -369,7 +370,7 @@ TEST_P(SessionShift, DecodeAfterShiftMatchesTheReferenceOverTheSameCache) {
     // f32 and f16 caches: the kernels' f32 sums against double (measured
     // up to 7e-12). int8: the kernel quantizes the query too, as without a
     // shift (measured up to 9.4e-7).
-    const double bound = c.cache == LatentStorage::int8 ? 1e-5 : 1e-10;
+    const double bound = latent_storage_quantized(c.cache) ? 1e-5 : 1e-10;
     EXPECT_LT(nmse(got, want), bound) << isa_name(active_isa()) << ", step " << step;
     char b[32];
     std::snprintf(b, sizeof b, "%.3g", nmse(got, want));
@@ -408,7 +409,7 @@ TEST_P(SessionShift, TwiceEqualsOnceByTheSum) {
 std::vector<ShiftParam> shift_params() {
   std::vector<ShiftParam> v;
   for (const ModelCase& m : model_cases())
-    for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) v.push_back({m, st});
+    for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) v.push_back({m, st});
   return v;
 }
 

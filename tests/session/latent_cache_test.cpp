@@ -68,7 +68,7 @@ TEST(LatentCache, LayerTilesAreContiguous) {
 }
 
 TEST(LatentCache, BytesGrowByTileAndMatchBytesFor) {
-  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     LatentCacheConfig cfg{3, 64, 16, 200, s, 64};
     LatentCache c(cfg);
     const std::size_t empty = c.bytes();
@@ -87,7 +87,7 @@ TEST(LatentCache, BytesGrowByTileAndMatchBytesFor) {
 
 TEST(LatentCache, RowsRoundTrip) {
   LatentCacheConfig cfg{2, 512, 64, 300, LatentStorage::f32, 64};
-  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     cfg.storage = s;
     LatentCache c(cfg);
     auto ck = rnd(100 * 512, 3), kp = rnd(100 * 64, 4);
@@ -96,9 +96,11 @@ TEST(LatentCache, RowsRoundTrip) {
     EXPECT_EQ(c.size(0), 0);
     std::vector<float> a(512), b(64);
     const double tol = s == LatentStorage::f32 ? 0 : s == LatentStorage::f16 ? 2e-3 : 2.0 / 127 / 2 * 1.0001;
+    // int4's latents: half a step of max / 7 (k_pe stays int8).
+    const double tol_lat = s == LatentStorage::int4 ? 2.0 / 7 / 2 * 1.0001 : tol;
     for (int j : {0, 63, 64, 99}) {
       c.read_row(1, j, a.data(), b.data());
-      for (int i = 0; i < 512; ++i) ASSERT_NEAR(a[i], ck[j * 512 + i], tol + 1e-7);
+      for (int i = 0; i < 512; ++i) ASSERT_NEAR(a[i], ck[j * 512 + i], tol_lat + 1e-7);
       for (int i = 0; i < 64; ++i) ASSERT_NEAR(b[i], kp[j * 64 + i], tol + 1e-7);
     }
   }
@@ -129,7 +131,7 @@ TEST(LatentCache, RefusesBadArguments) {
 // The cache's view drives the kernels: decode over it equals the reference.
 TEST(LatentCache, ViewFeedsDecodeKernel) {
   const int nh = 16, d_c = 512, d_R = 64, n = 777;
-  for (LatentStorage s : {LatentStorage::f16, LatentStorage::int8}) {
+  for (LatentStorage s : {LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     LatentCache c({1, d_c, d_R, 4096, s, 64});
     auto ck = rnd(n * d_c, 7), kp = rnd(n * d_R, 8);
     for (int j = 0; j < n; j += 100) c.write(0, j, std::min(100, n - j), ck.data() + j * d_c, kp.data() + j * d_R);
@@ -152,7 +154,7 @@ TEST(LatentCache, ViewFeedsDecodeKernel) {
       num += (got[i] - ref[i]) * (got[i] - ref[i]);
       den += ref[i] * ref[i];
     }
-    EXPECT_LE(num / den, s == LatentStorage::int8 ? 1.5e-3 : 1e-9) << latent_storage_name(s);
+    EXPECT_LE(num / den, latent_storage_quantized(s) ? 1.5e-3 : 1e-9) << latent_storage_name(s);
   }
 }
 

@@ -134,7 +134,7 @@ TEST_P(SessionState, LoadedSessionContinuesExactlyAsTheSavedOne) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Caches, SessionState,
-                         ::testing::Values(LatentStorage::f32, LatentStorage::f16, LatentStorage::int8),
+                         ::testing::Values(LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4),
                          [](const auto& info) { return std::string(latent_storage_name(info.param)); });
 
 TEST(SessionStateFile, EmptyAndTruncatedSessionsRoundTrip) {
@@ -408,7 +408,7 @@ TEST(SessionStateFile, AnotherFileOfTheSameShapesIsAnotherModel) {
 // Tiles from outside are checked row by row: a non-finite value or scale
 // anywhere in a tile (written rows or not) is refused by layer, tile and row.
 TEST(SessionStateFile, TilesWithNonFiniteValuesAreRefused) {
-  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     LatentCacheConfig c;
     c.n_layers = 2;
     c.d_c = 64;
@@ -437,7 +437,7 @@ TEST(SessionStateFile, TilesWithNonFiniteValuesAreRefused) {
       const std::uint16_t inf = 0x7C00;
       std::memcpy(t1 + (static_cast<std::size_t>(row) * 80 + 3) * 2, &inf, 2);
     }
-    if (st == LatentStorage::int8) std::memcpy(t1 + src.layout().scale_offset + 4 * row, &nan, 4);
+    if (latent_storage_quantized(st)) std::memcpy(t1 + src.layout().scale_offset + 4 * row, &nan, 4);
     LatentCache refuse(c);
     try {
       refuse.load_tiles(0, 130, tiles.data());
@@ -446,7 +446,7 @@ TEST(SessionStateFile, TilesWithNonFiniteValuesAreRefused) {
       EXPECT_EQ(e.status(), Status::bad_file);
       EXPECT_NE(std::string(e.what()).find("layer 0, tile 1, row 72: a "), std::string::npos) << e.what();
     }
-    if (st == LatentStorage::int8) {  // a negative scale, too
+    if (latent_storage_quantized(st)) {  // a negative scale, too
       const float neg = -1.0f;
       std::memcpy(t1 + src.layout().scale_offset + 4 * row, &neg, 4);
       EXPECT_NE(latent_tile_problem(src.layout(), t1).find("row 72: a scale is -1"), std::string::npos);
@@ -462,7 +462,7 @@ TEST(SessionStateFile, TilesWithNonFiniteValuesAreRefused) {
 TEST(SessionStateFile, RowsPastTheTokensAreNotSaved) {
   auto model = Model::load(kTestdata + "/tiny-dense.gguf");
   const auto tokens = testdata_tokens();
-  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     SessionOptions o;
     o.n_ctx = 64;
     o.cache = st;
@@ -486,7 +486,7 @@ TEST(SessionStateFile, RowsPastTheTokensAreNotSaved) {
 TEST(SessionStateFile, ASessionAfterARefusedCallSavesAndLoads) {
   const int bad_token = 42;
   auto model = Model::from_file(GgufFile::from_bytes(test::model_with_nan_embedding(RandomModelSpec{}, bad_token)));
-  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     SessionOptions o;
     o.threads = 1;
     o.n_ctx = 32;
@@ -596,7 +596,7 @@ TEST(SessionStateFile, ValuesItsModelCannotWriteAreRefused) {
   ASSERT_LT(bound.latent, 1e4);
   ASSERT_GT(bound.rope, 0);
   ASSERT_LT(bound.rope, 1e4);
-  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     SCOPED_TRACE(latent_storage_name(st));
     SessionOptions o;
     o.cache = st;
@@ -620,7 +620,7 @@ TEST(SessionStateFile, ValuesItsModelCannotWriteAreRefused) {
     const auto with = [&](int tile, int row, int channel, float v) {
       std::vector<std::uint8_t> b = bytes;
       std::uint8_t* t = b.data() + layer1 + static_cast<std::size_t>(tile) * lay.bytes;
-      if (st == LatentStorage::int8) {  // channel 0: the latent scale, 1: the rope scale
+      if (latent_storage_quantized(st)) {  // channel 0: the latent scale, 1: the rope scale
         std::memcpy(t + lay.scale_offset + 4 * static_cast<std::size_t>(channel * T + row), &v, 4);
       } else if (st == LatentStorage::f32) {
         std::memcpy(t + 4 * (static_cast<std::size_t>(row) * (dc + lay.d_R) + channel), &v, 4);
@@ -633,7 +633,7 @@ TEST(SessionStateFile, ValuesItsModelCannotWriteAreRefused) {
     };
     Session s(model, o);
     s.prefill(std::span(tokens).first(3));
-    const bool int8 = st == LatentStorage::int8;
+    const bool int8 = latent_storage_quantized(st);
     const int latent = int8 ? 0 : 3, rope = int8 ? 1 : dc + 2;
     const std::string where = "session file '" + bad + "': layer 1, tile 0, row 5 (token 5): ";
     // The probe's value; and the largest f16 holds.
@@ -649,8 +649,8 @@ TEST(SessionStateFile, ValuesItsModelCannotWriteAreRefused) {
     with(0, 5, latent, -1.f);
     if (int8) expect_refused(s, bad, Status::bad_file, where + "its latent scale is -1;");
     // Just past the bound, and just inside it (the scale stands for 127 of
-    // itself).
-    const double unit = int8 ? 127.0 : 1.0;
+    // itself; int4's latent scale for 7).
+    const double unit = st == LatentStorage::int4 ? 7.0 : int8 ? 127.0 : 1.0;
     const float inside = static_cast<float>(bound.latent / unit * 0.999);
     const float past = static_cast<float>(bound.latent / unit * 1.01);
     if (st != LatentStorage::f16 || past < 65504.f) {

@@ -109,9 +109,7 @@ Diff step_against_alone(const std::shared_ptr<const Model>& model, LatentStorage
   return diff;
 }
 
-const char* storage_name(LatentStorage s) {
-  return s == LatentStorage::f32 ? "f32" : s == LatentStorage::f16 ? "f16" : "int8";
-}
+const char* storage_name(LatentStorage s) { return latent_storage_name(s); }
 
 // A session's rows in a step go through the same kernels as alone, with
 // other rows beside them, and its attention runs over its own cache alone;
@@ -120,15 +118,20 @@ const char* storage_name(LatentStorage s) {
 // up to float rounding, which a cache's own rounding can amplify where a
 // stored value's rounding flips. Bounds: NMSE 1e-8 and max 5e-3 with f32
 // and f16 caches; int8 caches NMSE 1e-5 and max 2e-2, 1/300 of the int8
-// cache's own error bound against f32 (session_test.cpp). The measured
-// errors: docs/performance-log.md, "Issue 56".
-double step_nmse_bound(LatentStorage s) { return s == LatentStorage::int8 ? 1e-5 : 1e-8; }
-double step_max_bound(LatentStorage s) { return s == LatentStorage::int8 ? 2e-2 : 5e-3; }
+// cache's own error bound against f32 (session_test.cpp); int4 caches, whose
+// steps are 18x coarser, NMSE 1e-4 and max 5e-2 (measured up to 2.9e-5 and
+// 0.027). The measured errors: docs/performance-log.md, "Issue 56".
+double step_nmse_bound(LatentStorage s) {
+  return s == LatentStorage::int4 ? 1e-4 : s == LatentStorage::int8 ? 1e-5 : 1e-8;
+}
+double step_max_bound(LatentStorage s) {
+  return s == LatentStorage::int4 ? 5e-2 : s == LatentStorage::int8 ? 2e-2 : 5e-3;
+}
 
 TEST(SessionStep, EqualsEachSessionAloneOnRandomModels) {
   for (const test::ArchCase& c : test::architecture_cases()) {
     auto model = Model::from_file(GgufFile::from_bytes(random_model_bytes(c.spec)));
-    for (LatentStorage cache : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+    for (LatentStorage cache : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
       const Diff d = step_against_alone(model, cache, 2);
       EXPECT_LE(d.nmse(), step_nmse_bound(cache)) << c.name << " " << storage_name(cache);
       EXPECT_LE(d.max_abs, step_max_bound(cache)) << c.name << " " << storage_name(cache);
@@ -140,7 +143,7 @@ TEST(SessionStep, EqualsEachSessionAloneOnRandomModels) {
 TEST(SessionStep, EqualsEachSessionAloneOnLlamaCppFiles) {
   for (const char* file : {"tiny-dense", "tiny-moe-v2-lite"}) {
     auto model = Model::load(test::kTestdata + "/" + file + ".gguf");
-    for (LatentStorage cache : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8})
+    for (LatentStorage cache : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4})
       for (int threads : {1, 3}) {  // 3: with the naive form beside the absorbed
         const Diff d = step_against_alone(model, cache, threads, threads == 3);
         EXPECT_LE(d.nmse(), step_nmse_bound(cache)) << file << " " << storage_name(cache) << " threads " << threads;

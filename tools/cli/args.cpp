@@ -139,7 +139,8 @@ latte_cache_type cache_type_of(const std::string& name) {
   if (name == "f32") return LATTE_CACHE_F32;
   if (name == "f16") return LATTE_CACHE_F16;
   if (name == "int8") return LATTE_CACHE_INT8;
-  fail(LATTE_ERR_INVALID_ARGUMENT, "'" + name + "' is not a cache type (f32, f16 or int8)");
+  if (name == "int4") return LATTE_CACHE_INT4;
+  fail(LATTE_ERR_INVALID_ARGUMENT, "'" + name + "' is not a cache type (f32, f16, int8 or int4)");
 }
 
 latte_prefill_form prefill_form_of(const std::string& name) {

@@ -164,7 +164,7 @@ std::string json_string(std::string_view s);
 // trained for (`trained`, its context_length; 0: unknown); `what` names the
 // setting.
 void warn_beyond_trained_context(std::int64_t trained, std::int64_t n_tokens, const char* what);
-// "f32", "f16" or "int8" (main.cpp's validators allow no other) as a
+// "f32", "f16", "int8" or "int4" (main.cpp's validators allow no other) as a
 // latte_cache_type.
 latte_cache_type cache_type_of(const std::string& name);
 // "auto", "naive" or "absorbed" (--form) as a latte_prefill_form.

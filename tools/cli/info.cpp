@@ -102,8 +102,9 @@ void print_model_cache_table(std::FILE* out) {
     auto gb = [&](latte_cache_type t) {
       return static_cast<double>(api::cache_bytes(m.n_layers, m.kv_lora_rank, m.d_rope, t, m.max_context)) / 1e9;
     };
-    std::fprintf(out, "  %-17s %7lld tokens: int8 %.3f GB, f16 %.3f GB, f32 %.3f GB\n", m.name,
-                 static_cast<long long>(m.max_context), gb(LATTE_CACHE_INT8), gb(LATTE_CACHE_F16), gb(LATTE_CACHE_F32));
+    std::fprintf(out, "  %-17s %7lld tokens: int4 %.3f GB, int8 %.3f GB, f16 %.3f GB, f32 %.3f GB\n", m.name,
+                 static_cast<long long>(m.max_context), gb(LATTE_CACHE_INT4), gb(LATTE_CACHE_INT8), gb(LATTE_CACHE_F16),
+                 gb(LATTE_CACHE_F32));
   }
 }
 
@@ -154,7 +155,7 @@ int run_info_file(const std::string& path) {
   std::printf("latent cache:  %d elements per token per layer (MHA would keep %d)\n", d.kv_lora_rank + d.d_rope,
               d.n_heads * (d.d_nope + d.d_rope + d.d_v));
   for (const auto& [type, type_name] : {std::pair{LATTE_CACHE_F32, "f32"}, std::pair{LATTE_CACHE_F16, "f16"},
-                                        std::pair{LATTE_CACHE_INT8, "int8"}}) {
+                                        std::pair{LATTE_CACHE_INT8, "int8"}, std::pair{LATTE_CACHE_INT4, "int4"}}) {
     // A shape one layout cannot hold (int8 needs d_c and d_R in multiples of
     // 4) is said on its line: the model still runs with the others, and the
     // rest of the report must not be lost to an exception.
@@ -166,9 +167,11 @@ int run_info_file(const std::string& path) {
       std::printf("  %-5s not available: %s\n", type_name, why.c_str());
       continue;
     }
-    std::printf("  %-5s %8.1f bytes per token (all layers), %12s at %lld tokens\n", type_name,
+    std::printf("  %-5s %8.1f bytes per token (all layers), %12s at %lld tokens", type_name,
                 static_cast<double>(at_64k) / (1 << 16), decimal_bytes(static_cast<double>(at_max)).c_str(),
                 static_cast<long long>(max_ctx));
+    if (at_max >= (1 << 30) / 10) std::printf(" (%.2f GiB)", static_cast<double>(at_max) / (1 << 30));
+    std::printf("\n");
   }
   if (model.has_tokenizer()) {
     std::string chat;

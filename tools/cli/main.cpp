@@ -150,7 +150,7 @@ int main(int argc, char** raw_argv) {
                                "Output: float32 [n_tokens, n_vocab], row-major (replaced whole, through a temporary "
                                "beside it)")
                   ->required());
-  eval->add_option("--cache-type", eval_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
+  eval->add_option("--cache-type", eval_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8", "int4"}));
   eval->add_option("--threads", eval_opts.threads, "Threads (0: all cores)")->check(integer_in(0, kMaxThreads));
   load_flags(eval, eval_opts.no_mmap, eval_opts.mmap);
   eval->add_option("--prefill-chunk", eval_opts.prefill_chunk, "Tokens per prefill chunk")->check(integer_in(1, 1LL << 20));
@@ -161,7 +161,7 @@ int main(int argc, char** raw_argv) {
   list_option(bench->add_option("--depths", bench_opts.depths, "Context depths, tokens already in the cache (0,4096,16384)")
                   ->check(int_list(std::int64_t{1} << 24)));
   bench->add_option("--cache-type", bench_opts.cache, "Latent cache storage (all: each, with --shift)")
-      ->check(CLI::IsMember({"f32", "f16", "int8", "all"}));
+      ->check(CLI::IsMember({"f32", "f16", "int8", "int4", "all"}));
   auto* bench_shift = bench->add_flag(
       "--shift", bench_opts.shift,
       "Time a context shift of half of each depth (on a cache filled by writing rows) against a prefill of the "
@@ -237,7 +237,7 @@ int main(int argc, char** raw_argv) {
                                    "a random one, printed on stderr as 'seed: N' to repeat the run with)")
                        ->check(kSeed)
                        ->default_str("");
-  run->add_option("--cache-type", run_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
+  run->add_option("--cache-type", run_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8", "int4"}));
   run->add_option("--threads", run_opts.threads, "Threads (0: all cores)")->check(integer_in(0, kMaxThreads));
   load_flags(run, run_opts.no_mmap, run_opts.mmap);
   auto* run_ctx = run->add_option("-c,--ctx", run_opts.n_ctx,
@@ -276,7 +276,7 @@ int main(int argc, char** raw_argv) {
                     "model's)")
       ->check(integer_in(0, 1LL << 24))
       ->default_str("");
-  serve->add_option("--cache-type", serve_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
+  serve->add_option("--cache-type", serve_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8", "int4"}));
   serve->add_option("--threads", serve_opts.threads, "Threads (0: all cores)")->check(integer_in(0, kMaxThreads));
   serve->add_option("--prefill-chunk", serve_opts.prefill_chunk,
                     "Prompt tokens computed per step: long prompts go in chunks between the others' tokens")
@@ -299,7 +299,7 @@ int main(int argc, char** raw_argv) {
       "-f,--file", ppl_opts.text_file, "A text file (tokenized, with BOS where the model adds one, cut into --ctx windows)"));
   ppl_src->require_option(1);
   ppl->add_option("-c,--ctx", ppl_opts.n_ctx, "Window length for -f")->check(integer_in(2, 1LL << 20));
-  ppl->add_option("--cache-type", ppl_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8"}));
+  ppl->add_option("--cache-type", ppl_opts.cache, "Latent cache storage")->check(CLI::IsMember({"f32", "f16", "int8", "int4"}));
   ppl->add_option("--form", ppl_opts.form, "Prefill form")->check(CLI::IsMember({"auto", "naive", "absorbed"}));
   ppl->add_flag("--decode", ppl_opts.decode, "Feed the tokens one by one (the decode kernel for every position)");
   ppl->add_flag("--llama-cpp", ppl_opts.llama_cpp,

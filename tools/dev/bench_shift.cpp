@@ -97,7 +97,7 @@ static int bench_shift(const BenchOptions& o) {
   auto model = load_model(o.model, o.no_mmap, o.mmap);
   const ModelParams& p = model->params();
   std::vector<std::string> caches;
-  if (o.cache == "all") caches = {"int8", "f16", "f32"};
+  if (o.cache == "all") caches = {"int4", "int8", "f16", "f32"};
   else caches = {o.cache};
   std::mt19937 rng(1234);
   std::uniform_int_distribution<std::int32_t> tok(0, p.n_vocab - 1);

@@ -29,6 +29,7 @@ extern "C" void on_signal(int sig) { g_signal = sig; }
 latte_cache_type cache_type(const std::string& name) {
   if (name == "f32") return LATTE_CACHE_F32;
   if (name == "f16") return LATTE_CACHE_F16;
+  if (name == "int4") return LATTE_CACHE_INT4;
   return LATTE_CACHE_INT8;
 }
 

@@ -16,7 +16,7 @@ struct ServeOptions {
   int parallel = 4;             // conversations decoded at once (slots)
   int queue = 32;               // requests waiting beyond the slots, then 503
   std::int64_t n_ctx = -1;      // per slot; -1: 4096 capped at the trained context; 0: the model's
-  std::string cache = "int8";   // latent cache type: f32, f16, int8
+  std::string cache = "int8";   // latent cache type: f32, f16, int8, int4
   int threads = 0;              // 0: all cores
   int prefill_chunk = 512;      // prompt tokens per step (long prompts go in chunks between decode steps)
   std::string api_key;          // empty: $LATTE_API_KEY, else none
