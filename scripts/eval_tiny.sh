@@ -3,11 +3,11 @@
 # and to README.md (between the eval_tiny markers):
 #   - held-out perplexity computed by the PyTorch training code (from
 #     models/latte-tiny-mla.eval.json, which scripts/train_tiny_mla.py wrote)
-#     and by Latte replaying the same token windows, with f32, f16 and int8
-#     caches, prefill in the naive and in the absorbed form, and token by
+#     and by Latte replaying the same token windows, with f32, f16, int8 and
+#     int4 caches, prefill in the naive and in the absorbed form, and token by
 #     token through the absorbed decode kernel;
 #   - greedy continuations (32 tokens) of the 20 held-out prompts: Latte f32
-#     versus int8 cache, and Latte f32 versus PyTorch.
+#     versus int8 and int4 caches, and Latte f32 versus PyTorch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v python3 >/dev/null || { echo "eval_tiny.sh: needs python3 (scripts/setup.sh --test installs it)" >&2; exit 1; }
@@ -31,7 +31,7 @@ open(out + "/prompts.txt", "w").write("\n".join(",".join(map(str, c["prompt_ids"
 PY
 
 ppl_rows=()
-for cache in f32 f16 int8; do
+for cache in f32 f16 int8 int4; do
   for form in naive absorbed; do
     echo "eval_tiny.sh: perplexity, $cache cache, $form prefill" >&2
     ppl_rows+=("$(build/bin/latte perplexity -m "$model" --windows "$work/windows.txt" --cache-type "$cache" --form "$form" --json 2>>"$log")")
@@ -46,7 +46,8 @@ n_new=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['greedy'
 while IFS= read -r ids; do
   f32=$(build/bin/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --ignore-eos --cache-type f32 -c 1024 2>>"$log")
   i8=$(build/bin/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --ignore-eos --cache-type int8 -c 1024 2>>"$log")
-  echo "$f32;$i8" >> "$work/greedy.txt"
+  i4=$(build/bin/latte run -m "$model" --prompt-ids "$ids" --temp 0 -n "$n_new" --print-ids --ignore-eos --cache-type int4 -c 1024 2>>"$log")
+  echo "$f32;$i8;$i4" >> "$work/greedy.txt"
 done < "$work/prompts.txt"
 
 python3 - "$evaljson" "$work" README.md bench-results/eval_tiny.json <<'PY'
@@ -59,17 +60,17 @@ def ppl(cache, form, decode):
         if r["cache_type"] == cache and r["form"] == form and r["decode"] == decode: return r["perplexity"]
 f32_ref = ppl("f32", "naive", False)
 cases = ev["greedy"]["cases"]
-same_i8 = same_torch = total = 0
+same_i8 = same_i4 = same_torch = total = 0
 for line, case in zip(open(work + "/greedy.txt").read().splitlines(), cases):
-    a, b = line.split(";")
-    a = [int(x) for x in a.split(",") if x]; b = [int(x) for x in b.split(",") if x]
+    a, b, c = ([int(x) for x in part.split(",") if x] for part in line.split(";"))
     t = case["continuation_ids"]
     total += len(t)
     same_i8 += sum(1 for i in range(len(t)) if i < len(a) and i < len(b) and a[i] == b[i])
+    same_i4 += sum(1 for i in range(len(t)) if i < len(a) and i < len(c) and a[i] == c[i])
     same_torch += sum(1 for i in range(len(t)) if i < len(a) and a[i] == t[i])
 lines = ["| cache | prefill naive | prefill absorbed | token by token (decode kernel) | vs PyTorch (naive) |",
          "|---|---|---|---|---|"]
-for cache in ("f32", "f16", "int8"):
+for cache in ("f32", "f16", "int8", "int4"):
     n, a, d = ppl(cache, "naive", False), ppl(cache, "absorbed", False), ppl(cache, "auto", True)
     lines.append("| %s | %.4f | %.4f | %.4f | %+.3f%% |" % (cache, n, a, d, 100 * (n / torch_ppl - 1)))
 report = {
@@ -79,7 +80,10 @@ report = {
     "f32_vs_pytorch_pct": 100 * (f32_ref / torch_ppl - 1),
     "int8_vs_f32_pct": 100 * (ppl("int8", "naive", False) / f32_ref - 1),
     "int8_decode_vs_f32_decode_pct": 100 * (ppl("int8", "auto", True) / ppl("f32", "auto", True) - 1),
+    "int4_vs_f32_pct": 100 * (ppl("int4", "naive", False) / f32_ref - 1),
+    "int4_decode_vs_f32_decode_pct": 100 * (ppl("int4", "auto", True) / ppl("f32", "auto", True) - 1),
     "greedy": {"prompts": len(cases), "tokens": total, "int8_equal_to_f32": same_i8 / total,
+               "int4_equal_to_f32": same_i4 / total,
                "latte_f32_equal_to_pytorch": same_torch / total},
 }
 import datetime, subprocess
@@ -93,10 +97,13 @@ text = "\n".join([
                                                         ev["perplexity"]["n_windows"], ev["perplexity"]["n_ctx"],
                                                         ev["perplexity"]["n_predicted"], torch_ppl), "",
     *lines, "",
-    "- Latte f32 vs PyTorch: %+.4f%%; int8 vs f32: %+.3f%% (prefill), %+.3f%% (token by token)." % (
-        report["f32_vs_pytorch_pct"], report["int8_vs_f32_pct"], report["int8_decode_vs_f32_decode_pct"]),
-    "- Greedy continuations of %d held-out prompts (%d tokens): int8 equal to f32 at %.1f%% of the tokens; "
-    "Latte f32 equal to PyTorch at %.1f%%." % (len(cases), total, 100 * same_i8 / total, 100 * same_torch / total),
+    "- Latte f32 vs PyTorch: %+.4f%%; int8 vs f32: %+.3f%% (prefill), %+.3f%% (token by token); "
+    "int4 vs f32: %+.3f%% (prefill), %+.3f%% (token by token)." % (
+        report["f32_vs_pytorch_pct"], report["int8_vs_f32_pct"], report["int8_decode_vs_f32_decode_pct"],
+        report["int4_vs_f32_pct"], report["int4_decode_vs_f32_decode_pct"]),
+    "- Greedy continuations of %d held-out prompts (%d tokens): int8 equal to f32 at %.1f%% of the tokens, "
+    "int4 at %.1f%%; Latte f32 equal to PyTorch at %.1f%%." % (
+        len(cases), total, 100 * same_i8 / total, 100 * same_i4 / total, 100 * same_torch / total),
     "",
     "(`scripts/eval_tiny.sh` at %s, %s.)" % (stamp_commit, stamp_date),
 ])

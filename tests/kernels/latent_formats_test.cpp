@@ -1,5 +1,6 @@
-// The latent cache's row formats: layouts, the int8 quantizer, round trips,
-// the int8 byte layout the kernels rely on, and the refused cases.
+// The latent cache's row formats: layouts, the int8 and int4 quantizers,
+// round trips, the int8 and int4 byte layouts the kernels rely on, and the
+// refused cases.
 #include "quant/latent_formats.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +20,7 @@ namespace latte {
 namespace {
 
 TEST(LatentFormats, NamesRoundTrip) {
-  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8})
+  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4})
     EXPECT_EQ(parse_latent_storage(latent_storage_name(s)), s);
   EXPECT_FALSE(parse_latent_storage("q4_0").has_value());
 }
@@ -31,6 +32,12 @@ TEST(LatentFormats, TileBytes) {
   auto i8 = make_latent_tile_layout(LatentStorage::int8, 512, 64, 64);
   EXPECT_EQ(i8.bytes, 584u * 64);  // 576 bytes + two f32 scales per token
   EXPECT_EQ(i8.scale_offset, 576u * 64);
+  auto i4 = make_latent_tile_layout(LatentStorage::int4, 512, 64, 64);
+  EXPECT_EQ(i4.bytes, 328u * 64);  // 256 + 64 bytes + two f32 scales per token
+  EXPECT_EQ(i4.rope_offset, 256u * 64);
+  EXPECT_EQ(i4.scale_offset, 320u * 64);
+  EXPECT_THROW(make_latent_tile_layout(LatentStorage::int4, 510, 64, 64), std::invalid_argument);
+  EXPECT_THROW(make_latent_tile_layout(LatentStorage::int4, 512, 62, 64), std::invalid_argument);
 }
 
 TEST(LatentFormats, InvalidLayoutsAreRefused) {
@@ -74,7 +81,7 @@ TEST(LatentFormats, Int8QuantizerRoundsToNearestWithRowScale) {
 }
 
 TEST(LatentFormats, RowsRoundTripEveryStorage) {
-  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     auto L = make_latent_tile_layout(s, 36, 8, 32);
     std::vector<std::uint8_t> tile(L.bytes, 0xAB);
     std::vector<std::vector<float>> c(32), r(32);
@@ -91,14 +98,16 @@ TEST(LatentFormats, RowsRoundTripEveryStorage) {
         if (s == LatentStorage::f16) want = fp16_to_f32(f32_to_fp16(want));
         double amax = 0;
         for (float v : c[t]) amax = std::max(amax, std::fabs(static_cast<double>(v)));
-        const double tol = s == LatentStorage::int8 ? amax / 127 / 2 * 1.0001 : 0.0;
+        const double tol = s == LatentStorage::int8   ? amax / 127 / 2 * 1.0001
+                           : s == LatentStorage::int4 ? amax / 7 / 2 * 1.0001
+                                                      : 0.0;
         ASSERT_NEAR(a[i], want, tol) << latent_storage_name(s) << " t=" << t << " c=" << i;
       }
       for (int i = 0; i < 8; ++i) {
         double amax = 0;
         for (float v : r[t]) amax = std::max(amax, std::fabs(static_cast<double>(v)));
         const float want = s == LatentStorage::f16 ? fp16_to_f32(f32_to_fp16(r[t][i])) : r[t][i];
-        ASSERT_NEAR(b[i], want, s == LatentStorage::int8 ? amax / 127 / 2 * 1.0001 : 0.0);
+        ASSERT_NEAR(b[i], want, latent_storage_quantized(s) ? amax / 127 / 2 * 1.0001 : 0.0);
       }
     }
   }
@@ -108,14 +117,15 @@ TEST(LatentFormats, RowsRoundTripEveryStorage) {
 // read or write): memcpy with a null pointer is undefined even for 0 bytes
 // (UBSan reported it in latent_store_row and latent_load_row).
 TEST(LatentFormats, NoRopePartTakesNullRopeRows) {
-  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8}) {
+  for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     auto L = make_latent_tile_layout(s, 8, 0, 32);
     std::vector<std::uint8_t> tile(L.bytes, 0);
     const float c[8] = {1, -2, 3, -4, 5, -6, 7, -8};
     latent_store_row(L, tile.data(), 31, c, nullptr);
     float back[8];
     latent_load_row(L, tile.data(), 31, back, nullptr);
-    for (int i = 0; i < 8; ++i) EXPECT_NEAR(back[i], c[i], 8.f / 127 / 2) << latent_storage_name(s) << " " << i;
+    const float step = s == LatentStorage::int4 ? 8.f / 7 : 8.f / 127;
+    for (int i = 0; i < 8; ++i) EXPECT_NEAR(back[i], c[i], step / 2 * 1.0001f) << latent_storage_name(s) << " " << i;
   }
 }
 
@@ -163,6 +173,58 @@ TEST(LatentFormats, Int8ByteLayout) {
   EXPECT_FLOAT_EQ(sc[5], 1.f);
   EXPECT_FLOAT_EQ(sc[32 + 5], 0.5f / 127);
   EXPECT_EQ(at(0, 4), 0);  // other tokens untouched
+}
+
+// The int4 byte layout the kernels rely on (quant/latent_formats.h): latent
+// unit (g, u) of 64 bytes packs int8's 8 blocks of channels 4g..4g+3 x
+// tokens 32u..32u+31 as nibbles q + 8, blocks 0-3 low, 4-7 high; the rope
+// part is int8's layout from rope_offset; the latent scale is max / 7.
+TEST(LatentFormats, Int4ByteLayout) {
+  auto L = make_latent_tile_layout(LatentStorage::int4, 8, 4, 64);
+  std::vector<std::uint8_t> tile(L.bytes, 0);
+  const float c[8] = {7, -7, 0, 1, 2, 3, 4, -5};
+  const float r[4] = {0.5f, -0.5f, 0.25f, 0};
+  auto nib = [&](int ch, int tok) {
+    const int blk = (tok % 32) / 4;
+    const std::uint8_t b = tile[((ch / 4) * (64 / 32) + tok / 32) * 64 + (blk % 4) * 16 + (ch % 4) * 4 + tok % 4];
+    return blk >= 4 ? b >> 4 : b & 15;
+  };
+  auto rope = [&](int ch, int tok) { return tile[L.rope_offset + (tok / 4) * 16 + ch * 4 + tok % 4]; };
+  latent_store_row(L, tile.data(), 5, c, r);    // unit 0, block 1: low nibbles
+  latent_store_row(L, tile.data(), 21, c, r);   // unit 0, block 5: high nibbles of the same bytes
+  latent_store_row(L, tile.data(), 40, c, r);   // unit 1, block 2
+  for (int tok : {5, 21, 40}) {
+    EXPECT_EQ(nib(0, tok), 15) << tok;
+    EXPECT_EQ(nib(1, tok), 1) << tok;
+    EXPECT_EQ(nib(2, tok), 8) << tok;
+    EXPECT_EQ(nib(3, tok), 9) << tok;
+    EXPECT_EQ(nib(7, tok), 3) << tok;  // channel group 1
+    EXPECT_EQ(rope(0, tok), 255) << tok;
+    EXPECT_EQ(rope(1, tok), 1) << tok;
+    EXPECT_EQ(rope(2, tok), 128 + 64) << tok;
+  }
+  EXPECT_EQ(nib(0, 4), 0);  // other tokens untouched, also beside a written one
+  EXPECT_EQ(nib(0, 20), 0);
+  const float* sc = reinterpret_cast<const float*>(tile.data() + L.scale_offset);
+  EXPECT_FLOAT_EQ(sc[5], 1.f);
+  EXPECT_FLOAT_EQ(sc[64 + 5], 0.5f / 127);
+  // A row copied keeps its nibbles and scales, and leaves its neighbours.
+  latent_copy_row(L, tile.data(), 21, tile.data(), 20);
+  EXPECT_EQ(nib(0, 20), 15);
+  EXPECT_EQ(nib(0, 4), 0);
+  EXPECT_FLOAT_EQ(sc[20], 1.f);
+}
+
+TEST(LatentFormats, Int4QuantizerRoundsToNearestWithRowScale) {
+  const float x[5] = {3.5f, -3.5f, 0.25f, 0.75f, 1.25f};
+  std::int8_t q[5];
+  const float s = latent_quantize_int4(x, 5, q);
+  EXPECT_FLOAT_EQ(s, 0.5f);
+  EXPECT_EQ(q[0], 7);
+  EXPECT_EQ(q[1], -7);
+  EXPECT_EQ(q[2], 0);  // 0.5 rounds to even
+  EXPECT_EQ(q[3], 2);  // 1.5 rounds to even
+  EXPECT_EQ(q[4], 2);  // 2.5 rounds to even
 }
 
 }  // namespace
