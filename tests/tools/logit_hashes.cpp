@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   std::printf("# kernels: %s\n", latte_version());
   int failures = 0;
-  const char* cache_names[] = {"f32", "f16", "int8"};
+  const char* cache_names[] = {"f32", "f16", "int8", "int4"};
   const char* form_names[] = {"auto", "naive", "absorbed"};
   for (const Case& c : cases()) {
     if (c.name.find(filter) == std::string::npos) continue;
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
         ++failures;
         continue;
       }
-      for (int cache : {LATTE_CACHE_F32, LATTE_CACHE_F16, LATTE_CACHE_INT8}) {
+      for (int cache : {LATTE_CACHE_F32, LATTE_CACHE_F16, LATTE_CACHE_INT8, LATTE_CACHE_INT4}) {
         for (int form : {LATTE_PREFILL_NAIVE, LATTE_PREFILL_ABSORBED}) {
           std::uint64_t first = 0;
           for (int threads : {1, 3}) {
