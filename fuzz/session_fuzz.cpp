@@ -117,12 +117,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   latte_session_options o = latte_session_default_options();
   o.threads = 1;
   const std::uint8_t ob = in.byte();
-  o.cache_type = ob % 16 == 15 ? 3 + ob / 16 : ob % 3;
+  o.cache_type = ob % 16 == 15 ? 4 + ob / 16 : ob % 4;
   o.n_ctx = in.byte() % 48;  // 0: the model's maximum (4096)
   o.prefill_chunk = 1 + in.byte() % 8;
   latte_session* s = nullptr;
   const latte_status created = latte_session_create(g_model, &o, &s);
-  if (o.cache_type > 2) {
+  if (o.cache_type > LATTE_CACHE_INT4) {
     if (created != LATTE_ERR_INVALID_ARGUMENT || s != nullptr) broken("an unknown cache type", -1, created);
     return 0;
   }
@@ -306,7 +306,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (latte_session_create(g_model, &o, &r) != LATTE_OK) broken("reference session", -1, LATTE_OK);
     const latte_status st = latte_session_prefill(r, expected->tokens.data(), expected->tokens.size());
     if (st != LATTE_OK) broken("reference prefill", -1, st);
-    const float tol = o.cache_type == LATTE_CACHE_INT8 ? 2e-2f : 1e-3f;
+    // int4's coarser rounding flips more where chunks round differently
+    // (session_step_test.cpp measured 0.027 at most).
+    const float tol = o.cache_type == LATTE_CACHE_INT4 ? 8e-2f : o.cache_type == LATTE_CACHE_INT8 ? 2e-2f : 1e-3f;
     if (!close(logits_of(session), logits_of(r), tol)) broken("logits differ from a fresh session's", -1, st);
     latte_session_free(r);
   }

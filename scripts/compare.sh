@@ -69,7 +69,9 @@ engine, the best peer, and Latte over it.
   --reps N              repetitions of each test within a round (-r; default
                         2; ik_llama.cpp's -gp prompt is processed again each)
   -t, --threads N       threads for every engine (default: nproc)
-  --cache-type T        Latte's latent cache: int8, f16 or f32 (default int8)
+  --cache-type T        Latte's latent cache: int8, int4, f16 or f32 (default
+                        int8); with int4 the peers run their 4-bit caches
+                        (llama.cpp -ctk q4_0 -ctv q4_0, ik_llama.cpp -ctk q4_0)
   --no-ik-rtr           leave out the ik_llama.cpp -rtr 1 run
   --latte-args "ARGS"   more arguments for `latte bench` (e.g. "--mmap")
   --llama-args "ARGS"   more arguments for llama.cpp's llama-bench
@@ -171,7 +173,14 @@ n_prompt=$((10#$n_prompt)) n_gen=$((10#$n_gen)) rounds=$((10#$rounds)) reps=$((1
 if [ -z "$threads" ]; then threads=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN); fi
 is_uint --threads "$threads"; threads=$((10#$threads))
 [ "$threads" -ge 1 ] || die "bad --threads 0: want at least 1"
-case "$cache" in int8|f16|f32) ;; *) die "bad --cache-type '$cache': want int8, f16 or f32" ;; esac
+case "$cache" in int8|int4|f16|f32) ;; *) die "bad --cache-type '$cache': want int8, int4, f16 or f32" ;; esac
+# Against Latte's int4 cache, the peers' 4-bit ones: llama.cpp's q4_0 K and V
+# (deepseek2's automatic Hadamard rotation with it), ik_llama.cpp's q4_0 MLA
+# cache (-mla 3 keeps K alone).
+if [ "$cache" = int4 ]; then
+  llama_args="-ctk q4_0 -ctv q4_0 $llama_args"
+  ik_args="-ctk q4_0 $ik_args"
+fi
 
 if [ -z "$latte" ]; then
   "$repo/scripts/build_release.sh" latte_cli
