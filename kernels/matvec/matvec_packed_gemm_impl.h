@@ -115,6 +115,22 @@ void q8_tile_upto(int n, const std::uint8_t* pk, std::size_t ng, const ActQ8* co
 // in L1/L2) and runs every token over it before the next chunk.
 constexpr std::size_t kQ8PackGroups = 32;
 
+// The 32-element groups and bytes of one block of T in the original layout,
+// where q8_gemm takes x16 tiles back (kUsed; the x16 types are listed in
+// quant/x16_layout.h alone: any other type here fails to compile, Block32).
+struct PlainBlock {
+  std::size_t groups, bytes;
+};
+template <GgmlType T, bool kUsed>
+constexpr PlainBlock plain_block() {
+  if constexpr (!kUsed) return {1, 0};
+  else if constexpr (T == GgmlType::Q4_K) return {8, sizeof(BlockQ4_K)};
+  else if constexpr (T == GgmlType::Q5_K) return {8, sizeof(BlockQ5_K)};
+  else if constexpr (T == GgmlType::Q6_K) return {8, sizeof(BlockQ6_K)};
+  else if constexpr (T == GgmlType::IQ4_XS) return {8, sizeof(BlockIQ4_XS)};
+  else return {1, sizeof(typename Block32<T>::Block)};
+}
+
 // kX16: w is row-interleaved (matvec.h's x16; rows a multiple of 16): packed
 // straight from the tiles where uses_zmm_rows (q8_pack_x16), else each
 // chunk's rows go back to the original layout on the stack first.
@@ -128,20 +144,7 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
   const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + TR - 1) / TR);
   // x16 (x16_type) taken back: groups per block of the type; the chunk's rows in the original layout
   constexpr bool kPlain = kX16 && !uses_zmm_rows<Arch>();
-  constexpr std::size_t kBlockGroups =
-      T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K || T == GgmlType::IQ4_XS ? 8 : 1;
-  constexpr std::size_t kBlockBytes = T == GgmlType::Q4_K     ? sizeof(BlockQ4_K)
-                                      : T == GgmlType::Q5_K   ? sizeof(BlockQ5_K)
-                                      : T == GgmlType::Q6_K   ? sizeof(BlockQ6_K)
-                                      : T == GgmlType::IQ4_XS ? sizeof(BlockIQ4_XS)
-                                      : T == GgmlType::Q5_0   ? sizeof(BlockQ5_0)
-                                      : T == GgmlType::Q5_1   ? sizeof(BlockQ5_1)
-                                      : T == GgmlType::Q4_1   ? sizeof(BlockQ4_1)
-                                      : T == GgmlType::IQ4_NL ? sizeof(BlockIQ4_NL)
-                                                              : sizeof(BlockQ4_0);
-  static_assert(!kPlain || T == GgmlType::Q4_0 || T == GgmlType::IQ4_NL || T == GgmlType::Q5_0 || T == GgmlType::Q5_1 ||
-                    T == GgmlType::Q4_1 || kBlockGroups == 8,
-                "kBlockBytes: a type of its own");
+  constexpr std::size_t kBlockGroups = plain_block<T, kPlain>().groups, kBlockBytes = plain_block<T, kPlain>().bytes;
   static_assert(kQ8PackGroups % kBlockGroups == 0);
   constexpr std::size_t kPlainBytes = kPlain ? kQ8PackGroups / kBlockGroups * kBlockBytes * TR : 1;  // (TR, chunk)
   mv_parallel_for(threads, tiles, [&](std::ptrdiff_t tile) {
