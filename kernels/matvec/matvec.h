@@ -42,8 +42,8 @@ struct ActQ8K {
 };
 static_assert(sizeof(ActQ8K) == 324);
 
-// Matmul over Q8_0 weights (and Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K..Q6_K,
-// IQ4_XS, decoded to integers per group) repacks each tile of rows once per
+// Matmul over the packed GEMM's types (packed_gemm_type below: Q8_0 and the
+// types decoded to integers per group) repacks each tile of rows once per
 // call (rows interleaved, so a register holds one int32 dot per row) instead
 // of decoding every weight group once per 4 tokens, from a token count that
 // depends on the ISA and the type (matvec_impl.h, packed_min_tokens: where

@@ -8,7 +8,10 @@
 //   matvec_float_rows_impl.h    F32/F16/BF16 rows
 //   matvec_quantize_act_impl.h  activation quantization
 //   matvec_dequantize_impl.h    dequantization (prefill GEMM panels)
-//   matvec_packed_gemm_impl.h   the packed int8 GEMM
+//   matvec_packed_gemm_impl.h   the packed int8 GEMM: its tile products and
+//                               driver; matvec_packed_dot_impl.h (the tile
+//                               layout, the dot step), matvec_packed_pack_impl.h
+//                               and matvec_packed_pack_x16_impl.h (packing)
 //   matvec_x16_zmm_impl.h       tile kernels over row-interleaved weights
 // The Arch template parameter is xsimd's; the bodies use xsimd where a
 // float operation has a portable form, and per-ISA intrinsics for the
