@@ -176,7 +176,8 @@ is_uint --threads "$threads"; threads=$((10#$threads))
 case "$cache" in int8|int4|f16|f32) ;; *) die "bad --cache-type '$cache': want int8, int4, f16 or f32" ;; esac
 # Against Latte's int4 cache, the peers' 4-bit ones: llama.cpp's q4_0 K and V
 # (deepseek2's automatic Hadamard rotation with it), ik_llama.cpp's q4_0 MLA
-# cache (-mla 3 keeps K alone).
+# cache (-mla 3 keeps K alone; its flash attention takes q4_0 only when built
+# with -DGGML_IQK_FA_ALL_QUANTS=ON, else it stops with "Fatal error").
 if [ "$cache" = int4 ]; then
   llama_args="-ctk q4_0 -ctv q4_0 $llama_args"
   ik_args="-ctk q4_0 $ik_args"
