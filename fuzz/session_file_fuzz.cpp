@@ -1,5 +1,5 @@
 // libFuzzer target for the session-file loader: the input is written to a
-// file and loaded into a session of one small random model (f32 or int8
+// file and loaded into a session of one small random model (f32, int8 or int4
 // cache, by the input's last byte). The load must succeed or fail with a
 // status latte.h names for files, and a failed load must leave the session as
 // it was (tokens and logits). With LATTE_SESSION_SEEDS set, the first call
@@ -19,7 +19,9 @@
 namespace {
 
 latte_model* g_model = nullptr;
-latte_session* g_session[2] = {nullptr, nullptr};  // f32, int8; each holds kHeld
+constexpr int kSessions = 3;
+latte_session* g_session[kSessions] = {};  // f32, int8, int4; each holds kHeld
+constexpr latte_cache_type kCacheOf[kSessions] = {LATTE_CACHE_F32, LATTE_CACHE_INT8, LATTE_CACHE_INT4};
 std::string g_dir;
 const std::int32_t kHeld[] = {3, 1, 4, 1, 5};
 
@@ -38,22 +40,22 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const std::string path = g_dir + "/model.gguf";
   latte::write_random_model(spec, path);
   if (latte_model_load(path.c_str(), &g_model) != LATTE_OK) std::abort();
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < kSessions; ++i) {
     latte_session_options o = latte_session_default_options();
     o.threads = 1;
     o.n_ctx = 300;  // more than one 128-token tile
-    o.cache_type = i == 0 ? LATTE_CACHE_F32 : LATTE_CACHE_INT8;
+    o.cache_type = kCacheOf[i];
     if (latte_session_create(g_model, &o, &g_session[i]) != LATTE_OK) std::abort();
     if (latte_session_prefill(g_session[i], kHeld, 5) != LATTE_OK) std::abort();
   }
   if (const char* seeds = std::getenv("LATTE_SESSION_SEEDS")) {
     // Files of each cache type: empty, with logits, more than one tile.
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < kSessions; ++i) {
       latte_session* s = nullptr;
       latte_session_options o = latte_session_default_options();
       o.threads = 1;
       o.n_ctx = 300;
-      o.cache_type = i == 0 ? LATTE_CACHE_F32 : LATTE_CACHE_INT8;
+      o.cache_type = kCacheOf[i];
       latte_session_create(g_model, &o, &s);
       std::vector<std::int32_t> toks(140);
       for (std::size_t t = 0; t < toks.size(); ++t) toks[t] = static_cast<std::int32_t>(t % 250);
@@ -75,7 +77,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  latte_session* s = g_session[data[size - 1] & 1];
+  latte_session* s = g_session[data[size - 1] % kSessions];
   const std::string file = g_dir + "/input.lsess";
   std::FILE* f = std::fopen(file.c_str(), "wb");
   if (!f) std::abort();
