@@ -81,20 +81,20 @@ void print_model_cache_table(std::FILE* out) {
   std::fprintf(out,
                "Cache per token per layer (elements): Latte keeps the latent [c_KV ; k_pe]; an MHA\n"
                "runtime keeps per-head K and V. Sizes are over all layers, in GiB; Latte's include\n"
-               "its int8 scales and tile tables (latte_cache_bytes), MHA's are f16.\n\n");
-  std::fprintf(out, "%-17s %6s %6s %6s %6s | %8s %8s %8s | %8s %8s %8s\n", "model", "layers", "latent", "MHA",
-               "ratio", "f16 32K", "int8 32K", "MHA 32K", "f16 128K", "int8 128K", "MHA 128K");
+               "its int8 and int4 scales and tile tables (latte_cache_bytes), MHA's are f16.\n\n");
+  std::fprintf(out, "%-17s %6s %6s %6s %6s | %8s %8s %8s %8s | %8s %9s %9s %8s\n", "model", "layers", "latent", "MHA",
+               "ratio", "f16 32K", "int8 32K", "int4 32K", "MHA 32K", "f16 128K", "int8 128K", "int4 128K", "MHA 128K");
   for (const auto& m : known_mla_models()) {
     auto latte_bytes = [&](std::int64_t tokens, latte_cache_type t) {
       return static_cast<double>(api::cache_bytes(m.n_layers, m.kv_lora_rank, m.d_rope, t, tokens));
     };
     auto mha = [&](std::int64_t tokens) { return static_cast<double>(m.mha_elems()) * 2 * m.n_layers * tokens; };
-    std::fprintf(out, "%-17s %6d %6lld %6lld %6.2f | %8.2f %8.2f %8.2f | %8.2f %9.2f %8.2f\n", m.name, m.n_layers,
-                 static_cast<long long>(m.latent_elems()), static_cast<long long>(m.mha_elems()),
+    std::fprintf(out, "%-17s %6d %6lld %6lld %6.2f | %8.2f %8.2f %8.2f %8.2f | %8.2f %9.2f %9.2f %8.2f\n", m.name,
+                 m.n_layers, static_cast<long long>(m.latent_elems()), static_cast<long long>(m.mha_elems()),
                  static_cast<double>(m.mha_elems()) / m.latent_elems(), gib(latte_bytes(32768, LATTE_CACHE_F16)),
-                 gib(latte_bytes(32768, LATTE_CACHE_INT8)), gib(mha(32768)),
+                 gib(latte_bytes(32768, LATTE_CACHE_INT8)), gib(latte_bytes(32768, LATTE_CACHE_INT4)), gib(mha(32768)),
                  gib(latte_bytes(131072, LATTE_CACHE_F16)), gib(latte_bytes(131072, LATTE_CACHE_INT8)),
-                 gib(mha(131072)));
+                 gib(latte_bytes(131072, LATTE_CACHE_INT4)), gib(mha(131072)));
   }
   std::fprintf(out, "\nAt the maximum context (bytes, everything included):\n");
   for (const auto& m : known_mla_models()) {
