@@ -110,7 +110,7 @@ std::vector<uint8_t> file_bytes(const std::string& path) {
 
 bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
 
-const int32_t kCaches[] = {LATTE_CACHE_F32, LATTE_CACHE_F16, LATTE_CACHE_INT8};
+const int32_t kCaches[] = {LATTE_CACHE_F32, LATTE_CACHE_F16, LATTE_CACHE_INT8, LATTE_CACHE_INT4};
 
 // ---------------------------------------------------------------- abort
 
@@ -795,7 +795,7 @@ TEST(CApiDescribe, CacheBytesForAShape) {
   latte_model_desc d{};
   d.size = sizeof d;
   ASSERT_EQ(latte_model_describe(m.get(), &d), LATTE_OK);
-  for (int32_t type : {LATTE_CACHE_F32, LATTE_CACHE_F16, LATTE_CACHE_INT8})
+  for (int32_t type : {LATTE_CACHE_F32, LATTE_CACHE_F16, LATTE_CACHE_INT8, LATTE_CACHE_INT4})
     for (int64_t n : {0, 1, 127, 128, 129, 5000}) {
       int64_t a = -1, b = -2;
       ASSERT_EQ(latte_model_cache_bytes(m.get(), type, n, &a), LATTE_OK) << latte_last_error();
@@ -806,12 +806,19 @@ TEST(CApiDescribe, CacheBytesForAShape) {
   ASSERT_EQ(latte_cache_bytes(27, 512, 64, LATTE_CACHE_F16, 1024, &f16_1k), LATTE_OK);
   ASSERT_EQ(latte_cache_bytes(27, 512, 64, LATTE_CACHE_F16, 2048, &f16_2k), LATTE_OK);
   EXPECT_EQ(f16_2k - f16_1k, 27 * 1024 * (512 + 64) * 2 + 27 * 8 * 8);  // 576 f16 per token per layer, 8 tile pointers
+  int64_t i4_1k = 0, i4_2k = 0;
+  ASSERT_EQ(latte_cache_bytes(27, 512, 64, LATTE_CACHE_INT4, 1024, &i4_1k), LATTE_OK);
+  ASSERT_EQ(latte_cache_bytes(27, 512, 64, LATTE_CACHE_INT4, 2048, &i4_2k), LATTE_OK);
+  EXPECT_EQ(i4_2k - i4_1k, 27 * 1024 * (256 + 64 + 8) + 27 * 8 * 8);  // 4-bit c_KV, int8 k_pe, two f32 scales
   int64_t bytes = 0;
   EXPECT_EQ(latte_cache_bytes(2, 30, 6, LATTE_CACHE_INT8, 10, &bytes), LATTE_ERR_UNSUPPORTED);
   EXPECT_TRUE(contains(latte_last_error(), "multiples of 4")) << latte_last_error();
   EXPECT_EQ(latte_cache_bytes(2, 30, 6, LATTE_CACHE_F16, 10, &bytes), LATTE_OK);
   EXPECT_EQ(latte_cache_bytes(0, 512, 64, LATTE_CACHE_F16, 10, &bytes), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte_cache_bytes(2, 30, 6, LATTE_CACHE_INT4, 10, &bytes), LATTE_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(latte_last_error(), "int4") && contains(latte_last_error(), "multiples of 4")) << latte_last_error();
   EXPECT_EQ(latte_cache_bytes(2, 512, 64, 7, 10, &bytes), LATTE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(latte_cache_bytes(2, 512, 64, LATTE_CACHE_INT4 + 1, 10, &bytes), LATTE_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(latte_cache_bytes(2, 512, 64, LATTE_CACHE_F16, -1, &bytes), LATTE_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(latte_cache_bytes(2, 512, 64, LATTE_CACHE_F16, 1, nullptr), LATTE_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(latte::api::cache_bytes(2, 512, 64, LATTE_CACHE_F32, 128), [] {
