@@ -98,10 +98,15 @@ void latent_load_rope(const LatentTileLayout& L, const void* tile, int t, float*
 void latent_store_rope(const LatentTileLayout& L, void* tile, int t, const float* k_pe);
 
 // One layer of a cache as the kernels see it: tile pointers in token order;
-// tiles[i] holds tokens [i*tokens, (i+1)*tokens).
+// tiles[i] holds tokens [i*tokens, (i+1)*tokens). An int4 cache keeps the
+// tile still filling in int8's layout: tile int8_tile is then int8_data
+// (int8's layout of the same shape; tiles[int8_tile] is not read), -1: none.
 struct LatentLayerView {
   LatentTileLayout layout;
   const void* const* tiles = nullptr;
+  std::int64_t int8_tile = -1;
+  const void* int8_data = nullptr;
+  std::size_t int8_scale_offset = 0;  // int8's scale_offset for this shape
 };
 
 // The int8 row quantizer alone: q (n) = round(x / s), s = max|x| / 127

@@ -22,9 +22,16 @@ std::vector<float> load_rows(const LatentLayerView& v, std::int64_t n_ctx) {
   const auto& L = v.layout;
   const int C = L.d_c + L.d_R;
   std::vector<float> rows(static_cast<std::size_t>(n_ctx) * C);
+  // An int4 cache's filling tile is in int8's layout (LatentLayerView).
+  const LatentTileLayout L8 =
+      v.int8_tile >= 0 ? make_latent_tile_layout(LatentStorage::int8, L.d_c, L.d_R, L.tokens) : L;
   for (std::int64_t j = 0; j < n_ctx; ++j) {
     float* r = rows.data() + j * C;
-    latent_load_row(L, v.tiles[j / L.tokens], static_cast<int>(j % L.tokens), r, r + L.d_c);
+    const std::int64_t t = j / L.tokens;
+    if (t == v.int8_tile)
+      latent_load_row(L8, v.int8_data, static_cast<int>(j % L.tokens), r, r + L.d_c);
+    else
+      latent_load_row(L, v.tiles[t], static_cast<int>(j % L.tokens), r, r + L.d_c);
   }
   return rows;
 }

@@ -95,6 +95,8 @@ void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const 
   for (int h = 0; h < nh; ++h) {
     quant(q_lat + static_cast<std::size_t>(h) * d_c, d_c, q8 + static_cast<std::size_t>(h) * C, qv[h], qv[2 * nh + h],
           P.q4 ? 8.f : off8);
+    // An int4 cache's int8 tile (the one filling): the same sum, int8's offset.
+    qv[4 * nh + h] = P.q4 && off8 != 0.f ? qv[2 * nh + h] / 8.f * off8 : P.q4 ? 0.f : qv[2 * nh + h];
     quant(q_pe + static_cast<std::size_t>(h) * d_R, d_R, q8 + static_cast<std::size_t>(h) * C + d_c, qv[nh + h],
           qv[3 * nh + h], off8);
     // The score pass works in log2 units: log2(e) goes into the scales once

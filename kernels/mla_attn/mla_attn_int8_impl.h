@@ -189,8 +189,8 @@ template <class Arch, int HB, int GB>
 // first nch weight chunks of a block: out (HB, 16) int32, out[h][4i+d] =
 // channel 4(g0+i)+d. Q4: the tiles are int4.
 template <class Arch, int HB, int GB, bool Q4>
-[[gnu::noinline]] void i8_values(const std::uint8_t* const* tiles, int T, int g0, int nch, const std::uint8_t* pv,
-               std::size_t pv_stride, std::int32_t* out, LinePrefetch pf) {
+[[gnu::noinline]] void i8_values(const std::uint8_t* const* tiles, int i8t, int T, int g0, int nch,
+                                 const std::uint8_t* pv, std::size_t pv_stride, std::int32_t* out, LinePrefetch pf) {
   using K = I8<Arch>;
   constexpr int L = K::L;
   const int cpt = T / (4 * L);  // chunks per tile
@@ -214,11 +214,12 @@ template <class Arch, int HB, int GB, bool Q4>
   //   and the prefetch after it.
   int ch0 = 0, t = 0, k = 0;
   do {
-    const std::uint8_t* d = tiles[t] + static_cast<std::size_t>(g0) * TG * (Q4 ? 8 : 16);
+    const bool q4 = Q4 && t != i8t;  // an int4 cache's filling tile is int8
+    const std::uint8_t* d = tiles[t] + static_cast<std::size_t>(g0) * TG * (q4 ? 8 : 16);
     const std::uint8_t* b = pv + static_cast<std::size_t>(ch0) * 16 * L;
     const int n = nch - ch0 < cpt ? nch - ch0 : cpt;  // >= 1
     int c = 0;
-    if constexpr (Q4) {
+    if (q4) {
       for (; c < n; ++c, b += 16 * L) {
         const Q4Pos q = q4_pos<L>(c);
         chunk_dots4<Arch, HB, GB>(a, d + q.off, TG * 8, q.hi, b, pv_stride);
@@ -251,15 +252,15 @@ void i8_scores_n(int n, const std::uint8_t* data, int T, int Gl, int G, const st
 }
 
 template <class Arch, int HB, int GB, bool Q4>
-void i8_values_n(int nh, int ng, const std::uint8_t* const* tiles, int T, int g0, int nch,
+void i8_values_n(int nh, int ng, const std::uint8_t* const* tiles, int i8t, int T, int g0, int nch,
                  const std::uint8_t* pv, std::size_t pv_stride, std::int32_t* out, LinePrefetch pf) {
   if constexpr (HB > 1) {
-    if (nh < HB) return i8_values_n<Arch, HB - 1, GB, Q4>(nh, ng, tiles, T, g0, nch, pv, pv_stride, out, pf);
+    if (nh < HB) return i8_values_n<Arch, HB - 1, GB, Q4>(nh, ng, tiles, i8t, T, g0, nch, pv, pv_stride, out, pf);
   }
   if constexpr (GB > 1) {
-    if (ng < GB) return i8_values_n<Arch, HB, GB - 1, Q4>(nh, ng, tiles, T, g0, nch, pv, pv_stride, out, pf);
+    if (ng < GB) return i8_values_n<Arch, HB, GB - 1, Q4>(nh, ng, tiles, i8t, T, g0, nch, pv, pv_stride, out, pf);
   }
-  i8_values<Arch, HB, GB, Q4>(tiles, T, g0, nch, pv, pv_stride, out, pf);
+  i8_values<Arch, HB, GB, Q4>(tiles, i8t, T, g0, nch, pv, pv_stride, out, pf);
 }
 
 template <class Arch>
@@ -283,6 +284,7 @@ namespace {  // not Arch-templated: internal, so no other ISA's object shares th
 struct I8Slot {
   const std::int8_t* q8;             // (nh, C) quantized query
   const float *qsl, *qsr, *cl, *cr;  // (nh) query scales (times log2(e)) and corrections
+  const float* cl8;                  // (nh) the latent correction over an int4 cache's int8 tile
   float* S;                          // (nh, BT) scores, then weights
   float* mx;                         // (nh, W) the block's running score max
   std::uint8_t* pv;                  // (nh, pv_stride) quantized weights
@@ -299,6 +301,7 @@ inline I8Slot i8_slot(const Plan& P, const std::uint8_t* base, std::uint8_t* thr
                 qv + P.nh,
                 qv + 2 * P.nh,
                 qv + 3 * P.nh,
+                qv + 4 * P.nh,
                 reinterpret_cast<float*>(thr + P.t_S),
                 reinterpret_cast<float*>(thr + P.t_mx),
                 thr + P.t_pv,
@@ -308,10 +311,16 @@ inline I8Slot i8_slot(const Plan& P, const std::uint8_t* base, std::uint8_t* thr
                 static_cast<std::size_t>(P.BT) * 4};
 }
 
+// Tile t of a layer: an int4 cache's filling tile is int8 and elsewhere.
+inline const std::uint8_t* tile_at(const LatentLayerView& v, std::int64_t t) {
+  return static_cast<const std::uint8_t*>(t == v.int8_tile ? v.int8_data : v.tiles[t]);
+}
+
 // One block of an item: its tiles, and the block after it.
 struct I8Block {
   const std::uint8_t* const* tp;        // (ntile) the tiles
   int ntile = 0, nvalid = 0, ntok = 0;  // tiles; tokens inside the context; those in whole vectors
+  int i8 = -1;                          // int4 caches: the block's tile in int8's layout, or -1
   bool first = false;                   // the item's first block: po not yet written
   std::int64_t nb0 = 0, nb1 = 0;        // the block after this one: [nb0, nb1) of this item, or of the next
 };
@@ -328,17 +337,23 @@ template <class Arch, bool Q4>
   const int T = P.T, BT = P.BT;
   for (int h = h0; h < h1; ++h) F(kMasked).store_aligned(s.mx + static_cast<std::size_t>(h) * W);
   for (int i = 0; i < B.ntile && i * T < B.nvalid; ++i) {
-    const float* tsc = reinterpret_cast<const float*>(B.tp[i] + X.cache->layout.scale_offset);
+    const bool is8 = Q4 && i == B.i8;  // an int4 cache's filling tile
+    const float* tsc = reinterpret_cast<const float*>(
+        B.tp[i] + (is8 ? X.cache->int8_scale_offset : X.cache->layout.scale_offset));
     // The tile after this one (in this block or the next), prefetched
     // during the first head block's pass.
-    const std::uint8_t* next = i + 1 < B.ntile ? B.tp[i + 1]
-                               : B.nb0 < B.nb1 ? static_cast<const std::uint8_t*>(X.cache->tiles[B.nb0])
-                                               : nullptr;
+    const std::uint8_t* next = i + 1 < B.ntile ? B.tp[i + 1] : B.nb0 < B.nb1 ? tile_at(*X.cache, B.nb0) : nullptr;
     for (int h = h0; h < h1; h += score_hb<Arch>()) {
-      const ScoreScales f{s.qsl + h, s.qsr + h, s.cl + h, s.cr + h, tsc, tsc + T, B.nvalid - i * T};
-      i8_scores_n<Arch, score_hb<Arch>(), Q4>(h1 - h, B.tp[i], T, P.Gl, P.G, s.q8 + static_cast<std::size_t>(h) * P.C,
-                                          P.C, f, s.S + static_cast<std::size_t>(h) * BT + i * T, BT,
-                                          s.mx + static_cast<std::size_t>(h) * W, h == h0 ? next : nullptr);
+      const ScoreScales f{s.qsl + h, s.qsr + h, (is8 ? s.cl8 : s.cl) + h, s.cr + h, tsc, tsc + T, B.nvalid - i * T};
+      const std::int8_t* q8 = s.q8 + static_cast<std::size_t>(h) * P.C;
+      float* S = s.S + static_cast<std::size_t>(h) * BT + i * T;
+      float* mx = s.mx + static_cast<std::size_t>(h) * W;
+      if (is8)
+        i8_scores_n<Arch, score_hb<Arch>(), false>(h1 - h, B.tp[i], T, P.Gl, P.G, q8, P.C, f, S, BT, mx,
+                                                   h == h0 ? next : nullptr);
+      else
+        i8_scores_n<Arch, score_hb<Arch>(), Q4>(h1 - h, B.tp[i], T, P.Gl, P.G, q8, P.C, f, S, BT, mx,
+                                                h == h0 ? next : nullptr);
     }
   }
 }
@@ -357,7 +372,12 @@ template <class Arch, bool Q4>
   const int T = P.T, BT = P.BT, d_c = P.d_c, ntok = B.ntok;
   float *scl = s.scl, *ps = s.ps, *cp = s.cp;
   for (int i = 0; i < B.ntile; ++i)
-    std::memcpy(scl + static_cast<std::size_t>(i) * T, B.tp[i] + X.cache->layout.scale_offset, sizeof(float) * T);
+    std::memcpy(scl + static_cast<std::size_t>(i) * T,
+                B.tp[i] + (Q4 && i == B.i8 ? X.cache->int8_scale_offset : X.cache->layout.scale_offset),
+                sizeof(float) * T);
+  // An int4 cache's int8 tile is its last: tokens from j8 on carry int8's
+  // offset in the value products, those before it int4's.
+  const int j8 = Q4 && B.i8 >= 0 ? (B.i8 * T < ntok ? B.i8 * T : ntok) : ntok;
   // Rows past the context may hold stale rows (a truncated session's),
   // even NaN scales; their weights must come out exactly 0.
   for (int k = B.nvalid; k < ntok; ++k) scl[k] = 0.f;
@@ -383,14 +403,16 @@ template <class Arch, bool Q4>
     const float inv = wm > 0.f ? K::PMAX / wm : 0.f;
     ps[h] = wm / K::PMAX;
     const F vinv(inv);
-    typename K::acc qsum = K::zero();  // exact: at most 127 * BT / W per lane
+    typename K::acc qsum = K::zero(), qsum8 = K::zero();  // exact: at most 127 * BT / W per lane
     std::uint8_t* v = s.pv + static_cast<std::size_t>(h) * s.pv_stride;
-    for (int j = 0; j < ntok; j += W)
-      K::quant_pvec(F::load_unaligned(sh + j) * vinv, qsum, v + static_cast<std::size_t>(j) * 4);
+    int j = 0;
+    for (; j < j8; j += W) K::quant_pvec(F::load_unaligned(sh + j) * vinv, qsum, v + static_cast<std::size_t>(j) * 4);
+    for (; j < ntok; j += W) K::quant_pvec(F::load_unaligned(sh + j) * vinv, qsum8, v + static_cast<std::size_t>(j) * 4);
     // The cache bytes' offset times the weights' sum: int4's nibbles carry
-    // +8 on every ISA (I8<Arch>).
-    cp[h] = Q4 ? 8.f * static_cast<float>(hsum_i32(qsum))
-            : K::kValueOffset ? 128.f * static_cast<float>(hsum_i32(qsum)) : 0.f;
+    // +8 on every ISA (I8<Arch>), int8's bytes +128 where kValueOffset.
+    const float off8 = K::kValueOffset ? 128.f : 0.f;
+    cp[h] = Q4 ? 8.f * static_cast<float>(hsum_i32(qsum)) + off8 * static_cast<float>(hsum_i32(qsum8))
+               : off8 * static_cast<float>(hsum_i32(qsum) + hsum_i32(qsum8));
     // Rescaled by alpha, except on an item's first block, where po is not
     // yet written (the value products store it) and alpha is 0 or, for a
     // NaN query, NaN: that NaN still spreads, through the block's scale.
@@ -439,16 +461,16 @@ template <class Arch, bool Q4>
       if (pf_lines) {  // lines [a, e) of the next block
         const std::size_t a = pf_lines * call / n_calls, ti = a / tile_lines, te = (ti + 1) * tile_lines;
         std::size_t e = pf_lines * (call + 1) / n_calls;
-        const auto* tile = static_cast<const std::uint8_t*>(X.cache->tiles[nb0 + static_cast<std::int64_t>(ti)]);
+        const auto* tile = tile_at(*X.cache, nb0 + static_cast<std::int64_t>(ti));
         for (std::size_t l = te, tj = ti + 1; l < e; l += tile_lines, ++tj)  // later tiles' part: now
-          LinePrefetch{static_cast<const std::uint8_t*>(X.cache->tiles[nb0 + static_cast<std::int64_t>(tj)]),
+          LinePrefetch{tile_at(*X.cache, nb0 + static_cast<std::int64_t>(tj)),
                        static_cast<int>(e - l < tile_lines ? e - l : tile_lines)}
               .from(0);
         if (e > te) e = te;
         if (e > a) pf = LinePrefetch{tile + (a - ti * tile_lines) * 64, static_cast<int>(e - a)};
         ++call;
       }
-      i8_values_n<Arch, value_hb<Arch>(), 4, Q4>(nhb, ng, B.tp, T, g, nch, s.pv + static_cast<std::size_t>(h) * s.pv_stride,
+      i8_values_n<Arch, value_hb<Arch>(), 4, Q4>(nhb, ng, B.tp, B.i8, T, g, nch, s.pv + static_cast<std::size_t>(h) * s.pv_stride,
                                              s.pv_stride, vo, pf);
       for (int k = 0; k < nhb; ++k) {
         float* o = po + static_cast<std::size_t>(h + k) * d_c + 4 * g;
@@ -495,16 +517,23 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
     pl[h] = 0.f;
     if (t0 >= t1) std::memset(po + static_cast<std::size_t>(h) * d_c, 0, sizeof(float) * d_c);
   }
-  for (std::int64_t tb = t0; tb < t1; tb += P.UT) {
+  for (std::int64_t tb = t0, ntile = 0; tb < t1; tb += ntile) {
     const std::uint8_t* tp[kMaxBlockTiles];
     I8Block B;
     B.tp = tp;
-    B.ntile = static_cast<int>(imin(P.UT, t1 - tb));
-    for (int i = 0; i < B.ntile; ++i) tp[i] = static_cast<const std::uint8_t*>(X.cache->tiles[tb + i]);
+    ntile = imin(P.UT, t1 - tb);
+    // An int4 cache's int8 tile is a block of its own: its latent scales are
+    // ~18x smaller than int4's, and beside them its weights, quantized
+    // against the block's largest, would keep ~4 bits.
+    const std::int64_t t8 = Q4 ? X.cache->int8_tile : -1;
+    if (t8 > tb && t8 < tb + ntile) ntile = t8 - tb;
+    B.ntile = static_cast<int>(ntile);
+    for (int i = 0; i < B.ntile; ++i) tp[i] = tile_at(*X.cache, tb + i);
+    B.i8 = t8 == tb ? 0 : -1;
     B.nvalid = static_cast<int>(imin(static_cast<std::int64_t>(B.ntile) * T, X.n_ctx - tb * T));
     B.ntok = (B.nvalid + W - 1) / W * W;  // whole vectors
     B.first = tb == t0;
-    B.nb0 = tb + P.UT;
+    B.nb0 = tb + ntile;
     B.nb1 = t1;
     if (B.nb0 >= t1) {
       const auto r = next_item();

@@ -45,7 +45,13 @@ struct TestCache {
   std::vector<std::unique_ptr<void, AlignedFree>> tiles;
   std::vector<const void*> ptrs;
 
-  TestCache(LatentStorage s, const Shape& sh, std::int64_t n_rows, std::uint64_t seed) {
+  // int4 with fill8: the last tile in int8's layout, as a cache keeps the
+  // tile still filling (LatentLayerView).
+  LatentTileLayout L8;
+  std::unique_ptr<void, AlignedFree> fill;
+  std::int64_t fill_tile = -1;
+
+  TestCache(LatentStorage s, const Shape& sh, std::int64_t n_rows, std::uint64_t seed, bool fill8 = false) {
     L = make_latent_tile_layout(s, sh.d_c, sh.d_R, sh.tile);
     const std::int64_t nt = (n_rows + L.tokens - 1) / L.tokens;
     for (std::int64_t i = 0; i < nt; ++i) {
@@ -54,14 +60,30 @@ struct TestCache {
       tiles.emplace_back(p);
       ptrs.push_back(p);
     }
+    if (fill8 && s == LatentStorage::int4 && nt > 0) {
+      L8 = make_latent_tile_layout(LatentStorage::int8, sh.d_c, sh.d_R, sh.tile);
+      fill.reset(aligned_alloc_bytes(64, (L8.bytes + 63) / 64 * 64));
+      std::memset(fill.get(), 0, L8.bytes);
+      fill_tile = nt - 1;
+    }
     // Rows with a varying magnitude (RMS-normed latents are O(1); k_pe larger).
     auto c = test::random_vector(static_cast<std::size_t>(n_rows) * sh.d_c, seed, -1.7f, 1.7f);
     auto r = test::random_vector(static_cast<std::size_t>(n_rows) * sh.d_R, seed + 1, -3.f, 3.f);
-    for (std::int64_t j = 0; j < n_rows; ++j)
-      latent_store_row(L, tiles[j / L.tokens].get(), static_cast<int>(j % L.tokens),
-                       c.data() + j * sh.d_c, r.data() + j * sh.d_R);
+    for (std::int64_t j = 0; j < n_rows; ++j) {
+      const bool in_fill = j / L.tokens == fill_tile;
+      latent_store_row(in_fill ? L8 : L, in_fill ? fill.get() : tiles[j / L.tokens].get(),
+                       static_cast<int>(j % L.tokens), c.data() + j * sh.d_c, r.data() + j * sh.d_R);
+    }
   }
-  LatentLayerView view() const { return {L, ptrs.data()}; }
+  LatentLayerView view() const {
+    LatentLayerView v{L, ptrs.data()};
+    if (fill_tile >= 0) {
+      v.int8_tile = fill_tile;
+      v.int8_data = fill.get();
+      v.int8_scale_offset = L8.scale_offset;
+    }
+    return v;
+  }
 };
 
 struct Query {
@@ -120,11 +142,12 @@ struct Case {
   Shape shape;
   std::int64_t n_ctx;
   int threads;
+  bool fill8 = false;  // int4: the last tile int8 (TestCache)
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
-  return std::string(latent_storage_name(c.storage)) + "_" + c.shape.name + "_ctx" +
+  return std::string(latent_storage_name(c.storage)) + (c.fill8 ? "fill8" : "") + "_" + c.shape.name + "_ctx" +
          std::to_string(c.n_ctx) + "_t" + std::to_string(c.threads);
 }
 
@@ -134,7 +157,7 @@ TEST_P(MlaDecode, EveryIsaMatchesReference) {
   const Case& c = GetParam();
   const Shape& sh = c.shape;
   // More rows than n_ctx: the kernels must ignore the rest of the last tile.
-  TestCache cache(c.storage, sh, c.n_ctx + 7, 11 + c.n_ctx);
+  TestCache cache(c.storage, sh, c.n_ctx + 7, 11 + c.n_ctx, c.fill8);
   Query q(sh, 1, 5 + c.n_ctx);
   auto ref = run_decode(kernels::mla_attn_kernels(Isa::ref), sh, q, cache, c.n_ctx, c.threads);
   for (float v : ref) ASSERT_TRUE(std::isfinite(v));
@@ -156,7 +179,10 @@ TEST_P(MlaDecode, EveryIsaMatchesReference) {
   if (c.n_ctx == 1) {
     std::vector<float> row(sh.d_c), pe(sh.d_R);
     if (latent_storage_quantized(c.storage)) {
-      latent_load_row(cache.L, cache.tiles[0].get(), 0, row.data(), pe.data());
+      if (cache.fill_tile == 0)
+        latent_load_row(cache.L8, cache.fill.get(), 0, row.data(), pe.data());
+      else
+        latent_load_row(cache.L, cache.tiles[0].get(), 0, row.data(), pe.data());
     } else {
       row = test::random_vector(static_cast<std::size_t>(c.n_ctx + 7) * sh.d_c, 11 + c.n_ctx, -1.7f, 1.7f);
       row.resize(sh.d_c);
@@ -190,6 +216,12 @@ std::vector<Case> decode_cases() {
   for (LatentStorage s : {LatentStorage::int8, LatentStorage::int4}) {
     v.push_back({s, kV3, 5000, 3});
     v.push_back({s, kV2, 5000, 4});
+  }
+  // int4 with its filling tile at int8: alone (one tile), last of several,
+  // in the first block or a later one, split over threads.
+  for (std::int64_t n : {1, 63, 64, 65, 1000, 5000}) {
+    for (int t : {1, 2, 3}) v.push_back({LatentStorage::int4, kOdd, n, t, true});
+    for (int t : {1, 2}) v.push_back({LatentStorage::int4, kV2, n, t, true});
   }
   // Long enough (3750 tiles) that the guided context chunks would exceed
   // their bound with 2 and 3 threads and the smallest chunk doubles.
@@ -242,6 +274,31 @@ TEST(MlaDecodeInt4, ErrorAgainstF32Cache) {
                   static_cast<long long>(n), e, e8);
       EXPECT_LE(e, 8e-2) << isa_name(isa) << " n=" << n;
       EXPECT_GT(e, 10 * e8) << isa_name(isa) << " n=" << n;
+    }
+  }
+}
+
+// With its filling tile at int8, as the cache keeps it, an int4 cache of one
+// tile loses what int8 loses (its int8 tile is a block of its own, whose
+// weights keep their 8 bits), and a longer one less than int4 alone.
+TEST(MlaDecodeInt4, FillingTileAtInt8) {
+  for (std::int64_t n : {100, 1000}) {
+    TestCache f32(LatentStorage::f32, kV2, n, 99);
+    TestCache i8(LatentStorage::int8, kV2, n, 99);
+    TestCache i4(LatentStorage::int4, kV2, n, 99);
+    TestCache i4f(LatentStorage::int4, kV2, n, 99, /*fill8=*/true);
+    Query q(kV2, 1, 3);
+    auto truth = run_decode(kernels::mla_attn_kernels(Isa::ref), kV2, q, f32, n, 1);
+    for (Isa isa : supported_isas()) {
+      const auto err = [&](const TestCache& c) {
+        const auto got = run_decode(kernels::mla_attn_kernels(isa), kV2, q, c, n, 2);
+        return test::nmse(got.data(), truth.data(), got.size());
+      };
+      const double e8 = err(i8), e4 = err(i4), e4f = err(i4f);
+      std::printf("int4 with its filling tile at int8, %s, n_ctx %lld: nmse %.3g (int8 %.3g, int4 alone %.3g)\n",
+                  isa_name(isa), static_cast<long long>(n), e4f, e8, e4);
+      if (n <= kV2.tile) EXPECT_LE(e4f, 1.5 * e8 + 1e-7) << isa_name(isa);
+      EXPECT_LT(e4f, e4) << isa_name(isa) << " n=" << n;
     }
   }
 }
@@ -348,6 +405,7 @@ struct PrefillCase {
   Shape shape;
   std::int64_t p0;
   int n_q, threads;
+  bool fill8 = false;  // int4: the last tile int8 (TestCache)
 };
 
 class MlaPrefill : public testing::TestWithParam<PrefillCase> {};
@@ -355,7 +413,7 @@ class MlaPrefill : public testing::TestWithParam<PrefillCase> {};
 TEST_P(MlaPrefill, CausalMatchesReference) {
   const PrefillCase& c = GetParam();
   const Shape& sh = c.shape;
-  TestCache cache(c.storage, sh, c.p0 + c.n_q + 9, 21);  // rows past the chunk must be masked
+  TestCache cache(c.storage, sh, c.p0 + c.n_q + 9, 21, c.fill8);  // rows past the chunk must be masked
   Query q(sh, c.n_q, 31);
   const std::size_t n_out = static_cast<std::size_t>(c.n_q) * sh.n_heads * sh.d_c;
   auto run = [&](const MlaAttnKernels& k) {
@@ -393,7 +451,8 @@ TEST_P(MlaPrefill, CausalMatchesReference) {
 
 std::string prefill_name(const testing::TestParamInfo<PrefillCase>& info) {
   const auto& c = info.param;
-  return std::string(latent_storage_name(c.storage)) + "_" + c.shape.name + "_p" + std::to_string(c.p0) + "_n" +
+  return std::string(latent_storage_name(c.storage)) + (c.fill8 ? "fill8" : "") + "_" + c.shape.name + "_p" +
+         std::to_string(c.p0) + "_n" +
          std::to_string(c.n_q) + "_t" + std::to_string(c.threads);
 }
 
@@ -405,6 +464,9 @@ std::vector<PrefillCase> prefill_cases() {
     v.push_back({s, kV2, 60, 9, 2});    // one query per thread
     v.push_back({s, kV2, 100, 3, 8});   // fewer queries than threads: split context
   }
+  v.push_back({LatentStorage::int4, kV2, 60, 9, 2, true});
+  v.push_back({LatentStorage::int4, kV2, 250, 9, 2, true});  // the queries' contexts end in the int4 tiles and in the int8 one
+  v.push_back({LatentStorage::int4, kOdd, 100, 3, 8, true});
   return v;
 }
 
