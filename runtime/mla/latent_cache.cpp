@@ -34,6 +34,12 @@ LatentCache::LatentCache(const LatentCacheConfig& cfg) : cfg_(cfg) {
   if (*why) throw Error(Status::invalid_argument, std::string("latent cache: ") + why);
   layout_ = make_latent_tile_layout(cfg.storage, cfg.d_c, cfg.d_R, cfg.tile_tokens);
   tile_alloc_ = round64(layout_.bytes);
+  fills_ = cfg.storage == LatentStorage::int4;
+  if (fills_) {
+    fill_layout_ = make_latent_tile_layout(LatentStorage::int8, cfg.d_c, cfg.d_R, cfg.tile_tokens);
+    fill_alloc_ = round64(fill_layout_.bytes);
+    row_.resize(static_cast<std::size_t>(cfg.d_c + cfg.d_R));
+  }
   layers_.resize(cfg.n_layers);
   const std::int64_t n_tiles = tiles_for(cfg.max_tokens, cfg.tile_tokens);
   for (auto& l : layers_) {
@@ -52,14 +58,22 @@ LatentCache::LatentCache(const LatentCacheConfig& cfg) : cfg_(cfg) {
     // (9 MiB) then needs 5 TLB entries, not 2300. Null: tiles one by one.
     l.region_bytes = static_cast<std::size_t>(n_tiles) * tile_alloc_;
     l.region = map_huge_region(l.region_bytes, kHugePageBytes, /*lazy=*/true);
+    if (fills_) {
+      l.fill = alloc_should_fail(fill_alloc_) ? nullptr : aligned_alloc_bytes(64, fill_alloc_);
+      if (l.fill == nullptr) {
+        free_all();
+        throw Error(Status::out_of_memory, "latent cache: cannot allocate a layer's filling tile");
+      }
+      std::memset(l.fill, 0, fill_alloc_);
+    }
   }
 }
 
 LatentCache::~LatentCache() { free_all(); }
 
 LatentCache::LatentCache(LatentCache&& o) noexcept
-    : cfg_(o.cfg_), layout_(o.layout_), tile_alloc_(o.tile_alloc_), layers_(std::move(o.layers_)),
-      n_tiles_(o.n_tiles_) {
+    : cfg_(o.cfg_), layout_(o.layout_), fills_(o.fills_), fill_layout_(o.fill_layout_), fill_alloc_(o.fill_alloc_),
+      row_(std::move(o.row_)), tile_alloc_(o.tile_alloc_), layers_(std::move(o.layers_)), n_tiles_(o.n_tiles_) {
   o.layers_.clear();
   o.n_tiles_ = 0;
 }
@@ -69,6 +83,10 @@ LatentCache& LatentCache::operator=(LatentCache&& o) noexcept {
     free_all();
     cfg_ = o.cfg_;
     layout_ = o.layout_;
+    fills_ = o.fills_;
+    fill_layout_ = o.fill_layout_;
+    fill_alloc_ = o.fill_alloc_;
+    row_ = std::move(o.row_);
     tile_alloc_ = o.tile_alloc_;
     layers_ = std::move(o.layers_);
     n_tiles_ = o.n_tiles_;
@@ -90,6 +108,8 @@ void LatentCache::free_all() {
     std::free(l.tiles);
     l.tiles = nullptr;
     l.n_slots = l.used_slots = 0;
+    aligned_free(l.fill);
+    l.fill = nullptr;
   }
   n_tiles_ = 0;
 }
@@ -101,11 +121,17 @@ std::size_t LatentCache::bytes_for(int n_layers, int d_c, int d_R, std::int64_t 
   if (n_layers < 0 || n_tokens < 0) throw Error(Status::invalid_argument, "latent cache: negative size");
   const std::size_t tile = round64(make_latent_tile_layout(storage, d_c, d_R, tile_tokens).bytes);
   const std::size_t nt = static_cast<std::size_t>(tiles_for(n_tokens, tile_tokens));
-  return sizeof(LatentCache) + static_cast<std::size_t>(n_layers) * (sizeof(Layer) + nt * (sizeof(void*) + tile));
+  // int4: each layer's filling tile, in int8's layout, beside its tiles.
+  const std::size_t fill = storage == LatentStorage::int4
+                               ? round64(make_latent_tile_layout(LatentStorage::int8, d_c, d_R, tile_tokens).bytes)
+                               : 0;
+  return sizeof(LatentCache) + (storage == LatentStorage::int4 ? 4 * static_cast<std::size_t>(d_c + d_R) : 0) +
+         static_cast<std::size_t>(n_layers) * (sizeof(Layer) + fill + nt * (sizeof(void*) + tile));
 }
 
 std::size_t LatentCache::bytes() const {
-  std::size_t b = sizeof(LatentCache) + layers_.size() * sizeof(Layer) + n_tiles_ * tile_alloc_;
+  std::size_t b = sizeof(LatentCache) + row_.size() * sizeof(float) + layers_.size() * (sizeof(Layer) + fill_alloc_) +
+                  n_tiles_ * tile_alloc_;
   for (const auto& l : layers_) b += l.n_slots * sizeof(void*);
   return b;
 }
@@ -134,13 +160,57 @@ void LatentCache::write(int layer, std::int64_t pos, int n, const float* c_kv, c
     throw Error(Status::context_overflow, "latent cache: " + std::to_string(pos + n) +
                                               " tokens exceed the context of " + std::to_string(cfg_.max_tokens));
   const int T = cfg_.tile_tokens;
-  for (int i = 0; i < n; ++i) {
-    const std::int64_t p = pos + i;
-    void* tile = tile_for_write(l, static_cast<std::size_t>(p / T));
-    latent_store_row(layout_, tile, static_cast<int>(p % T), c_kv + static_cast<std::size_t>(i) * cfg_.d_c,
-                     k_pe + static_cast<std::size_t>(i) * cfg_.d_R);
+  if (!fills_) {
+    for (int i = 0; i < n; ++i) {
+      const std::int64_t p = pos + i;
+      void* tile = tile_for_write(l, static_cast<std::size_t>(p / T));
+      latent_store_row(layout_, tile, static_cast<int>(p % T), c_kv + static_cast<std::size_t>(i) * cfg_.d_c,
+                       k_pe + static_cast<std::size_t>(i) * cfg_.d_R);
+    }
+    if (pos + n > l.n) l.n = pos + n;
+    return;
   }
-  if (pos + n > l.n) l.n = pos + n;
+  // int4. What can fail first: every tile the rows reach (the filling one
+  // too: it takes the fill tile's rows once full).
+  for (std::int64_t t = pos / T; t < tiles_for(pos + n, T); ++t) tile_for_write(l, static_cast<std::size_t>(t));
+  std::int64_t size = l.n;
+  for (int i = 0; i < n; ++i) {
+    const std::int64_t p = pos + i, t = p / T;
+    const float* kv = c_kv + static_cast<std::size_t>(i) * cfg_.d_c;
+    const float* pe = k_pe + static_cast<std::size_t>(i) * cfg_.d_R;
+    if (!is_fill(size, t)) {  // a full tile's row, written again
+      latent_store_row(layout_, l.tiles[t], static_cast<int>(p % T), kv, pe);
+      continue;
+    }
+    latent_store_row(fill_layout_, l.fill, static_cast<int>(p % T), kv, pe);
+    if (p >= size) size = p + 1;
+    if (size % T == 0) {  // the tile is full: to int4, and the fill tile starts the next
+      fill_to_tile(l, static_cast<std::size_t>(t), T, row_.data(), row_.data() + cfg_.d_c);
+      std::memset(l.fill, 0, fill_alloc_);
+    }
+  }
+  l.n = size;
+}
+
+void LatentCache::fill_to_tile(Layer& l, std::size_t t, int rows, float* kv, float* pe) {
+  for (int r = 0; r < rows; ++r) {
+    latent_load_row(fill_layout_, l.fill, r, kv, pe);
+    latent_store_row(layout_, l.tiles[t], r, kv, pe);
+  }
+}
+
+void LatentCache::cut(Layer& l, std::int64_t n, float* row) {
+  const int T = cfg_.tile_tokens;
+  if (fills_ && n / T < l.n / T) {  // the filling tile moves back to a full one
+    float *kv = row, *pe = row + cfg_.d_c;
+    std::memset(l.fill, 0, fill_alloc_);
+    const std::int64_t t = n / T;
+    for (int r = 0; r < static_cast<int>(n % T); ++r) {
+      latent_load_row(layout_, l.tiles[t], r, kv, pe);
+      latent_store_row(fill_layout_, l.fill, r, kv, pe);
+    }
+  }
+  l.n = n;
 }
 
 void* LatentCache::tile_for_write(Layer& l, std::size_t t) {
@@ -168,7 +238,56 @@ const void* LatentCache::tile(int layer, std::int64_t t) const {
   if (t < 0 || t >= tiles_for(l.n, cfg_.tile_tokens))
     throw Error(Status::invalid_argument, "latent cache: tile " + std::to_string(t) + " of layer " +
                                               std::to_string(layer) + " holds no tokens");
-  return l.tiles[t];
+  return is_fill(l.n, t) ? l.fill : l.tiles[t];
+}
+
+const LatentTileLayout& LatentCache::stored_layout(std::int64_t n, std::int64_t t) const {
+  return is_fill(n, t) ? fill_layout_ : layout_;
+}
+
+std::size_t LatentCache::stored_bytes(std::int64_t n) const {
+  const int T = cfg_.tile_tokens;
+  if (!fills_) return static_cast<std::size_t>(tiles_for(n, T)) * layout_.bytes;
+  return static_cast<std::size_t>(n / T) * layout_.bytes + (n % T ? fill_layout_.bytes : 0);
+}
+
+void LatentCache::save_tiles(int layer, std::int64_t n, std::uint8_t* out) const {
+  check_layer(layer);
+  const Layer& l = layers_[layer];
+  if (n < 0 || n > l.n)
+    throw Error(Status::invalid_argument, "latent cache: save_tiles of " + std::to_string(n) + " tokens of a layer of " +
+                                              std::to_string(l.n));
+  const int T = cfg_.tile_tokens;
+  const std::int64_t n_tiles = tiles_for(n, T);
+  std::size_t off = 0;
+  for (std::int64_t t = 0; t < n_tiles; ++t) {
+    // The tile as it stands (stored_layout(size)), saved in the layout n
+    // gives it: they differ where n cuts a full int4 tile.
+    const LatentTileLayout& want = stored_layout(n, t);
+    const LatentTileLayout& have = stored_layout(l.n, t);
+    const void* src = is_fill(l.n, t) ? l.fill : l.tiles[t];
+    std::uint8_t* dst = out + off;
+    if (&want == &have) {
+      std::memcpy(dst, src, want.bytes);
+    } else {
+      std::memset(dst, 0, want.bytes);
+      std::vector<float> kv(static_cast<std::size_t>(cfg_.d_c)), pe(static_cast<std::size_t>(cfg_.d_R));
+      for (int r = 0; r < static_cast<int>(n - t * T); ++r) {
+        latent_load_row(have, src, r, kv.data(), pe.data());
+        latent_store_row(want, dst, r, kv.data(), pe.data());
+      }
+    }
+    off += want.bytes;
+  }
+  if (n_tiles == 0) return;
+  // Rows past n as zeros: a truncation or a refused call may have left
+  // anything there (stale tokens, NaN), which a saved session must not carry.
+  const std::int64_t last = n_tiles - 1;
+  const LatentTileLayout& ll = stored_layout(n, last);
+  const std::vector<float> zeros(static_cast<std::size_t>(cfg_.d_c + cfg_.d_R), 0.f);
+  std::uint8_t* dst = out + off - ll.bytes;
+  for (int r = static_cast<int>(n - last * T); r < T; ++r)
+    latent_store_row(ll, dst, r, zeros.data(), zeros.data() + cfg_.d_c);
 }
 
 void LatentCache::load_tiles(int layer, std::int64_t n_tokens, const std::uint8_t* tiles) {
@@ -181,14 +300,19 @@ void LatentCache::load_tiles(int layer, std::int64_t n_tokens, const std::uint8_
                                               std::to_string(cfg_.max_tokens));
   const std::int64_t n_tiles = tiles_for(n_tokens, cfg_.tile_tokens);
   for (std::int64_t t = 0; t < n_tiles; ++t) {
-    const std::uint8_t* src = tiles + static_cast<std::size_t>(t) * layout_.bytes;
-    if (const std::string why = latent_tile_problem(layout_, src); !why.empty())
+    const std::uint8_t* src = tiles + static_cast<std::size_t>(t) * layout_.bytes;  // only the last may differ
+    if (const std::string why = latent_tile_problem(stored_layout(n_tokens, t), src); !why.empty())
       throw Error(Status::bad_file, "latent cache: layer " + std::to_string(layer) + ", tile " + std::to_string(t) +
                                         ", " + why);
   }
-  for (std::int64_t t = 0; t < n_tiles; ++t)
-    std::memcpy(tile_for_write(l, static_cast<std::size_t>(t)), tiles + static_cast<std::size_t>(t) * layout_.bytes,
-                layout_.bytes);
+  for (std::int64_t t = 0; t < n_tiles; ++t) tile_for_write(l, static_cast<std::size_t>(t));
+  for (std::int64_t t = 0; t < n_tiles; ++t) {
+    const std::uint8_t* src = tiles + static_cast<std::size_t>(t) * layout_.bytes;
+    if (is_fill(n_tokens, t))
+      std::memcpy(l.fill, src, fill_layout_.bytes);
+    else
+      std::memcpy(l.tiles[t], src, layout_.bytes);
+  }
   l.n = n_tokens;
 }
 
@@ -197,13 +321,15 @@ void LatentCache::read_row(int layer, std::int64_t pos, float* c_kv, float* k_pe
   const Layer& l = layers_[layer];
   if (pos < 0 || pos >= l.n)
     throw Error(Status::invalid_argument, "latent cache: position " + std::to_string(pos) + " not stored");
-  latent_load_row(layout_, l.tiles[pos / cfg_.tile_tokens], static_cast<int>(pos % cfg_.tile_tokens), c_kv, k_pe);
+  const std::int64_t t = pos / cfg_.tile_tokens;
+  latent_load_row(stored_layout(l.n, t), is_fill(l.n, t) ? l.fill : l.tiles[t], static_cast<int>(pos % cfg_.tile_tokens),
+                  c_kv, k_pe);
 }
 
 void LatentCache::truncate(std::int64_t n_tokens) {
   if (n_tokens < 0) throw Error(Status::invalid_argument, "latent cache: negative length");
   for (auto& l : layers_)
-    if (l.n > n_tokens) l.n = n_tokens;
+    if (l.n > n_tokens) cut(l, n_tokens, row_.data());
 }
 
 void LatentCache::shift(std::int64_t n_keep, std::int64_t n_discard, const RopeTurn& turn, int threads) {
@@ -222,6 +348,7 @@ void LatentCache::shift(std::int64_t n_keep, std::int64_t n_discard, const RopeT
   const int T = cfg_.tile_tokens;
   const int n_layers = static_cast<int>(layers_.size());
   const int nt = std::max(1, std::min(threads, n_layers));
+  if (fills_) return shift_through_rows(n_keep, n_discard, turn, nt);
   // One k_pe row per thread, allocated before anything changes.
   std::vector<float> rows(static_cast<std::size_t>(nt) * cfg_.d_R);
   // Rows go down in increasing order, so each is read before it is written
@@ -246,9 +373,52 @@ void LatentCache::shift(std::int64_t n_keep, std::int64_t n_discard, const RopeT
   });
 }
 
+// int4: the rows move as f32, a tile's worth at a time (read before any is
+// written over, as the rows go down), k_pe turned, and are stored again in
+// the tile they land in: an int4 row that stays int4 comes back exactly (its
+// largest value sets its scale and maps to 7 again), a row that lands in
+// the filling tile is stored at int8, one from it in a full tile at int4.
+void LatentCache::shift_through_rows(std::int64_t n_keep, std::int64_t n_discard, const RopeTurn& turn, int nt) {
+  const int T = cfg_.tile_tokens, C = cfg_.d_c + cfg_.d_R;
+  const int n_layers = static_cast<int>(layers_.size());
+  // A tile of rows per thread, allocated before anything changes.
+  std::vector<float> rows(static_cast<std::size_t>(nt) * T * C);
+  std::atomic<int> next{0};
+  parallel_slots(nt, [&](int slot, int) {
+    float* buf = rows.data() + static_cast<std::size_t>(slot) * T * C;
+    for (int il = next.fetch_add(1); il < n_layers; il = next.fetch_add(1)) {
+      Layer& l = layers_[il];
+      for (std::int64_t p0 = n_keep + n_discard; p0 < l.n; p0 += T) {
+        const int m = static_cast<int>(std::min<std::int64_t>(T, l.n - p0));
+        for (int j = 0; j < m; ++j) {
+          const std::int64_t p = p0 + j, t = p / T;
+          float* r = buf + static_cast<std::size_t>(j) * C;
+          latent_load_row(stored_layout(l.n, t), is_fill(l.n, t) ? l.fill : l.tiles[t], static_cast<int>(p % T), r,
+                          r + cfg_.d_c);
+          rope_turn_apply(turn, r + cfg_.d_c);
+        }
+        for (int j = 0; j < m; ++j) {
+          const std::int64_t q = p0 + j - n_discard, t = q / T;
+          const float* r = buf + static_cast<std::size_t>(j) * C;
+          latent_store_row(stored_layout(l.n, t), is_fill(l.n, t) ? l.fill : l.tiles[t], static_cast<int>(q % T), r,
+                           r + cfg_.d_c);
+        }
+      }
+      cut(l, l.n - n_discard, buf);
+    }
+  });
+}
+
 LatentLayerView LatentCache::view(int layer) const {
   check_layer(layer);
-  return {layout_, const_cast<const void* const*>(layers_[layer].tiles)};
+  const Layer& l = layers_[layer];
+  LatentLayerView v{layout_, const_cast<const void* const*>(l.tiles)};
+  if (fills_) {
+    v.int8_tile = l.n / cfg_.tile_tokens;
+    v.int8_data = l.fill;
+    v.int8_scale_offset = fill_layout_.scale_offset;
+  }
+  return v;
 }
 
 }  // namespace latte

@@ -4,7 +4,10 @@
 // layer's tiles lie in one reserved address range (committed page by page as
 // tiles are written, huge pages past the first 2 MiB), so attention reads a
 // layer as one stream with few TLB misses. The decode kernels
-// (kernels/mla_attn) read a layer through view().
+// (kernels/mla_attn) read a layer through view(). An int4 cache keeps each
+// layer's tile still filling in int8's layout (one int8 tile a layer): a
+// token's own row and its neighbours' are at int8 precision, and a tile is
+// quantized to int4 once it is full.
 #pragma once
 
 #include <cstddef>
@@ -72,6 +75,14 @@ class LatentCache {
   // Reads one stored row back as f32 (dequantized).
   void read_row(int layer, std::int64_t pos, float* c_kv, float* k_pe) const;
 
+  // A layer's first n tokens as saved and loaded: their tiles one after
+  // another, as stored (an int4 cache's filling tile in int8's layout),
+  // rows past n written as zeros. stored_bytes(n) long.
+  std::size_t stored_bytes(std::int64_t n) const;
+  void save_tiles(int layer, std::int64_t n, std::uint8_t* out) const;
+  // The layout tile t of a layer's first n tokens is stored in.
+  const LatentTileLayout& stored_layout(std::int64_t n, std::int64_t t) const;
+
   // Forgets tokens at and after n_tokens in every layer; keeps the tiles.
   void truncate(std::int64_t n_tokens);
 
@@ -84,13 +95,13 @@ class LatentCache {
   // layers are split over `threads` threads.
   void shift(std::int64_t n_keep, std::int64_t n_discard, const RopeTurn& turn, int threads = 1);
 
-  // Raw tiles, for saving and restoring a session: tile t (of
-  // ceil(size(layer) / tile_tokens)) of a layer, layout().bytes long.
+  // Raw tiles: tile t (of ceil(size(layer) / tile_tokens)) of a layer, in
+  // stored_layout(size(layer), t).
   const void* tile(int layer, std::int64_t t) const;
   // Makes `layer` hold n_tokens rows (n_tokens <= max_tokens, from an empty
-  // layer) copied from ceil(n_tokens / tile_tokens) raw tiles, one after
-  // another in `tiles`. Error(bad_file) naming the layer, tile and row of a
-  // tile latent_tile_problem refuses; Error(out_of_memory).
+  // layer) copied from what save_tiles wrote (stored_bytes(n_tokens)).
+  // Error(bad_file) naming the layer, tile and row of a tile
+  // latent_tile_problem refuses; Error(out_of_memory).
   void load_tiles(int layer, std::int64_t n_tokens, const std::uint8_t* tiles);
 
   // One layer as the kernels see it; stays valid for the life of the cache
@@ -110,14 +121,30 @@ class LatentCache {
     // where it could not be reserved: tiles are then allocated one by one).
     std::uint8_t* region = nullptr;
     std::size_t region_bytes = 0;
+    // int4: tile n / tile_tokens, the one filling, in int8's layout.
+    void* fill = nullptr;
   };
   void check_layer(int layer) const;
   void free_all();
   // The tile in slot t of layer l, allocated (zeroed) if it is not yet.
   void* tile_for_write(Layer& l, std::size_t t);
+  // int4: whether tile t of a layer of n tokens is the filling one.
+  bool is_fill(std::int64_t n, std::int64_t t) const { return fills_ && t == n / cfg_.tile_tokens; }
+  // int4: row r of the fill tile into tile t (as int4), for r < rows; kv, pe
+  // (d_c, d_R) scratch.
+  void fill_to_tile(Layer& l, std::size_t t, int rows, float* kv, float* pe);
+  // A layer cut to n tokens; int4: if that moves the filling tile back, the
+  // kept rows of the new one go to the fill tile as int8. row: (d_c + d_R)
+  // scratch (int4 only).
+  void cut(Layer& l, std::int64_t n, float* row);
+  void shift_through_rows(std::int64_t n_keep, std::int64_t n_discard, const RopeTurn& turn, int nt);
 
   LatentCacheConfig cfg_;
   LatentTileLayout layout_;
+  bool fills_ = false;             // int4: a fill tile per layer
+  LatentTileLayout fill_layout_;   // int8's layout of this shape
+  std::size_t fill_alloc_ = 0;
+  std::vector<float> row_;         // (d_c + d_R) scratch for write and truncate
   std::size_t tile_alloc_ = 0;  // bytes per tile allocation (64-byte multiple)
   std::vector<Layer> layers_;
   std::size_t n_tiles_ = 0;     // allocated tiles, all layers

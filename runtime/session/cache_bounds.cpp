@@ -73,12 +73,14 @@ CacheBound cache_bound(const Model& model, int layer) {
   return b;
 }
 
-std::string cache_tiles_problem(const LatentTileLayout& layout, const std::uint8_t* tiles, std::int64_t n_tiles,
+std::string cache_tiles_problem(const LatentCache& cache, const std::uint8_t* tiles, std::int64_t n_tiles,
                                 std::int64_t n_tokens, const CacheBound& bound) {
-  const int T = layout.tokens, dc = layout.d_c, dr = layout.d_R;
+  const int T = cache.layout().tokens, dc = cache.layout().d_c, dr = cache.layout().d_R;
   std::vector<float> kv(static_cast<std::size_t>(dc)), pe(static_cast<std::size_t>(dr));
   for (std::int64_t t = 0; t < n_tiles; ++t) {
-    const std::uint8_t* tile = tiles + static_cast<std::size_t>(t) * layout.bytes;
+    // Every tile but the last is in the cache's layout, so at t times its size.
+    const LatentTileLayout& layout = cache.stored_layout(n_tokens, t);
+    const std::uint8_t* tile = tiles + static_cast<std::size_t>(t) * cache.layout().bytes;
     const float* scales = reinterpret_cast<const float*>(tile + layout.scale_offset);
     for (int r = 0; r < T; ++r) {
       const std::int64_t token = t * T + r;

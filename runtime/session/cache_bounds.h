@@ -10,6 +10,7 @@
 #include <string>
 
 #include "quant/latent_formats.h"
+#include "runtime/mla/latent_cache.h"
 #include "runtime/model/model.h"
 
 namespace latte {
@@ -41,7 +42,9 @@ CacheBound cache_bound(const Model& model, int layer);
 // (NaN and inf included), or anything but zeros in a row at or past
 // `n_tokens` (a session file writes those rows as zeros). "tile T, row R
 // (token N): ..."; empty if there is none.
-std::string cache_tiles_problem(const LatentTileLayout& layout, const std::uint8_t* tiles, std::int64_t n_tiles,
+// cache: one of the shape the tiles are for (its layouts: LatentCache::
+// stored_layout; an int4 cache's last tile, when not full, is int8).
+std::string cache_tiles_problem(const LatentCache& cache, const std::uint8_t* tiles, std::int64_t n_tiles,
                                 std::int64_t n_tokens, const CacheBound& bound);
 
 }  // namespace latte

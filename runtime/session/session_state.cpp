@@ -18,7 +18,9 @@
 //   72  i32      tokens[n_past]
 //       f32      logits[n_vocab], when has_logits
 //       tiles    per layer, ceil(n_past / tile_tokens) raw cache tiles; rows
-//                past n_past in the last one are written as zeros
+//                past n_past in the last one are written as zeros. int4:
+//                the last, when not full, in int8's layout (the cache keeps
+//                the filling tile so), of that layout's size
 //       u64      checksum of every byte before it
 // The tiles are the cache as stored (LatentCache::tile): an int8 session
 // saves and loads without requantizing, so a loaded session computes exactly
@@ -215,32 +217,9 @@ std::uint64_t Session::state_checksum(const void* data, std::size_t n) {
   return c.value();
 }
 
-namespace {
-
-// The tiles of `layer` holding its first n tokens, one after another, the
-// last tile's rows past n written as zeros: they may hold what a truncation
-// or a refused call left (stale tokens, NaN), which a saved session or a
-// copy must not carry (load_state's check of every row passes).
-void layer_tiles(const LatentCache& cache, int layer, std::int64_t n, std::uint8_t* out) {
-  const LatentCacheConfig& cc = cache.config();
-  const LatentTileLayout& lay = cache.layout();
-  const std::int64_t n_tiles = tiles_for(n, cc.tile_tokens);
-  for (std::int64_t t = 0; t < n_tiles; ++t)
-    std::memcpy(out + static_cast<std::size_t>(t) * lay.bytes, cache.tile(layer, t), lay.bytes);
-  if (n_tiles == 0) return;
-  const int used_in_last = static_cast<int>(n - (n_tiles - 1) * cc.tile_tokens);
-  const std::vector<float> zeros(static_cast<std::size_t>(cc.d_c + cc.d_R), 0.f);
-  std::uint8_t* last = out + static_cast<std::size_t>(n_tiles - 1) * lay.bytes;
-  for (int r = used_in_last; r < cc.tile_tokens; ++r)
-    latent_store_row(lay, last, r, zeros.data(), zeros.data() + cc.d_c);
-}
-
-}  // namespace
-
 std::size_t Session::state_size() const {
   const LatentCacheConfig& cc = cache_.config();
-  const std::size_t tiles = static_cast<std::size_t>(cc.n_layers) *
-                            static_cast<std::size_t>(tiles_for(n_past_, cc.tile_tokens)) * cache_.layout().bytes;
+  const std::size_t tiles = static_cast<std::size_t>(cc.n_layers) * cache_.stored_bytes(n_past_);
   return kHeaderBytes + tokens_.size() * sizeof(std::int32_t) + (has_logits_ ? last_logits_.size() * sizeof(float) : 0) +
          tiles + 8;
 }
@@ -276,10 +255,13 @@ void Session::write_state(const std::function<void(const void*, std::size_t)>& w
   write(tokens_.data(), tokens_.size() * sizeof(std::int32_t));
   if (has_logits_) write(last_logits_.data(), last_logits_.size() * sizeof(float));
   // Layer by layer (one layer's tiles in memory at a time).
-  const std::size_t n_tiles = static_cast<std::size_t>(tiles_for(n_past_, cc.tile_tokens));
-  std::vector<std::uint8_t> tiles = buffer_for<std::uint8_t>("save session", "one layer's tiles", n_tiles * lay.bytes);
+  // Rows past n_past as zeros (LatentCache::save_tiles): a truncation or a
+  // refused call may have left anything there, which a saved session or a
+  // copy must not carry (load_state's check of every row passes).
+  std::vector<std::uint8_t> tiles =
+      buffer_for<std::uint8_t>("save session", "one layer's tiles", cache_.stored_bytes(n_past_));
   for (int l = 0; l < cc.n_layers; ++l) {
-    layer_tiles(cache_, l, n_past_, tiles.data());
+    cache_.save_tiles(l, n_past_, tiles.data());
     write(tiles.data(), tiles.size());
   }
   const std::uint64_t check = sum.value();
@@ -410,9 +392,25 @@ void Session::read_state(StateSource& in, const std::string& what) try {
     // The size the header implies, with the tile product checked for
     // overflow (a damaged tile size or layer count can be anything).
     n_tiles = static_cast<std::uint64_t>(tiles_for(s.n_past, s.tile_tokens));
-    std::uint64_t tile_total = 0;
+    // int4: a last tile not full is in int8's layout, whose size follows
+    // from the shape (an impossible shape: no such tile, refused below).
+    const std::uint64_t partial = static_cast<std::uint64_t>(s.n_past % s.tile_tokens != 0);
+    std::uint64_t last_bytes = s.tile_bytes;
+    if (s.storage == static_cast<std::uint32_t>(LatentStorage::int4) && partial) {
+      const bool shape_ok = s.d_c <= kLatentInt8MaxChannels && s.d_R <= kLatentInt8MaxChannels &&
+                            s.tile_tokens <= static_cast<std::uint32_t>(kLatentInt8MaxTileTokens) &&
+                            !*latent_layout_problem(LatentStorage::int8, static_cast<int>(s.d_c),
+                                                    static_cast<int>(s.d_R), static_cast<int>(s.tile_tokens));
+      last_bytes = shape_ok ? make_latent_tile_layout(LatentStorage::int8, static_cast<int>(s.d_c),
+                                                      static_cast<int>(s.d_R), static_cast<int>(s.tile_tokens))
+                                  .bytes
+                            : ~std::uint64_t{0} >> 2;
+    }
+    std::uint64_t tile_total = 0, per_layer = 0;
     const bool overflow =
-        __builtin_mul_overflow(static_cast<std::uint64_t>(s.n_layers) * n_tiles, s.tile_bytes, &tile_total) ||
+        __builtin_mul_overflow(n_tiles - partial, s.tile_bytes, &per_layer) ||
+        __builtin_add_overflow(per_layer, partial * last_bytes, &per_layer) ||
+        __builtin_mul_overflow(static_cast<std::uint64_t>(s.n_layers), per_layer, &tile_total) ||
         tile_total > (std::uint64_t{1} << 62);
     const std::uint64_t expect = overflow ? ~std::uint64_t{0}
                                           : kHeaderBytes + 4 * static_cast<std::uint64_t>(s.n_past) +
@@ -502,13 +500,13 @@ void Session::read_state(StateSource& in, const std::string& what) try {
   std::optional<LatentCache> fresh;
   in_cache([&] { fresh.emplace(cc); });
   std::vector<std::uint8_t> layer_tiles =
-      buffer_for<std::uint8_t>(what, "one layer's tiles", static_cast<std::size_t>(n_tiles * s.tile_bytes));
+      buffer_for<std::uint8_t>(what, "one layer's tiles", fresh->stored_bytes(s.n_past));
   for (int l = 0; l < cc.n_layers; ++l) {
     read(layer_tiles.data(), layer_tiles.size());
     // Values this model cannot have written (the checksum vouches for
     // nothing: anyone can recompute it), before the cache takes them.
     if (s.n_past > 0) {
-      if (const std::string why = cache_tiles_problem(lay, layer_tiles.data(), static_cast<std::int64_t>(n_tiles),
+      if (const std::string why = cache_tiles_problem(*fresh, layer_tiles.data(), static_cast<std::int64_t>(n_tiles),
                                                       s.n_past, cache_bound(*model_, l));
           !why.empty())
         throw Error(Status::bad_file, what + ": layer " + std::to_string(l) + ", " + why);
@@ -541,10 +539,9 @@ std::unique_ptr<Session> Session::copy() const {
   const std::int64_t n_tiles = tiles_for(n_past_, cc.tile_tokens);
   const std::string what = "copy session: its latent cache (" + std::to_string(cc.n_layers) + " layers of " +
                            std::to_string(n_tiles) + " tiles of " + std::to_string(cache_.layout().bytes) + " bytes)";
-  std::vector<std::uint8_t> tiles =
-      buffer_for<std::uint8_t>(what, "one layer's tiles", static_cast<std::size_t>(n_tiles) * cache_.layout().bytes);
+  std::vector<std::uint8_t> tiles = buffer_for<std::uint8_t>(what, "one layer's tiles", cache_.stored_bytes(n_past_));
   for (int l = 0; l < cc.n_layers; ++l) {
-    layer_tiles(cache_, l, n_past_, tiles.data());
+    cache_.save_tiles(l, n_past_, tiles.data());
     try {
       s->cache_.load_tiles(l, n_past_, tiles.data());
     } catch (const Error& e) {

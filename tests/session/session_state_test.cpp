@@ -128,8 +128,9 @@ TEST_P(SessionState, LoadedSessionContinuesExactlyAsTheSavedOne) {
     ASSERT_EQ(logits_of(b), want[t - 135]) << "position " << t;
   }
   // The file is the size the format says: header, tokens, logits, 2 tiles
-  // per layer, checksum.
-  const std::size_t tiles = 2 * static_cast<std::size_t>(model->params().n_layers) * a.cache().layout().bytes;
+  // per layer (int4: the second, not full, in int8's layout), checksum.
+  const std::size_t tiles = static_cast<std::size_t>(model->params().n_layers) *
+                            (a.cache().layout().bytes + a.cache().stored_layout(135, 1).bytes);
   EXPECT_EQ(std::filesystem::file_size(path), kHeader + 4 * 135 + 4 * model->params().n_vocab + tiles + 8);
 }
 
@@ -419,10 +420,12 @@ TEST(SessionStateFile, TilesWithNonFiniteValuesAreRefused) {
     std::vector<float> kv(64, 0.5f), pe(16, -0.25f);
     for (int l = 0; l < 2; ++l)
       for (int t = 0; t < 130; ++t) src.write(l, t, 1, kv.data(), pe.data());
+    // The tiles as saved (an int4 cache's second, not full, in int8's layout).
     const std::size_t tb = src.layout().bytes;
-    std::vector<std::uint8_t> tiles(2 * tb);
-    std::memcpy(tiles.data(), src.tile(1, 0), tb);
-    std::memcpy(tiles.data() + tb, src.tile(1, 1), tb);
+    const LatentTileLayout& last = src.stored_layout(130, 1);
+    std::vector<std::uint8_t> tiles(src.stored_bytes(130));
+    ASSERT_EQ(tiles.size(), tb + last.bytes);
+    src.save_tiles(1, 130, tiles.data());
     LatentCache ok(c);
     ok.load_tiles(0, 130, tiles.data());
     std::vector<float> kv2(64), pe2(16);
@@ -437,7 +440,7 @@ TEST(SessionStateFile, TilesWithNonFiniteValuesAreRefused) {
       const std::uint16_t inf = 0x7C00;
       std::memcpy(t1 + (static_cast<std::size_t>(row) * 80 + 3) * 2, &inf, 2);
     }
-    if (latent_storage_quantized(st)) std::memcpy(t1 + src.layout().scale_offset + 4 * row, &nan, 4);
+    if (latent_storage_quantized(st)) std::memcpy(t1 + last.scale_offset + 4 * row, &nan, 4);
     LatentCache refuse(c);
     try {
       refuse.load_tiles(0, 130, tiles.data());
@@ -448,8 +451,8 @@ TEST(SessionStateFile, TilesWithNonFiniteValuesAreRefused) {
     }
     if (latent_storage_quantized(st)) {  // a negative scale, too
       const float neg = -1.0f;
-      std::memcpy(t1 + src.layout().scale_offset + 4 * row, &neg, 4);
-      EXPECT_NE(latent_tile_problem(src.layout(), t1).find("row 72: a scale is -1"), std::string::npos);
+      std::memcpy(t1 + last.scale_offset + 4 * row, &neg, 4);
+      EXPECT_NE(latent_tile_problem(last, t1).find("row 72: a scale is -1"), std::string::npos);
     }
     EXPECT_EQ(latent_tile_problem(src.layout(), src.tile(0, 0)), "");
   }
@@ -610,10 +613,13 @@ TEST(SessionStateFile, ValuesItsModelCannotWriteAreRefused) {
     const LatentTileLayout& lay = a.cache().layout();
     const int T = lay.tokens, dc = lay.d_c;
     ASSERT_EQ(T, 128);
-    // Layer 1's tiles: tile t's row r, as bytes of the file.
-    const std::size_t layer1 = kHeader + 4 * 140 + 4 * static_cast<std::size_t>(n_vocab) + 2 * lay.bytes;
+    // Layer 1's tiles: tile t's row r, as bytes of the file (an int4
+    // cache's second tile, not full, in int8's layout).
+    const std::size_t per_layer = a.cache().stored_bytes(140);
+    ASSERT_EQ(per_layer, lay.bytes + a.cache().stored_layout(140, 1).bytes);
+    const std::size_t layer1 = kHeader + 4 * 140 + 4 * static_cast<std::size_t>(n_vocab) + per_layer;
     ASSERT_EQ(bytes.size(), kHeader + 4 * 140 + 4 * static_cast<std::size_t>(n_vocab) +
-                                2 * static_cast<std::size_t>(model->params().n_layers) * lay.bytes + 8);
+                                static_cast<std::size_t>(model->params().n_layers) * per_layer + 8);
     // The file with one field of layer 1 set to v (a scale's or a value's
     // bytes, as stored), resealed.
     const std::string bad = ::testing::TempDir() + "/values_bad_" + test::process_tag() + ".lsess";
@@ -621,7 +627,8 @@ TEST(SessionStateFile, ValuesItsModelCannotWriteAreRefused) {
       std::vector<std::uint8_t> b = bytes;
       std::uint8_t* t = b.data() + layer1 + static_cast<std::size_t>(tile) * lay.bytes;
       if (latent_storage_quantized(st)) {  // channel 0: the latent scale, 1: the rope scale
-        std::memcpy(t + lay.scale_offset + 4 * static_cast<std::size_t>(channel * T + row), &v, 4);
+        const std::size_t so = a.cache().stored_layout(140, tile).scale_offset;
+        std::memcpy(t + so + 4 * static_cast<std::size_t>(channel * T + row), &v, 4);
       } else if (st == LatentStorage::f32) {
         std::memcpy(t + 4 * (static_cast<std::size_t>(row) * (dc + lay.d_R) + channel), &v, 4);
       } else {
