@@ -52,8 +52,9 @@ void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const 
   // a short context (docs/performance-log.md, "Figures moved out of code
   // comments"). Rounding as nearbyint's (to nearest even), so the result is
   // the scalar one bit for bit.
-  // offset: the cache bytes' offset the scores carry (I8<Arch>).
-  auto quant = [&](const float* x, int n, std::int8_t* q, float& qs, float& corr, float offset) {
+  // Returns the quantized values' sum (0 for a bad row), which times the
+  // cache bytes' offset (I8<Arch>) is the scores' correction.
+  auto quant = [&](const float* x, int n, std::int8_t* q, float& qs) {
     alignas(64) std::int32_t ti[W];
     F amv(0.f);
     int i = 0;
@@ -89,16 +90,16 @@ void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const 
       sum += v;
     }
     qs = bad ? __builtin_nanf("") : inv > 0.f ? amax / QMAX * scale : 0.f;
-    corr = !bad ? offset * static_cast<float>(sum) : 0.f;
+    return bad ? 0.f : static_cast<float>(sum);
   };
-  const float off8 = I8<Arch>::kOffset ? 128.f : 0.f;
+  const auto corr8 = [](float sum) { return I8<Arch>::kOffset ? 128.f * sum : 0.f; };  // int8 bytes
   for (int h = 0; h < nh; ++h) {
-    quant(q_lat + static_cast<std::size_t>(h) * d_c, d_c, q8 + static_cast<std::size_t>(h) * C, qv[h], qv[2 * nh + h],
-          P.q4 ? 8.f : off8);
-    // An int4 cache's int8 tile (the one filling): the same sum, int8's offset.
-    qv[4 * nh + h] = P.q4 && off8 != 0.f ? qv[2 * nh + h] / 8.f * off8 : P.q4 ? 0.f : qv[2 * nh + h];
-    quant(q_pe + static_cast<std::size_t>(h) * d_R, d_R, q8 + static_cast<std::size_t>(h) * C + d_c, qv[nh + h],
-          qv[3 * nh + h], off8);
+    const float sl = quant(q_lat + static_cast<std::size_t>(h) * d_c, d_c, q8 + static_cast<std::size_t>(h) * C, qv[h]);
+    qv[2 * nh + h] = P.q4 ? 8.f * sl : corr8(sl);  // int4's nibbles carry +8 on every ISA
+    qv[4 * nh + h] = corr8(sl);                    // an int4 cache's int8 tile (the one filling)
+    const float sr = quant(q_pe + static_cast<std::size_t>(h) * d_R, d_R, q8 + static_cast<std::size_t>(h) * C + d_c,
+                           qv[nh + h]);
+    qv[3 * nh + h] = corr8(sr);
     // The score pass works in log2 units: log2(e) goes into the scales once
     // here rather than at every vector pair.
     qv[h] *= kLog2e;

@@ -189,8 +189,8 @@ template <class Arch, int HB, int GB>
 // first nch weight chunks of a block: out (HB, 16) int32, out[h][4i+d] =
 // channel 4(g0+i)+d. Q4: the tiles are int4.
 template <class Arch, int HB, int GB, bool Q4>
-[[gnu::noinline]] void i8_values(const std::uint8_t* const* tiles, int i8t, int T, int g0, int nch,
-                                 const std::uint8_t* pv, std::size_t pv_stride, std::int32_t* out, LinePrefetch pf) {
+[[gnu::noinline]] void i8_values(const std::uint8_t* const* tiles, int T, int g0, int nch, const std::uint8_t* pv,
+                                 std::size_t pv_stride, std::int32_t* out, LinePrefetch pf) {
   using K = I8<Arch>;
   constexpr int L = K::L;
   const int cpt = T / (4 * L);  // chunks per tile
@@ -214,12 +214,11 @@ template <class Arch, int HB, int GB, bool Q4>
   //   and the prefetch after it.
   int ch0 = 0, t = 0, k = 0;
   do {
-    const bool q4 = Q4 && t != i8t;  // an int4 cache's filling tile is int8
-    const std::uint8_t* d = tiles[t] + static_cast<std::size_t>(g0) * TG * (q4 ? 8 : 16);
+    const std::uint8_t* d = tiles[t] + static_cast<std::size_t>(g0) * TG * (Q4 ? 8 : 16);
     const std::uint8_t* b = pv + static_cast<std::size_t>(ch0) * 16 * L;
     const int n = nch - ch0 < cpt ? nch - ch0 : cpt;  // >= 1
     int c = 0;
-    if (q4) {
+    if constexpr (Q4) {
       for (; c < n; ++c, b += 16 * L) {
         const Q4Pos q = q4_pos<L>(c);
         chunk_dots4<Arch, HB, GB>(a, d + q.off, TG * 8, q.hi, b, pv_stride);
@@ -252,15 +251,15 @@ void i8_scores_n(int n, const std::uint8_t* data, int T, int Gl, int G, const st
 }
 
 template <class Arch, int HB, int GB, bool Q4>
-void i8_values_n(int nh, int ng, const std::uint8_t* const* tiles, int i8t, int T, int g0, int nch,
+void i8_values_n(int nh, int ng, const std::uint8_t* const* tiles, int T, int g0, int nch,
                  const std::uint8_t* pv, std::size_t pv_stride, std::int32_t* out, LinePrefetch pf) {
   if constexpr (HB > 1) {
-    if (nh < HB) return i8_values_n<Arch, HB - 1, GB, Q4>(nh, ng, tiles, i8t, T, g0, nch, pv, pv_stride, out, pf);
+    if (nh < HB) return i8_values_n<Arch, HB - 1, GB, Q4>(nh, ng, tiles, T, g0, nch, pv, pv_stride, out, pf);
   }
   if constexpr (GB > 1) {
-    if (ng < GB) return i8_values_n<Arch, HB, GB - 1, Q4>(nh, ng, tiles, i8t, T, g0, nch, pv, pv_stride, out, pf);
+    if (ng < GB) return i8_values_n<Arch, HB, GB - 1, Q4>(nh, ng, tiles, T, g0, nch, pv, pv_stride, out, pf);
   }
-  i8_values<Arch, HB, GB, Q4>(tiles, i8t, T, g0, nch, pv, pv_stride, out, pf);
+  i8_values<Arch, HB, GB, Q4>(tiles, T, g0, nch, pv, pv_stride, out, pf);
 }
 
 template <class Arch>
@@ -320,7 +319,7 @@ inline const std::uint8_t* tile_at(const LatentLayerView& v, std::int64_t t) {
 struct I8Block {
   const std::uint8_t* const* tp;        // (ntile) the tiles
   int ntile = 0, nvalid = 0, ntok = 0;  // tiles; tokens inside the context; those in whole vectors
-  int i8 = -1;                          // int4 caches: the block's tile in int8's layout, or -1
+  bool int8 = false;                    // an int4 cache's filling tile, in int8's layout (alone in its block)
   bool first = false;                   // the item's first block: po not yet written
   std::int64_t nb0 = 0, nb1 = 0;        // the block after this one: [nb0, nb1) of this item, or of the next
 };
@@ -336,8 +335,8 @@ template <class Arch, bool Q4>
   const Plan& P = X.P;
   const int T = P.T, BT = P.BT;
   for (int h = h0; h < h1; ++h) F(kMasked).store_aligned(s.mx + static_cast<std::size_t>(h) * W);
+  const bool is8 = Q4 && B.int8;
   for (int i = 0; i < B.ntile && i * T < B.nvalid; ++i) {
-    const bool is8 = Q4 && i == B.i8;  // an int4 cache's filling tile
     const float* tsc = reinterpret_cast<const float*>(
         B.tp[i] + (is8 ? X.cache->int8_scale_offset : X.cache->layout.scale_offset));
     // The tile after this one (in this block or the next), prefetched
@@ -371,13 +370,10 @@ template <class Arch, bool Q4>
   const Plan& P = X.P;
   const int T = P.T, BT = P.BT, d_c = P.d_c, ntok = B.ntok;
   float *scl = s.scl, *ps = s.ps, *cp = s.cp;
+  const bool q4 = Q4 && !B.int8;  // the block's tiles are int4
+  const std::size_t scale_offset = Q4 && B.int8 ? X.cache->int8_scale_offset : X.cache->layout.scale_offset;
   for (int i = 0; i < B.ntile; ++i)
-    std::memcpy(scl + static_cast<std::size_t>(i) * T,
-                B.tp[i] + (Q4 && i == B.i8 ? X.cache->int8_scale_offset : X.cache->layout.scale_offset),
-                sizeof(float) * T);
-  // An int4 cache's int8 tile is its last: tokens from j8 on carry int8's
-  // offset in the value products, those before it int4's.
-  const int j8 = Q4 && B.i8 >= 0 ? (B.i8 * T < ntok ? B.i8 * T : ntok) : ntok;
+    std::memcpy(scl + static_cast<std::size_t>(i) * T, B.tp[i] + scale_offset, sizeof(float) * T);
   // Rows past the context may hold stale rows (a truncated session's),
   // even NaN scales; their weights must come out exactly 0.
   for (int k = B.nvalid; k < ntok; ++k) scl[k] = 0.f;
@@ -403,16 +399,14 @@ template <class Arch, bool Q4>
     const float inv = wm > 0.f ? K::PMAX / wm : 0.f;
     ps[h] = wm / K::PMAX;
     const F vinv(inv);
-    typename K::acc qsum = K::zero(), qsum8 = K::zero();  // exact: at most 127 * BT / W per lane
+    typename K::acc qsum = K::zero();  // exact: at most 127 * BT / W per lane
     std::uint8_t* v = s.pv + static_cast<std::size_t>(h) * s.pv_stride;
-    int j = 0;
-    for (; j < j8; j += W) K::quant_pvec(F::load_unaligned(sh + j) * vinv, qsum, v + static_cast<std::size_t>(j) * 4);
-    for (; j < ntok; j += W) K::quant_pvec(F::load_unaligned(sh + j) * vinv, qsum8, v + static_cast<std::size_t>(j) * 4);
+    for (int j = 0; j < ntok; j += W)
+      K::quant_pvec(F::load_unaligned(sh + j) * vinv, qsum, v + static_cast<std::size_t>(j) * 4);
     // The cache bytes' offset times the weights' sum: int4's nibbles carry
     // +8 on every ISA (I8<Arch>), int8's bytes +128 where kValueOffset.
-    const float off8 = K::kValueOffset ? 128.f : 0.f;
-    cp[h] = Q4 ? 8.f * static_cast<float>(hsum_i32(qsum)) + off8 * static_cast<float>(hsum_i32(qsum8))
-               : off8 * static_cast<float>(hsum_i32(qsum) + hsum_i32(qsum8));
+    cp[h] = q4 ? 8.f * static_cast<float>(hsum_i32(qsum))
+            : K::kValueOffset ? 128.f * static_cast<float>(hsum_i32(qsum)) : 0.f;
     // Rescaled by alpha, except on an item's first block, where po is not
     // yet written (the value products store it) and alpha is 0 or, for a
     // NaN query, NaN: that NaN still spreads, through the block's scale.
@@ -470,8 +464,11 @@ template <class Arch, bool Q4>
         if (e > a) pf = LinePrefetch{tile + (a - ti * tile_lines) * 64, static_cast<int>(e - a)};
         ++call;
       }
-      i8_values_n<Arch, value_hb<Arch>(), 4, Q4>(nhb, ng, B.tp, B.i8, T, g, nch, s.pv + static_cast<std::size_t>(h) * s.pv_stride,
-                                             s.pv_stride, vo, pf);
+      const std::uint8_t* pv = s.pv + static_cast<std::size_t>(h) * s.pv_stride;
+      if (Q4 && B.int8)
+        i8_values_n<Arch, value_hb<Arch>(), 4, false>(nhb, ng, B.tp, T, g, nch, pv, s.pv_stride, vo, pf);
+      else
+        i8_values_n<Arch, value_hb<Arch>(), 4, Q4>(nhb, ng, B.tp, T, g, nch, pv, s.pv_stride, vo, pf);
       for (int k = 0; k < nhb; ++k) {
         float* o = po + static_cast<std::size_t>(h + k) * d_c + 4 * g;
         const std::int32_t* r = vo + 16 * k;
@@ -529,7 +526,7 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
     if (t8 > tb && t8 < tb + ntile) ntile = t8 - tb;
     B.ntile = static_cast<int>(ntile);
     for (int i = 0; i < B.ntile; ++i) tp[i] = tile_at(*X.cache, tb + i);
-    B.i8 = t8 == tb ? 0 : -1;
+    B.int8 = t8 == tb;
     B.nvalid = static_cast<int>(imin(static_cast<std::int64_t>(B.ntile) * T, X.n_ctx - tb * T));
     B.ntok = (B.nvalid + W - 1) / W * W;  // whole vectors
     B.first = tb == t0;
