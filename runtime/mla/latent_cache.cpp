@@ -238,7 +238,7 @@ const void* LatentCache::tile(int layer, std::int64_t t) const {
   if (t < 0 || t >= tiles_for(l.n, cfg_.tile_tokens))
     throw Error(Status::invalid_argument, "latent cache: tile " + std::to_string(t) + " of layer " +
                                               std::to_string(layer) + " holds no tokens");
-  return is_fill(l.n, t) ? l.fill : l.tiles[t];
+  return stored_tile(l, t);
 }
 
 const LatentTileLayout& LatentCache::stored_layout(std::int64_t n, std::int64_t t) const {
@@ -265,7 +265,7 @@ void LatentCache::save_tiles(int layer, std::int64_t n, std::uint8_t* out) const
     // gives it: they differ where n cuts a full int4 tile.
     const LatentTileLayout& want = stored_layout(n, t);
     const LatentTileLayout& have = stored_layout(l.n, t);
-    const void* src = is_fill(l.n, t) ? l.fill : l.tiles[t];
+    const void* src = stored_tile(l, t);
     std::uint8_t* dst = out + off;
     if (&want == &have) {
       std::memcpy(dst, src, want.bytes);
@@ -322,7 +322,7 @@ void LatentCache::read_row(int layer, std::int64_t pos, float* c_kv, float* k_pe
   if (pos < 0 || pos >= l.n)
     throw Error(Status::invalid_argument, "latent cache: position " + std::to_string(pos) + " not stored");
   const std::int64_t t = pos / cfg_.tile_tokens;
-  latent_load_row(stored_layout(l.n, t), is_fill(l.n, t) ? l.fill : l.tiles[t], static_cast<int>(pos % cfg_.tile_tokens),
+  latent_load_row(stored_layout(l.n, t), stored_tile(l, t), static_cast<int>(pos % cfg_.tile_tokens),
                   c_kv, k_pe);
 }
 
@@ -393,14 +393,14 @@ void LatentCache::shift_through_rows(std::int64_t n_keep, std::int64_t n_discard
         for (int j = 0; j < m; ++j) {
           const std::int64_t p = p0 + j, t = p / T;
           float* r = buf + static_cast<std::size_t>(j) * C;
-          latent_load_row(stored_layout(l.n, t), is_fill(l.n, t) ? l.fill : l.tiles[t], static_cast<int>(p % T), r,
+          latent_load_row(stored_layout(l.n, t), stored_tile(l, t), static_cast<int>(p % T), r,
                           r + cfg_.d_c);
           rope_turn_apply(turn, r + cfg_.d_c);
         }
         for (int j = 0; j < m; ++j) {
           const std::int64_t q = p0 + j - n_discard, t = q / T;
           const float* r = buf + static_cast<std::size_t>(j) * C;
-          latent_store_row(stored_layout(l.n, t), is_fill(l.n, t) ? l.fill : l.tiles[t], static_cast<int>(q % T), r,
+          latent_store_row(stored_layout(l.n, t), stored_tile(l, t), static_cast<int>(q % T), r,
                            r + cfg_.d_c);
         }
       }

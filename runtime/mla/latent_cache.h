@@ -130,6 +130,9 @@ class LatentCache {
   void* tile_for_write(Layer& l, std::size_t t);
   // int4: whether tile t of a layer of n tokens is the filling one.
   bool is_fill(std::int64_t n, std::int64_t t) const { return fills_ && t == n / cfg_.tile_tokens; }
+  // Tile t of l as it stands: the fill tile or a tile of the table (in
+  // stored_layout(l.n, t)).
+  void* stored_tile(const Layer& l, std::int64_t t) const { return is_fill(l.n, t) ? l.fill : l.tiles[t]; }
   // int4: row r of the fill tile into tile t (as int4), for r < rows; kv, pe
   // (d_c, d_R) scratch.
   void fill_to_tile(Layer& l, std::size_t t, int rows, float* kv, float* pe);
