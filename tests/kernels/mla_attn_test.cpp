@@ -255,9 +255,10 @@ TEST(MlaDecodeInt8, ErrorAgainstF32Cache) {
 }
 
 // The int4 cache against the f32 truth, beside int8's: what 4-bit latents
-// lose on uniform random rows (these draws: NMSE 0.015-0.047 on every ISA and
-// the reference alike, so the cache's rounding, not the kernels), bounded
-// with room, and far more than int8 loses (else the cache would not be int4).
+// lose on uniform random rows (the reference loses as much as every ISA: the
+// cache's rounding, not the kernels; docs/performance-log.md, "Issue 60,
+// first part"), bounded with room, and far more than int8 loses (else the
+// cache would not be int4).
 TEST(MlaDecodeInt4, ErrorAgainstF32Cache) {
   for (std::int64_t n : {64, 1000, 5000}) {
     TestCache f32(LatentStorage::f32, kV2, n, 99);

@@ -119,10 +119,8 @@ const char* storage_name(LatentStorage s) { return latent_storage_name(s); }
 // stored value's rounding flips. Bounds: NMSE 1e-8 and max 5e-3 with f32
 // and f16 caches; int8 caches NMSE 1e-5 and max 2e-2, 1/300 of the int8
 // cache's own error bound against f32 (session_test.cpp); int4 caches, whose
-// steps are 18x coarser, NMSE 5e-4 and max 0.15 (measured, before the
-// filling tile was kept at int8, up to 1.2e-4 and 0.085 on tiny-moe-v2-lite
-// with avx2 and without oneDNN). The measured errors:
-// docs/performance-log.md, "Issue 56".
+// steps are 18x coarser, NMSE 5e-4 and max 0.15. The measured errors:
+// docs/performance-log.md, "Issue 56" and "Issue 60, first part".
 double step_nmse_bound(LatentStorage s) {
   return s == LatentStorage::int4 ? 5e-4 : s == LatentStorage::int8 ? 1e-5 : 1e-8;
 }

@@ -135,10 +135,9 @@ TEST_P(SessionVsLlamaCpp, Logits) {
     }
     case LatentStorage::int4:
       // Random-weight files are int4's worst case: their latents have no
-      // structure, and a row's 15 levels lose what the logits amplify (the
-      // storage alone, latent_int4_study on tiny-dense: logits NMSE 0.03-0.04
-      // against int8's 2e-4). Measured here: NMSE 0.054 (dense) and 0.148
-      // (MoE), argmax 0.60 and 0.475; a wrong kernel gives NMSE ~1.
+      // structure, and a row's 15 levels lose what the logits amplify; a
+      // wrong kernel gives NMSE ~1 (measured: docs/performance-log.md,
+      // "Issue 60, first part").
       EXPECT_LT(e.nmse, 0.3) << isa_name(active_isa());
       EXPECT_GE(e.argmax_agree, 0.35) << isa_name(active_isa());
       break;
