@@ -4,7 +4,8 @@
 // parts are its includes, each a header of its own:
 //   mla_attn_plan_impl.h      the plan, scratch layout and split policy
 //   mla_attn_int8_ops_impl.h  the int8 operations per ISA (I8<Arch>, exp2_i8)
-//   mla_attn_int8_impl.h      the int8 path (int8 and int4 caches)
+//   mla_attn_int8_impl.h      the int8 path (int8 and int4 caches): its steps
+//   mla_attn_int8_products_impl.h  the int8 path's score and value products
 //   mla_attn_float_impl.h     the float path (f32 and f16 caches)
 // Everything here is a template over the xsimd Arch or sits in an anonymous
 // namespace, so no ISA-compiled inline code is shared with other objects.
