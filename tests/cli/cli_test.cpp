@@ -346,6 +346,37 @@ TEST(Cli, BenchInterleavesAsManyStepsAsItDecodes) {
   EXPECT_NE(line.find("%)"), std::string::npos) << line;
 }
 
+// --versus-cache: a second cache type filled to each depth beside the first,
+// its single steps among the alternated ones: a median at each depth > 0, in
+// the JSON and in the text; the same type twice, or no decode, refused.
+TEST(Cli, BenchAlternatesASecondCacheType) {
+  const std::string m = kTestdata + "/tiny-dense.gguf";
+  const Result r = run("bench -m " + m + " --depths 0,32 -p 0 -n 3 --threads 1 --cache-type int8 --versus-cache int4 --json",
+                       /*stdout_only=*/true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"versus_cache_type\": \"int4\""), std::string::npos) << r.output;
+  const auto d0 = r.output.find("\"depth\": 0,"), d32 = r.output.find("\"depth\": 32,");
+  ASSERT_NE(d0, std::string::npos) << r.output;
+  ASSERT_NE(d32, std::string::npos) << r.output;
+  const std::string row0 = r.output.substr(d0, r.output.find('}', d0) - d0);
+  const std::string row32 = r.output.substr(d32, r.output.find('}', d32) - d32);
+  EXPECT_NE(row0.find("\"decode_versus_step_ms\": null"), std::string::npos) << row0;
+  const auto at = row32.find("\"decode_versus_step_ms\": ");
+  ASSERT_NE(at, std::string::npos) << row32;
+  EXPECT_GT(std::stod(row32.substr(at + 25)), 0.0) << row32;
+  const Result text = run("bench -m " + m + " --depths 32 -p 0 -n 2 --threads 1 --versus-cache f16", /*stdout_only=*/true);
+  ASSERT_EQ(text.code, 0) << text.output;
+  EXPECT_NE(text.output.find("\n      32 | int8 "), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find(" ms | f16 "), std::string::npos) << text.output;
+  const Result same = run("bench -m " + m + " --depths 32 -p 0 -n 2 --versus-cache int8");
+  EXPECT_NE(same.code, 0);
+  EXPECT_NE(same.output.find("--versus-cache int8 is the --cache-type itself"), std::string::npos) << same.output;
+  const Result no_decode = run("bench -m " + m + " --depths 32 -p 4 -n 0 --versus-cache int4");
+  EXPECT_NE(no_decode.code, 0);
+  EXPECT_NE(no_decode.output.find("--versus-cache compares decode steps, and -n is 0"), std::string::npos)
+      << no_decode.output;
+}
+
 // The threads bench reports are those its sessions ran with: the default
 // is one per CPU the process may use (one under `taskset -c 0`, whatever
 // the machine has), and --threads N runs N whatever OpenMP's variables say.

@@ -22,11 +22,18 @@
 // step times of the two (`decode_step_ms`, `decode_depth0_step_ms`) and
 // their ratio (`decode_pct_of_interleaved_depth0`) compare them within
 // milliseconds of each other.
+//
+// --versus-cache T compares two cache types the same way: a third session
+// with cache T is filled with the same tokens to each depth, and its single
+// steps join the alternation (`decode_versus_step_ms`; the order of the three
+// rotates), since runs of two processes minutes apart differ by more than
+// two caches do.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -57,6 +64,10 @@ double median(std::vector<double> v) {  // v non-empty
 
 int run_bench(const BenchOptions& o) {
   if (o.cache == "all") throw UsageError("--cache-type all applies to --shift only");
+  const bool versus = !o.versus.empty();
+  if (versus && o.versus == o.cache)
+    throw UsageError("--versus-cache " + o.versus + " is the --cache-type itself: name another cache type");
+  if (versus && o.n_gen == 0) throw UsageError("--versus-cache compares decode steps, and -n is 0");
   if (o.n_prompt == 0 && o.n_gen == 0) throw UsageError("-p and -n are both 0, so there is nothing to measure");
   std::vector<std::int64_t> depths = parse_int_list(o.depths, "--depths", kMaxDepth);
   const api::Model model = open_model(o.model, o.no_mmap, o.mmap);
@@ -66,6 +77,7 @@ int run_bench(const BenchOptions& o) {
     double decode0_tps = 0;  // depth 0, measured next to each repetition
     bool interleaved = false;          // depth > 0 and decode measured
     double step_ms = 0, step0_ms = 0;  // medians of the interleaved steps
+    double versus_step_ms = 0;         // --versus-cache: its session's, among them
   };
   std::vector<Row> rows;
   std::mt19937 rng(1234);
@@ -88,6 +100,12 @@ int run_bench(const BenchOptions& o) {
   latte_session_options so0 = so;
   so0.n_ctx = std::max(o.n_gen, 1) + 1;
   api::Session s0(model, so0);
+  std::optional<api::Session> sv;  // --versus-cache: the same depths, the other cache
+  if (versus) {
+    latte_session_options sov = so;
+    sov.cache_type = cache_type_of(o.versus);
+    sv.emplace(model, sov);
+  }
   // What the sessions run with (the default: one per available CPU, as many
   // as start): the figure reported, and the plain reads' threads.
   const int threads = s.threads();
@@ -126,6 +144,10 @@ int run_bench(const BenchOptions& o) {
     s.reset();
     s0.decode(tok(rng));
     s0.reset();
+    if (sv) {
+      sv->decode(tok(rng));
+      sv->reset();
+    }
   }
   for (std::int64_t depth : depths) {
     const std::string at = "depth " + std::to_string(depth) + ": ";
@@ -135,6 +157,10 @@ int run_bench(const BenchOptions& o) {
     if (!fill.empty()) {
       measuring(at + "filling the cache (a prefill of " + count_of(static_cast<long long>(fill.size()), "token") + ")");
       s.prefill(fill);
+      if (sv) {
+        measuring(at + "filling the " + o.versus + " cache too");
+        sv->prefill(fill);
+      }
     }
     Row r{depth, 0, 0, seconds_since(t_fill)};
     for (int rep = 0; rep < o.repetitions; ++rep) {
@@ -166,8 +192,9 @@ int run_bench(const BenchOptions& o) {
       // Single steps alternated with depth-0 ones, and which of a pair
       // runs first alternates too, so neither kind always follows the other.
       const int pairs = o.n_gen * o.repetitions;
-      measuring(at + std::to_string(pairs) + " single steps alternated with steps from depth 0");
-      std::vector<double> at_depth, at_0;
+      measuring(at + std::to_string(pairs) + " single steps alternated with steps from depth 0" +
+                (sv ? " and with the " + o.versus + " cache's" : std::string()));
+      std::vector<double> at_depth, at_0, at_versus;
       auto timed_decode = [&](api::Session& x, std::vector<double>& times) {
         const auto t0 = std::chrono::steady_clock::now();
         x.decode(tok(rng));
@@ -181,19 +208,32 @@ int run_bench(const BenchOptions& o) {
         if (s0.n_past() == s0.n_ctx()) s0.reset();
         timed_decode(s0, at_0);
       };
+      auto step_versus = [&] {
+        timed_decode(*sv, at_versus);
+        sv->truncate(depth);
+      };
       for (int i = 0; i < pairs; ++i) {
-        if (i % 2 == 0) {
-          step_at_depth();
-          step_at_0();
-        } else {
-          step_at_0();
-          step_at_depth();
+        if (!sv) {
+          if (i % 2 == 0) {
+            step_at_depth();
+            step_at_0();
+          } else {
+            step_at_0();
+            step_at_depth();
+          }
+          continue;
+        }
+        switch (i % 3) {  // each kind first, second and third in turn
+          case 0: step_at_depth(), step_versus(), step_at_0(); break;
+          case 1: step_versus(), step_at_0(), step_at_depth(); break;
+          default: step_at_0(), step_at_depth(), step_versus(); break;
         }
       }
       s0.reset();
       r.interleaved = true;
       r.step_ms = median(at_depth);
       r.step0_ms = median(at_0);
+      if (sv) r.versus_step_ms = median(at_versus);
     }
     rows.push_back(r);
     progress.clear();
@@ -231,6 +271,7 @@ int run_bench(const BenchOptions& o) {
     };
     std::printf("  \"LATTE_POOL_SPIN_US\": %s,\n  \"LATTE_POOL_ADAPT\": %s,\n", env_json("LATTE_POOL_SPIN_US").c_str(),
                 env_json("LATTE_POOL_ADAPT").c_str());
+    std::printf("  \"versus_cache_type\": %s,\n", versus ? json_string(o.versus).c_str() : "null");
     std::printf("  \"prefill_cold_tok_s\": %s,\n  \"warmup\": \"%s\",\n",
                 num(measured_prefill, cold_prefill_tps, "%.2f").c_str(), warmup.c_str());
     std::printf("  \"decode_weight_bytes\": %zu,\n  \"read_GBps_before\": %s,\n  \"read_GBps_after\": %s,\n",
@@ -242,7 +283,7 @@ int run_bench(const BenchOptions& o) {
       std::printf("    {\"depth\": %lld, \"prefill_tok_s\": %s, \"decode_tok_s\": %s, \"decode_weights_GBps\": %s, "
                   "\"decode_read_pct\": %s, \"decode_depth0_adjacent_tok_s\": %s, "
                   "\"decode_pct_of_adjacent_depth0\": %s, \"decode_step_ms\": %s, \"decode_depth0_step_ms\": %s, "
-                  "\"decode_pct_of_interleaved_depth0\": %s, \"fill_s\": %.2f}%s\n",
+                  "\"decode_pct_of_interleaved_depth0\": %s, \"decode_versus_step_ms\": %s, \"fill_s\": %.2f}%s\n",
                   static_cast<long long>(r.depth), num(measured_prefill, r.prefill_tps, "%.2f").c_str(),
                   num(measured_decode, r.decode_tps, "%.2f").c_str(),
                   num(measured_decode, weight_rate(r) / 1e9, "%.2f").c_str(),
@@ -250,7 +291,9 @@ int run_bench(const BenchOptions& o) {
                   num(measured_decode, r.decode0_tps, "%.2f").c_str(),
                   num(measured_decode, pct_of_depth0(r), "%.1f").c_str(), num(r.interleaved, r.step_ms, "%.3f").c_str(),
                   num(r.interleaved, r.step0_ms, "%.3f").c_str(),
-                  num(r.interleaved, pct_interleaved(r), "%.1f").c_str(), r.fill_s, i + 1 < rows.size() ? "," : "");
+                  num(r.interleaved, pct_interleaved(r), "%.1f").c_str(),
+                  num(r.interleaved && versus, r.versus_step_ms, "%.3f").c_str(), r.fill_s,
+                  i + 1 < rows.size() ? "," : "");
     }
     std::printf("  ]\n}\n");
   } else {
@@ -289,6 +332,16 @@ int run_bench(const BenchOptions& o) {
       std::printf("(step ms: medians of %d single steps at the depth alternated with as many from depth 0; %% = "
                   "depth-0 step / step at the depth)\n",
                   o.n_gen * o.repetitions);
+      if (versus) {
+        std::printf("(--versus-cache: single steps of a second session, its cache %s, filled beside with the same "
+                    "tokens and alternated with the two above; medians)\n",
+                    o.versus.c_str());
+        for (const Row& r : rows)
+          if (r.interleaved)
+            std::printf("%8lld | %s %.3f ms | %s %.3f ms | %s %.1f%% of %s's time\n", static_cast<long long>(r.depth),
+                        o.cache.c_str(), r.step_ms, o.versus.c_str(), r.versus_step_ms, o.versus.c_str(),
+                        100 * r.versus_step_ms / r.step_ms, o.cache.c_str());
+      }
       std::printf("(decode reads %.1f MB of weights per token; a plain read of %.0f MB with these threads: %.1f GB/s "
                   "before, %.1f after; %% is of the better)\n",
                   weight_bytes / 1e6, read_bytes / 1e6, read_before / 1e9, read_after / 1e9);

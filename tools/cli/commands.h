@@ -59,6 +59,7 @@ struct BenchOptions {
   bool shift = false;       // time context shifts against re-prefills instead (bench_shift.cpp)
   std::int64_t reprefill_max = 32768;  // with shift: longest re-prefill measured (tokens)
   std::string batch;        // "1,2,4,8": aggregate decode of N sequences stepped together (bench_batch.cpp)
+  std::string versus;       // a second cache type filled beside, its decode steps alternated with the first's
 };
 // `latte bench`: prefill and decode tok/s at several context depths.
 int run_bench(const BenchOptions& opts);

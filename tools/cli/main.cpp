@@ -162,6 +162,11 @@ int main(int argc, char** raw_argv) {
                   ->check(int_list(std::int64_t{1} << 24)));
   bench->add_option("--cache-type", bench_opts.cache, "Latent cache storage (all: each, with --shift)")
       ->check(CLI::IsMember({"f32", "f16", "int8", "int4", "all"}));
+  auto* bench_versus =
+      bench->add_option("--versus-cache", bench_opts.versus,
+                        "A second cache type, filled beside the first to each depth: single decode steps of the two "
+                        "alternate, and each depth reports both medians (f32, f16, int8, int4)")
+          ->check(CLI::IsMember({"f32", "f16", "int8", "int4"}));
   auto* bench_shift = bench->add_flag(
       "--shift", bench_opts.shift,
       "Time a context shift of half of each depth (on a cache filled by writing rows) against a prefill of the "
@@ -182,7 +187,9 @@ int main(int argc, char** raw_argv) {
   list_option(bench->add_option("--batch", bench_opts.batch,
                                 "Sequence counts (1,2,4,8): aggregate decode of that many sequences at each depth, "
                                 "stepped together")
-                  ->excludes(bench_shift));
+                  ->excludes(bench_shift)
+                  ->excludes(bench_versus));
+  bench_versus->excludes(bench_shift);
 
   latte::cli::RunOptions run_opts;
   auto* run = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
