@@ -48,8 +48,8 @@ target_link_libraries(latent_int4_study PRIVATE latte_internal)
 # Its own check, at real shapes (V2-Lite's 16 heads, MiniCPM3's 40, PLM's
 # 16; Q4_K): the logits on 1 and on 3 threads bit-identical, with each SIMD
 # ISA's kernels (not ref: its K-quant rows are too slow for a ctest).
-# Labelled slow: under the sanitizers (scripts/test.sh leaves slow out there)
-# the two took 343 s, 11 and 8 s in Release, which runs them.
+# Labelled slow: the sanitizer stage of scripts/test.sh, where they ran ~18x
+# slower, leaves them to the Release stage.
 if(NOT WIN32 AND NOT CMAKE_CROSSCOMPILING)
   foreach(isa ${LATTE_ISAS})
     if(NOT isa STREQUAL "ref")

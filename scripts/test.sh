@@ -101,9 +101,10 @@ step "scripts build the CLI they run" tests/scripts/cli_target_test.sh
 #    CLI's own tests (the C API test still runs `latte run`), the prefill
 #    forms' sweep over V2-Lite shapes, the concurrent sessions with their
 #    own thread pools, the ref-ISA K-quant run, the shipped model's
-#    held-out perplexity and make-model's real-width presets (100 s there);
-#    the abort of a long prefill stops a 1,024-token one instead of 4,096
-#    (260 s there). And the allocation-failure sweep (alloc_fault):
+#    held-out perplexity and make-model's real-width presets; the abort of a
+#    long prefill stops a 1,024-token one instead of 4,096 (the two were the
+#    longest there: docs/performance-log.md, "The test suite's time"). And
+#    the allocation-failure sweep (alloc_fault):
 #    under qemu a failed allocation in the first prefill ends the process
 #    (std::bad_alloc reaching terminate on the aarch64 path, not yet
 #    diagnosed; on x86-64 the Release and ASan builds run the whole sweep).
@@ -128,8 +129,8 @@ fi
 
 # 2. Sanitizers: ASan + UBSan. Reports abort the test (halt_on_error), so a
 #    report is a failed test. Tests labelled slow (the 129K-vocabulary
-#    grammars, the thread-count logit hashes: 343 s here against 19 s in
-#    Release) run in the Release stage only. The tests link the static internal library, so
+#    grammars, the thread-count logit hashes, 18x slower here) run in the
+#    Release stage only. The tests link the static internal library, so
 #    liblatte is built static here too.
 cmake -S . -B build-asan $(gen build-asan) -DLATTE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DBUILD_SHARED_LIBS=OFF -DLATTE_BUILD_TESTS=ON -DLATTE_BUILD_BENCH=OFF >/dev/null
