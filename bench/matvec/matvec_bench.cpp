@@ -122,56 +122,38 @@ void BM_ReadStream(benchmark::State& state) {
 // the matrix copied until the copies exceed 256 MB, one copy per iteration
 // in turn. Few-token products are where the two differ: the packed GEMM
 // reads a tile's rows a column chunk at a time, 32 short runs, where the row
-// kernels read each row whole.
+// kernels read each row whole. x16: the weights row-interleaved, through
+// matmul_x16 (a batched decode step's products, where the tile kernels take
+// a pass of up to 8 tokens over each tile held in cache).
 // args: isa, type, rows, cols, tokens, threads
-void matmul_bench(benchmark::State& state, bool from_dram) {
+void matmul_bench(benchmark::State& state, bool from_dram, bool x16 = false) {
   const auto isa = static_cast<Isa>(state.range(0));
   const auto type = static_cast<GgmlType>(state.range(1));
   const std::size_t rows = state.range(2), cols = state.range(3), nt = state.range(4);
   const int threads = static_cast<int>(state.range(5));
   const auto& k = latte::kernels::matvec_kernels(isa);
-  const auto w = make_weights(type, rows, cols);
+  auto w = make_weights(type, rows, cols);
+  if (x16) latte::kernels::matvec_x16_interleave(type, w.data(), rows, cols);
   WeightCopies wc(w, from_dram ? std::size_t{256} << 20 : 0);
   auto x = random_floats(nt * cols, 2);
   std::vector<float> y(nt * rows);
-  std::vector<std::uint8_t> scratch(latte::kernels::matvec_scratch_bytes(type, cols, nt) + 1);
+  std::vector<std::uint8_t> scratch((x16 ? latte::kernels::matvec_scratch_bytes_x16(type, cols, nt)
+                                         : latte::kernels::matvec_scratch_bytes(type, cols, nt)) + 1);
   for (auto _ : state) {
-    k.matmul(type, wc.next(), rows, cols, x.data(), cols, nt, y.data(), rows, scratch.data(), threads);
+    if (x16) k.matmul_x16(type, wc.next(), rows, cols, x.data(), cols, nt, y.data(), rows, scratch.data(), threads);
+    else k.matmul(type, wc.next(), rows, cols, x.data(), cols, nt, y.data(), rows, scratch.data(), threads);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
+  if (x16) state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * w.size()));
   state.counters["GFLOPs"] = benchmark::Counter(2.0 * nt * rows * cols * state.iterations() / 1e9,
                                                 benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(latte::isa_name(isa)) + " " + latte::ggml_type_name(type));
+  state.SetLabel(std::string(latte::isa_name(isa)) + " " + latte::ggml_type_name(type) + (x16 ? " x16" : ""));
 }
 void BM_Matmul(benchmark::State& state) { matmul_bench(state, false); }
 
-// matmul_x16 over a row-interleaved matrix for nt tokens, the weights from
-// memory (copies past 256 MB in turn): a batched decode step's products, where
-// the tile kernels take a pass of up to 8 tokens per tile held in cache.
-// args: type, rows, cols, tokens, threads (the active ISA)
-void BM_MatmulDramX16(benchmark::State& state) {
-  const auto type = static_cast<GgmlType>(state.range(0));
-  const std::size_t rows = state.range(1), cols = state.range(2), nt = state.range(3);
-  const int threads = static_cast<int>(state.range(4));
-  const auto& k = latte::kernels::matvec_kernels(latte::active_isa());
-  auto w = make_weights(type, rows, cols);
-  latte::kernels::matvec_x16_interleave(type, w.data(), rows, cols);
-  WeightCopies wc(w, std::size_t{256} << 20);
-  auto x = random_floats(nt * cols, 2);
-  std::vector<float> y(nt * rows);
-  std::vector<std::uint8_t> scratch(latte::kernels::matvec_scratch_bytes_x16(type, cols, nt) + 1);
-  for (auto _ : state) {
-    k.matmul_x16(type, wc.next(), rows, cols, x.data(), cols, nt, y.data(), rows, scratch.data(), threads);
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * w.size()));
-  state.counters["GFLOPs"] = benchmark::Counter(2.0 * nt * rows * cols * state.iterations() / 1e9,
-                                                benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(latte::isa_name(latte::active_isa())) + " " + latte::ggml_type_name(type) + " x16");
-}
 void BM_MatmulDram(benchmark::State& state) { matmul_bench(state, true); }
+void BM_MatmulDramX16(benchmark::State& state) { matmul_bench(state, true, true); }
 
 // oneDNN matmul: Y[nt, rows] = X[nt, cols] * W^T, W dequantized [rows, cols]
 // and stored in `wdt` (f32, or bf16: 2 bytes/weight like F16 files, uses
@@ -300,17 +282,16 @@ void register_all() {
             ->MinTime(0.2)
             ->UseRealTime()
             ->Unit(benchmark::kMillisecond);
-  if (latte::kernels::matvec_kernels(best).x16_fast(GgmlType::Q4_K))
-    for (GgmlType t : kTypes) {
-      if (!latte::kernels::matvec_kernels(best).x16_fast(t)) continue;
-      for (long nt : {1L, 4L, 8L, 16L})
-        for (long threads : {1L, 2L})
-          benchmark::RegisterBenchmark("MatmulDramX16", BM_MatmulDramX16)
-              ->Args({static_cast<long>(t), 2560, 2560, nt, threads})
-              ->ArgNames({"type", "rows", "cols", "tok", "thr"})
-              ->MinTime(0.3)
-              ->UseRealTime();
-    }
+  for (GgmlType t : kTypes) {  // where the ISA has tile kernels for the type
+    if (!latte::kernels::matvec_kernels(best).x16_fast(t)) continue;
+    for (long nt : {1L, 4L, 8L, 16L})
+      for (long threads : {1L, 2L})
+        benchmark::RegisterBenchmark("MatmulDramX16", BM_MatmulDramX16)
+            ->Args({static_cast<long>(best), static_cast<long>(t), 2560, 2560, nt, threads})
+            ->ArgNames({"isa", "type", "rows", "cols", "tok", "thr"})
+            ->MinTime(0.3)
+            ->UseRealTime();
+  }
   for (long bf16 : {0L, 1L})
     for (long nt : {16L, 32L, 64L, 128L, 256L, 512L})
       for (long threads : {1L, 2L})
