@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -189,8 +190,8 @@ int run_bench(const BenchOptions& o) {
     }
     if (depth == 0) r.decode0_tps = r.decode_tps;
     if (measured_decode && depth > 0) {
-      // Single steps alternated with depth-0 ones, and which of a pair
-      // runs first alternates too, so neither kind always follows the other.
+      // Single steps alternated with depth-0 ones (and --versus-cache's), and
+      // which runs first rotates too, so no kind always follows another.
       const int pairs = o.n_gen * o.repetitions;
       measuring(at + std::to_string(pairs) + " single steps alternated with steps from depth 0" +
                 (sv ? " and with the " + o.versus + " cache's" : std::string()));
@@ -212,23 +213,12 @@ int run_bench(const BenchOptions& o) {
         timed_decode(*sv, at_versus);
         sv->truncate(depth);
       };
-      for (int i = 0; i < pairs; ++i) {
-        if (!sv) {
-          if (i % 2 == 0) {
-            step_at_depth();
-            step_at_0();
-          } else {
-            step_at_0();
-            step_at_depth();
-          }
-          continue;
-        }
-        switch (i % 3) {  // each kind first, second and third in turn
-          case 0: step_at_depth(), step_versus(), step_at_0(); break;
-          case 1: step_versus(), step_at_0(), step_at_depth(); break;
-          default: step_at_0(), step_at_depth(), step_versus(); break;
-        }
-      }
+      // The kinds in a rotating order: round i starts at kind i mod n.
+      std::vector<std::function<void()>> kinds{step_at_depth};
+      if (sv) kinds.push_back(step_versus);
+      kinds.push_back(step_at_0);
+      for (int i = 0; i < pairs; ++i)
+        for (std::size_t k = 0; k < kinds.size(); ++k) kinds[(i + k) % kinds.size()]();
       s0.reset();
       r.interleaved = true;
       r.step_ms = median(at_depth);
