@@ -1,5 +1,6 @@
-// Dequantization of every weight type to f32 (and BF16 to bf16) with the
-// row kernels' decoders: the prefill GEMM panels' source. Per-ISA
+// Dequantization of every weight type to f32 (and BF16 to bf16) through
+// the formats' decoders (Gguf<T>, matvec_gguf_impl.h): the prefill GEMM
+// panels' source. Per-ISA
 // intrinsics (conversions and integer bit work that xsimd's integer batches
 // would leave as weak symbols on NEON), also for the activation quantizer's
 // act_amax / act_round32.
@@ -13,126 +14,96 @@ inline namespace LATTE_KERNEL_ISA_NS {
 namespace {
 
 // ------------------------------------------------------------ dequantize
-// The same decoders as the row kernels, written out as f32: out [32 * nb].
-template <class Block, bool kFive, bool kHasMin>
-void deq_q32(const Block* w, std::size_t nb, float* out) {
+// Each format through its decoder (Gguf<T>), written out as f32: out [32 *
+// groups]. store32(q, s0, s1, m, out): out[l] = s * q[l] + m, s0 for the
+// first 16, s1 for the last.
+template <GgmlType T>
+void deq_b32(const typename Gguf<T>::Block* w, std::size_t nb, float* out) {  // Q8_0 and the block-32 types
+  using G = Gguf<T>;
   for (std::size_t i = 0; i < nb; ++i, out += 32) {
     const float d = h2f(ld_u16(&w[i].d));
-    float m;
-    if constexpr (kHasMin) m = h2f(ld_u16(&w[i].m));
-    else m = (kFive ? -16.f : -8.f) * d;
-    I8x32 q = nib16(w[i].qs);
-    if constexpr (kFive) {
-      std::uint32_t qh;
-      std::memcpy(&qh, w[i].qh, 4);
-      q = or8(q, bits32_x10(qh));
-    }
-    store32(q, d, d, m, out);
+    float m = 0.f;
+    if constexpr (T != GgmlType::Q8_0) m = G::offset(w[i], d);
+    store32(G::template group<0>(w[i], G::bits(w[i])), d, d, m, out);
   }
 }
-inline void deq_q8_0_simd(const BlockQ8_0* w, std::size_t nb, float* out) {
-  for (std::size_t i = 0; i < nb; ++i, out += 32) {
-    const float d = h2f(ld_u16(&w[i].d));
-    store32(ld32(w[i].qs), d, d, 0.f, out);
-  }
+// f(integral_constant j) for j < 8 in order
+template <class F>
+__attribute__((always_inline)) inline void for_groups8(F&& f) {
+  f(std::integral_constant<int, 0>{});
+  f(std::integral_constant<int, 1>{});
+  f(std::integral_constant<int, 2>{});
+  f(std::integral_constant<int, 3>{});
+  f(std::integral_constant<int, 4>{});
+  f(std::integral_constant<int, 5>{});
+  f(std::integral_constant<int, 6>{});
+  f(std::integral_constant<int, 7>{});
 }
-template <class Block, bool kFive>
-void deq_k45(const Block* w, std::size_t nb, float* out) {
+template <GgmlType T>
+void deq_k45(const typename Gguf<T>::Block* w, std::size_t nb, float* out) {
+  using G = Gguf<T>;
   for (std::size_t i = 0; i < nb; ++i, out += 256) {
     std::uint8_t sc[8], mn[8];
-    unpack_k4_scales_u8(w[i].scales, sc, mn);
+    G::scales(w[i], sc, mn);
     const float d = h2f(ld_u16(&w[i].d)), dmin = h2f(ld_u16(&w[i].dmin));
-    I8x32 qh{};
-    if constexpr (kFive) qh = ld32(w[i].qh);
-    auto pair = [&](auto c_) {
-      constexpr int c = decltype(c_)::value;
-      I8x32 q0, q1;
-      k45_pair<c, kFive>(w[i], qh, q0, q1);
-      const float s0 = d * sc[2 * c], s1 = d * sc[2 * c + 1];
-      store32(q0, s0, s0, -(dmin * mn[2 * c]), out + 64 * c);
-      store32(q1, s1, s1, -(dmin * mn[2 * c + 1]), out + 64 * c + 32);
-    };
-    pair(std::integral_constant<int, 0>{});
-    pair(std::integral_constant<int, 1>{});
-    pair(std::integral_constant<int, 2>{});
-    pair(std::integral_constant<int, 3>{});
+    const auto bits = G::bits(w[i]);
+    for_groups8([&](auto j_) {
+      constexpr int j = decltype(j_)::value;
+      const float s = d * sc[j];
+      store32(G::template group<j>(w[i], bits), s, s, -(dmin * mn[j]), out + 32 * j);
+    });
   }
 }
 inline void deq_q2_k_simd(const BlockQ2_K* w, std::size_t nb, float* out) {
-  for (std::size_t i = 0; i < nb; ++i) {
+  using G = Gguf<GgmlType::Q2_K>;
+  for (std::size_t i = 0; i < nb; ++i, out += 256) {
     const float d = h2f(ld_u16(&w[i].d)), dmin = h2f(ld_u16(&w[i].dmin));
-    for (int h = 0; h < 2; ++h) {
-      const I8x32 v = ld32(w[i].qs + 32 * h);
-      const std::uint8_t* sc = w[i].scales + 8 * h;
-      auto group = [&](auto j_) {
-        constexpr int j = decltype(j_)::value;
-        const std::uint8_t s0 = sc[2 * j], s1 = sc[2 * j + 1];
-        const float m0 = dmin * static_cast<float>(s0 >> 4), m1 = dmin * static_cast<float>(s1 >> 4);
-        store32(crumb<2 * j>(v), d * static_cast<float>(s0 & 15), d * static_cast<float>(s1 & 15), -m0, out);
-        for (int l = 16; l < 32; ++l) out[l] += m0 - m1;  // the second sub-block's own min
-        out += 32;
-      };
-      group(std::integral_constant<int, 0>{});
-      group(std::integral_constant<int, 1>{});
-      group(std::integral_constant<int, 2>{});
-      group(std::integral_constant<int, 3>{});
-    }
+    for_groups8([&](auto g_) {
+      constexpr int g = decltype(g_)::value;
+      const std::uint8_t s0 = w[i].scales[2 * g], s1 = w[i].scales[2 * g + 1];  // scale (low nibble), min (high)
+      const float m0 = dmin * static_cast<float>(s0 >> 4), m1 = dmin * static_cast<float>(s1 >> 4);
+      float* o = out + 32 * g;
+      store32(G::group<g>(w[i], {}), d * static_cast<float>(s0 & 15), d * static_cast<float>(s1 & 15), -m0, o);
+      for (int l = 16; l < 32; ++l) o[l] += m0 - m1;  // the second sub-block's own min
+    });
   }
 }
 inline void deq_q3_k_simd(const BlockQ3_K* w, std::size_t nb, float* out) {
-  const I8x32 k4 = splat8(4);
-  for (std::size_t i = 0; i < nb; ++i) {
+  using G = Gguf<GgmlType::Q3_K>;
+  const I8x32 zero = splat8(G::kZero);
+  for (std::size_t i = 0; i < nb; ++i, out += 256) {
     const float d = h2f(ld_u16(&w[i].d));
     std::int8_t sc[16];
-    q3_k_scales(w[i].scales, sc);
-    const I8x32 hm = ld32(w[i].hmask);
-    auto half = [&](auto h_) {
-      constexpr int h = decltype(h_)::value;
-      const I8x32 v = ld32(w[i].qs + 32 * h);
-      auto group = [&](auto j_) {
-        constexpr int j = decltype(j_)::value;
-        const I8x32 q = sub8(or8(crumb<2 * j>(v), bit_x04<4 * h + j>(hm)), k4);
-        store32(q, d * sc[8 * h + 2 * j], d * sc[8 * h + 2 * j + 1], 0.f, out);
-        out += 32;
-      };
-      group(std::integral_constant<int, 0>{});
-      group(std::integral_constant<int, 1>{});
-      group(std::integral_constant<int, 2>{});
-      group(std::integral_constant<int, 3>{});
-    };
-    half(std::integral_constant<int, 0>{});
-    half(std::integral_constant<int, 1>{});
-  }
-}
-inline void deq_iq4_nl_simd(const BlockIQ4_NL* w, std::size_t nb, float* out) {
-  for (std::size_t i = 0; i < nb; ++i, out += 32) {
-    const float d = h2f(ld_u16(&w[i].d));
-    store32(iq4nl_lookup(nib16(w[i].qs)), d, d, 0.f, out);
-  }
-}
-inline void deq_iq4_xs_simd(const BlockIQ4_XS* w, std::size_t nb, float* out) {
-  for (std::size_t i = 0; i < nb; ++i) {
-    const float d = h2f(ld_u16(&w[i].d));
-    const std::uint64_t sc = iq4_xs_scales(w[i]);
-    for (int b = 0; b < 8; ++b, out += 32) {
-      const float dl = d * static_cast<float>(static_cast<std::int8_t>(sc >> (8 * b)));
-      store32(iq4nl_lookup(nib16(w[i].qs + 16 * b)), dl, dl, 0.f, out);
-    }
+    G::scale_bytes(w[i], sc);
+    const auto bits = G::bits(w[i]);
+    for_groups8([&](auto g_) {
+      constexpr int g = decltype(g_)::value;
+      store32(sub8(G::group<g>(w[i], bits), zero), d * sc[2 * g], d * sc[2 * g + 1], 0.f, out + 32 * g);
+    });
   }
 }
 inline void deq_q6_k_simd(const BlockQ6_K* w, std::size_t nb, float* out) {
-  const I8x32 k32 = splat8(32);
-  for (std::size_t i = 0; i < nb; ++i) {
+  using G = Gguf<GgmlType::Q6_K>;
+  const I8x32 zero = splat8(G::kZero);
+  for (std::size_t i = 0; i < nb; ++i, out += 256) {
     const float d = h2f(ld_u16(&w[i].d));
-    for (int h = 0; h < 2; ++h, out += 128) {
-      const I8x32 l0 = ld32(w[i].ql + 64 * h), l1 = ld32(w[i].ql + 64 * h + 32);
-      const I8x32 hb = ld32(w[i].qh + 32 * h);
-      const std::int8_t* sc = w[i].scales + 8 * h;
-      store32(sub8(or8(lo_nib(l0), q6_hi<0>(hb)), k32), d * sc[0], d * sc[1], 0.f, out);
-      store32(sub8(or8(lo_nib(l1), q6_hi<1>(hb)), k32), d * sc[2], d * sc[3], 0.f, out + 32);
-      store32(sub8(or8(hi_nib(l0), q6_hi<2>(hb)), k32), d * sc[4], d * sc[5], 0.f, out + 64);
-      store32(sub8(or8(hi_nib(l1), q6_hi<3>(hb)), k32), d * sc[6], d * sc[7], 0.f, out + 96);
-    }
+    const std::int8_t* sc = w[i].scales;
+    for_groups8([&](auto g_) {
+      constexpr int g = decltype(g_)::value;
+      store32(sub8(G::group<g>(w[i], {}), zero), d * sc[2 * g], d * sc[2 * g + 1], 0.f, out + 32 * g);
+    });
+  }
+}
+inline void deq_iq4_xs_simd(const BlockIQ4_XS* w, std::size_t nb, float* out) {
+  using G = Gguf<GgmlType::IQ4_XS>;
+  for (std::size_t i = 0; i < nb; ++i, out += 256) {
+    const float d = h2f(ld_u16(&w[i].d));
+    const std::uint64_t sc = iq4_xs_scales(w[i]);
+    for_groups8([&](auto j_) {
+      constexpr int j = decltype(j_)::value;
+      const float dl = d * static_cast<float>(static_cast<std::int8_t>(sc >> (8 * j)));
+      store32(G::group<j>(w[i], {}), dl, dl, 0.f, out + 32 * j);
+    });
   }
 }
 
@@ -273,29 +244,26 @@ void dequantize_body(GgmlType type, const void* src, float* dst, std::size_t n) 
   const auto* p = static_cast<const std::uint8_t*>(src);
   using L = FloatLoads<Arch>;
   constexpr std::size_t W = L::W;
-  switch (type) {
-    case GgmlType::F32: std::memcpy(dst, src, n * 4); return;
-    case GgmlType::F16:
-    case GgmlType::BF16: {
-      const bool h = type == GgmlType::F16;
+  with_type<Arch>(type, [&](auto T_) {
+    constexpr GgmlType T = T_.value;
+    if constexpr (T == GgmlType::F32) {
+      std::memcpy(dst, src, n * 4);
+    } else if constexpr (T == GgmlType::F16 || T == GgmlType::BF16) {
       std::size_t i = 0;
-      for (; i + W <= n; i += W) (h ? L::f16(p + 2 * i) : L::bf16(p + 2 * i)).store_unaligned(dst + i);
-      for (; i < n; ++i) dst[i] = h ? scalar_f16(p + 2 * i) : scalar_bf16(p + 2 * i);
-      return;
+      for (; i + W <= n; i += W) (T == GgmlType::F16 ? L::f16(p + 2 * i) : L::bf16(p + 2 * i)).store_unaligned(dst + i);
+      for (; i < n; ++i) dst[i] = T == GgmlType::F16 ? scalar_f16(p + 2 * i) : scalar_bf16(p + 2 * i);
+    } else {
+      using G = Gguf<T>;
+      const auto* b = reinterpret_cast<const typename G::Block*>(p);
+      const std::size_t nb = n / (32 * G::kGroups);
+      if constexpr (G::kGroups == 1) deq_b32<T>(b, nb, dst);
+      else if constexpr (T == GgmlType::Q2_K) deq_q2_k_simd(b, nb, dst);
+      else if constexpr (T == GgmlType::Q3_K) deq_q3_k_simd(b, nb, dst);
+      else if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) deq_k45<T>(b, nb, dst);
+      else if constexpr (T == GgmlType::Q6_K) deq_q6_k_simd(b, nb, dst);
+      else deq_iq4_xs_simd(b, nb, dst);
     }
-    case GgmlType::Q8_0: return deq_q8_0_simd(reinterpret_cast<const BlockQ8_0*>(p), n / 32, dst);
-    case GgmlType::Q4_0: return deq_q32<BlockQ4_0, false, false>(reinterpret_cast<const BlockQ4_0*>(p), n / 32, dst);
-    case GgmlType::Q4_1: return deq_q32<BlockQ4_1, false, true>(reinterpret_cast<const BlockQ4_1*>(p), n / 32, dst);
-    case GgmlType::Q5_0: return deq_q32<BlockQ5_0, true, false>(reinterpret_cast<const BlockQ5_0*>(p), n / 32, dst);
-    case GgmlType::Q5_1: return deq_q32<BlockQ5_1, true, true>(reinterpret_cast<const BlockQ5_1*>(p), n / 32, dst);
-    case GgmlType::Q2_K: return deq_q2_k_simd(reinterpret_cast<const BlockQ2_K*>(p), n / 256, dst);
-    case GgmlType::Q3_K: return deq_q3_k_simd(reinterpret_cast<const BlockQ3_K*>(p), n / 256, dst);
-    case GgmlType::Q4_K: return deq_k45<BlockQ4_K, false>(reinterpret_cast<const BlockQ4_K*>(p), n / 256, dst);
-    case GgmlType::Q5_K: return deq_k45<BlockQ5_K, true>(reinterpret_cast<const BlockQ5_K*>(p), n / 256, dst);
-    case GgmlType::Q6_K: return deq_q6_k_simd(reinterpret_cast<const BlockQ6_K*>(p), n / 256, dst);
-    case GgmlType::IQ4_NL: return deq_iq4_nl_simd(reinterpret_cast<const BlockIQ4_NL*>(p), n / 32, dst);
-    case GgmlType::IQ4_XS: return deq_iq4_xs_simd(reinterpret_cast<const BlockIQ4_XS*>(p), n / 256, dst);
-  }
+  });
 }
 
 // n elements of `type` -> bf16 [n], through an f32 chunk on the stack.

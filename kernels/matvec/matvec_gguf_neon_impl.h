@@ -1,9 +1,8 @@
-// The GGUF formats' decoders on aarch64, over the int8 operation layer
-// (kernels/int8/int8_ops_impl.h): the Q5_0/Q5_1 fifth bits and the K-quants'
-// sub-block scales and mins (matvec_gguf_impl.h has the rest).
-// One decoder per format is issue 59's next step; until then they are
-// matvec's. NEON spells a 32-weight group as two q registers; the
-// K-quant scales multiply sdot's int32 sums as scalars.
+// The GGUF decoders' parts that differ per ISA, on aarch64: the Q5_0/Q5_1
+// fifth bits and the K-quants' sub-block scales and mins, over the int8
+// operation layer (kernels/int8/int8_ops_impl.h). The decoders, Gguf<T>,
+// are in matvec_gguf_impl.h. NEON spells a 32-weight group as two q
+// registers; the K-quant scales multiply sdot's int32 sums as scalars.
 #pragma once
 
 #include "kernels/matvec/matvec_common_impl.h"
@@ -78,6 +77,7 @@ inline Q3KScales q3k_scales(const std::uint8_t* s12) {
   for (int k = 0; k < 16; ++k) r.v[k] = static_cast<std::int8_t>(r.v[k] - 32);
   return r;
 }
+inline void q3k_scale_bytes(const std::uint8_t* s12, std::int8_t* out) { std::memcpy(out, q3k_scales(s12).v, 16); }
 template <int h>
 inline KScales q3k_half(const Q3KScales& s) {
   return k_scales_s8(s.v + 8 * h);

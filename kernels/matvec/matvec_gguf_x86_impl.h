@@ -1,8 +1,8 @@
-// The GGUF formats' decoders on x86, over the int8 operation layer
-// (kernels/int8/int8_ops_impl.h): the Q5_0/Q5_1 fifth bits and the K-quants'
-// sub-block scales and mins (matvec_gguf_impl.h has the rest).
-// One decoder per format is issue 59's next step; until then they are
-// matvec's. x86 spells them on 256-bit vectors (one 32-weight group a ymm).
+// The GGUF decoders' parts that differ per ISA, on x86: the Q5_0/Q5_1
+// fifth bits and the K-quants' sub-block scales and mins in registers, over
+// the int8 operation layer (kernels/int8/int8_ops_impl.h). The decoders,
+// Gguf<T>, are in matvec_gguf_impl.h. x86 spells them on 256-bit vectors
+// (one 32-weight group a ymm).
 #pragma once
 
 #include "kernels/matvec/matvec_common_impl.h"
@@ -81,6 +81,9 @@ inline Q3KScales q3k_scales(const std::uint8_t* s12) {
   const __m128i top = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(h)), _mm_setr_epi32(0, 2, 4, 6)),
                                     _mm_set1_epi8(3));
   return {_mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(top, 4)), _mm_set1_epi8(32))};
+}
+inline void q3k_scale_bytes(const std::uint8_t* s12, std::int8_t* out) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), q3k_scales(s12).v);
 }
 template <int h>
 inline KScales q3k_half(Q3KScales s) {

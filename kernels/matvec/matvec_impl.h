@@ -49,46 +49,17 @@ void row_of_type(const std::uint8_t* w, std::size_t cols, const float* const* xf
   if constexpr (T == GgmlType::F32) row_float<Arch, NT, 0>(w, cols, xf, out);
   else if constexpr (T == GgmlType::F16) row_float<Arch, NT, 1>(w, cols, xf, out);
   else if constexpr (T == GgmlType::BF16) row_float<Arch, NT, 2>(w, cols, xf, out);
-  else if constexpr (T == GgmlType::Q8_0) row_q8_0<NT>(reinterpret_cast<const BlockQ8_0*>(w), cols / 32, xq, out);
-  else if constexpr (T == GgmlType::Q4_0)
-    row_q32<NT, BlockQ4_0, false, false>(reinterpret_cast<const BlockQ4_0*>(w), cols / 32, xq, out);
-  else if constexpr (T == GgmlType::Q4_1)
-    row_q32<NT, BlockQ4_1, false, true>(reinterpret_cast<const BlockQ4_1*>(w), cols / 32, xq, out);
-  else if constexpr (T == GgmlType::Q5_0)
-    row_q32<NT, BlockQ5_0, true, false>(reinterpret_cast<const BlockQ5_0*>(w), cols / 32, xq, out);
-  else if constexpr (T == GgmlType::Q5_1)
-    row_q32<NT, BlockQ5_1, true, true>(reinterpret_cast<const BlockQ5_1*>(w), cols / 32, xq, out);
-  else if constexpr (T == GgmlType::Q2_K) row_k23<NT, false>(reinterpret_cast<const BlockQ2_K*>(w), cols / 256, xk, out);
-  else if constexpr (T == GgmlType::Q3_K) row_k23<NT, true>(reinterpret_cast<const BlockQ3_K*>(w), cols / 256, xk, out);
-  else if constexpr (T == GgmlType::Q4_K)
-    row_k45<NT, BlockQ4_K, false>(reinterpret_cast<const BlockQ4_K*>(w), cols / 256, xk, out);
-  else if constexpr (T == GgmlType::Q5_K)
-    row_k45<NT, BlockQ5_K, true>(reinterpret_cast<const BlockQ5_K*>(w), cols / 256, xk, out);
-  else if constexpr (T == GgmlType::Q6_K) row_q6_k<NT>(reinterpret_cast<const BlockQ6_K*>(w), cols / 256, xk, out);
-  else if constexpr (T == GgmlType::IQ4_NL) row_iq4_nl<NT>(reinterpret_cast<const BlockIQ4_NL*>(w), cols / 32, xq, out);
-  else row_iq4_xs<NT>(reinterpret_cast<const BlockIQ4_XS*>(w), cols / 256, xk, out);
-}
-
-// fn(std::integral_constant<GgmlType, type>{}): a run-time type to a
-// compile-time one, the one switch over the weight types.
-template <class Arch, class Fn>
-void with_type(GgmlType type, Fn&& fn) {
-  switch (type) {
-    case GgmlType::F32: return fn(std::integral_constant<GgmlType, GgmlType::F32>{});
-    case GgmlType::F16: return fn(std::integral_constant<GgmlType, GgmlType::F16>{});
-    case GgmlType::BF16: return fn(std::integral_constant<GgmlType, GgmlType::BF16>{});
-    case GgmlType::Q8_0: return fn(std::integral_constant<GgmlType, GgmlType::Q8_0>{});
-    case GgmlType::Q4_0: return fn(std::integral_constant<GgmlType, GgmlType::Q4_0>{});
-    case GgmlType::Q4_1: return fn(std::integral_constant<GgmlType, GgmlType::Q4_1>{});
-    case GgmlType::Q5_0: return fn(std::integral_constant<GgmlType, GgmlType::Q5_0>{});
-    case GgmlType::Q5_1: return fn(std::integral_constant<GgmlType, GgmlType::Q5_1>{});
-    case GgmlType::Q2_K: return fn(std::integral_constant<GgmlType, GgmlType::Q2_K>{});
-    case GgmlType::Q3_K: return fn(std::integral_constant<GgmlType, GgmlType::Q3_K>{});
-    case GgmlType::Q4_K: return fn(std::integral_constant<GgmlType, GgmlType::Q4_K>{});
-    case GgmlType::Q5_K: return fn(std::integral_constant<GgmlType, GgmlType::Q5_K>{});
-    case GgmlType::Q6_K: return fn(std::integral_constant<GgmlType, GgmlType::Q6_K>{});
-    case GgmlType::IQ4_NL: return fn(std::integral_constant<GgmlType, GgmlType::IQ4_NL>{});
-    case GgmlType::IQ4_XS: return fn(std::integral_constant<GgmlType, GgmlType::IQ4_XS>{});
+  else {
+    using G = Gguf<T>;
+    const auto* b = reinterpret_cast<const typename G::Block*>(w);
+    const std::size_t nb = cols / (32 * G::kGroups);
+    if constexpr (T == GgmlType::Q8_0) row_q8_0<NT>(b, nb, xq, out);
+    else if constexpr (has_b32_zmm_row(T) && T != GgmlType::IQ4_NL) row_q32<NT, T>(b, nb, xq, out);
+    else if constexpr (T == GgmlType::IQ4_NL) row_iq4_nl<NT>(b, nb, xq, out);
+    else if constexpr (T == GgmlType::Q2_K || T == GgmlType::Q3_K) row_k23<NT, T>(b, nb, xk, out);
+    else if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) row_k45<NT, T>(b, nb, xk, out);
+    else if constexpr (T == GgmlType::Q6_K) row_q6_k<NT>(b, nb, xk, out);
+    else row_iq4_xs<NT>(b, nb, xk, out);
   }
 }
 
@@ -133,10 +104,9 @@ void rows_1(GgmlType type, const std::uint8_t* w, std::size_t rb, std::size_t r0
     if constexpr (uses_zmm_rows<Arch>() && has_b32_zmm_row(T.value)) {
       const auto* xq = static_cast<const ActQ8*>(act);
       const std::size_t nb = cols / 32;
-      using B = Block32<T.value>;
+      using Block = typename Gguf<T.value>::Block;
       for (std::size_t r = r0; r < r1; ++r)
-        y[r] = row_b32_zmm<typename B::Block, B::kFive, B::kHasMin, B::kIq4>(
-            reinterpret_cast<const typename B::Block*>(w + r * rb), nb, xq, *pairs);
+        y[r] = row_b32_zmm<T.value>(reinterpret_cast<const Block*>(w + r * rb), nb, xq, *pairs);
       return;
     }
 #endif

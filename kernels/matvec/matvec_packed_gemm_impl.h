@@ -116,19 +116,25 @@ void q8_tile_upto(int n, const std::uint8_t* pk, std::size_t ng, const ActQ8* co
 constexpr std::size_t kQ8PackGroups = 32;
 
 // The 32-element groups and bytes of one block of T in the original layout,
-// where q8_gemm takes x16 tiles back (kUsed; the x16 types are listed in
-// quant/x16_layout.h alone: any other type here fails to compile, Block32).
+// where q8_gemm takes x16 tiles back (kUsed; only for the types of
+// quant/x16_layout.h's kX16Types).
 struct PlainBlock {
   std::size_t groups, bytes;
 };
+template <GgmlType T>
+constexpr bool in_x16_types() {
+  for (GgmlType t : kX16Types)
+    if (t == T) return true;
+  return false;
+}
 template <GgmlType T, bool kUsed>
 constexpr PlainBlock plain_block() {
-  if constexpr (!kUsed) return {1, 0};
-  else if constexpr (T == GgmlType::Q4_K) return {8, sizeof(BlockQ4_K)};
-  else if constexpr (T == GgmlType::Q5_K) return {8, sizeof(BlockQ5_K)};
-  else if constexpr (T == GgmlType::Q6_K) return {8, sizeof(BlockQ6_K)};
-  else if constexpr (T == GgmlType::IQ4_XS) return {8, sizeof(BlockIQ4_XS)};
-  else return {1, sizeof(typename Block32<T>::Block)};
+  if constexpr (!kUsed) {
+    return {1, 0};
+  } else {
+    static_assert(in_x16_types<T>(), "plain_block: not an x16 type");
+    return {Gguf<T>::kGroups, sizeof(typename Gguf<T>::Block)};
+  }
 }
 
 // kX16: w is row-interleaved (matvec.h's x16; rows a multiple of 16): packed

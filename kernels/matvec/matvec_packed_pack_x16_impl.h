@@ -101,7 +101,7 @@ void q8_pack_x16(const std::uint8_t* w, std::size_t rb, std::size_t nr, std::siz
         // out: (q - 16) + 128 = q + 112 (Q5_0), (q - 8) + 128 (Q4_0); IQ4_NL's
         // values looked up, + 128.
         using X = X16B32<T>;
-        constexpr bool kFive = Block32<T>::kFive, kMin = Block32<T>::kHasMin, kNl = Block32<T>::kIq4;
+        constexpr bool kFive = Gguf<T>::kFive, kMin = Gguf<T>::kHasMin, kNl = Gguf<T>::kIq4;
         static_assert(kO == (kMin ? 1 : 0));
         const std::uint8_t* p = tile + (g0 + g) * X::kBytes;
         _mm512_storeu_ps(d + 16 * h, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));

@@ -65,8 +65,10 @@ alignas(16) constexpr std::uint8_t kIq4TableU[16] = {
 // m * s added. Here 16 groups' scales come in one gather and one multiply,
 // the m * s terms in one FMA, and two groups share each zmm of weights:
 // vpdpbusd, then a permute spreads the pair's two scales over the lanes.
-template <class Block, bool kFive, bool kHasMin, bool kIq4>
-float row_b32_zmm(const Block* w, std::size_t nb, const ActQ8* xq, const ActPairs& ap) {
+template <GgmlType T>
+float row_b32_zmm(const typename Gguf<T>::Block* w, std::size_t nb, const ActQ8* xq, const ActPairs& ap) {
+  using Block = typename Gguf<T>::Block;
+  constexpr bool kFive = Gguf<T>::kFive, kHasMin = Gguf<T>::kHasMin, kIq4 = Gguf<T>::kIq4;
   const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                           _mm512_set1_epi32(static_cast<int>(sizeof(Block))));
   // which group of the pair each int32 lane of the dot products belongs to
@@ -126,7 +128,7 @@ float row_b32_zmm(const Block* w, std::size_t nb, const ActQ8* xq, const ActPair
     const ActQ8* xt = xq + npair;
     float o;
     if constexpr (kIq4) row_iq4_nl<1>(reinterpret_cast<const BlockIQ4_NL*>(w + npair), 1, &xt, &o);
-    else row_q32<1, Block, kFive, kHasMin>(w + npair, 1, &xt, &o);
+    else row_q32<1, T>(w + npair, 1, &xt, &o);
     r += o;
   }
   return r;
@@ -273,32 +275,30 @@ inline float row_q6_k_zmm(const BlockQ6_K* w, std::size_t nb, const ActQ8K* xq) 
 // sc[2g+1] (16 elements each); weights q-32 signed.
 template <int NT>
 void row_q6_k(const BlockQ6_K* w, std::size_t nb, const ActQ8K* const* xq, float* out) {
+  using G = Gguf<GgmlType::Q6_K>;
   Accs<NT> s;
-  const I8x32 k32 = splat8(32);
+  const I8x32 k32 = splat8(G::kZero);
   auto step = [&](std::size_t i, auto u_) {  // u: as in row_k45
     constexpr int u = decltype(u_)::value;
     const float d = h2f(ld_u16(&w[i].d));
     I32 ai[NT];
     for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
-    for (int h = 0; h < 2; ++h) {
-      const I8x32 l0 = ld32(w[i].ql + 64 * h), l1 = ld32(w[i].ql + 64 * h + 32);
-      const I8x32 hb = ld32(w[i].qh + 32 * h);
+    auto half = [&](auto h_) {
+      constexpr int h = decltype(h_)::value;
       const KScales ks = k_scales_s8(w[i].scales + 8 * h);
-      I8x32 q[4];
-      q[0] = sub8(or8(lo_nib(l0), q6_hi<0>(hb)), k32);
-      q[1] = sub8(or8(lo_nib(l1), q6_hi<1>(hb)), k32);
-      q[2] = sub8(or8(hi_nib(l0), q6_hi<2>(hb)), k32);
-      q[3] = sub8(or8(hi_nib(l1), q6_hi<3>(hb)), k32);
       auto group = [&](auto g_) {
         constexpr int g = decltype(g_)::value;
+        const I8x32 q = sub8(G::group<4 * h + g>(w[i], {}), k32);
         const auto sg = k_scale<2 * g, 2 * g + 1>(ks);
-        for (int t = 0; t < NT; ++t) ai[t] = madd_sc_s(ai[t], q[g], ld32(xq[t][i].qs + 128 * h + 32 * g), sg);
+        for (int t = 0; t < NT; ++t) ai[t] = madd_sc_s(ai[t], q, ld32(xq[t][i].qs + 128 * h + 32 * g), sg);
       };
       group(std::integral_constant<int, 0>{});
       group(std::integral_constant<int, 1>{});
       group(std::integral_constant<int, 2>{});
       group(std::integral_constant<int, 3>{});
-    }
+    };
+    half(std::integral_constant<int, 0>{});
+    half(std::integral_constant<int, 1>{});
     for (int t = 0; t < NT; ++t) s.v[u][t] = fma_i32(s.v[u][t], ai[t], d * xq[t][i].d);
   };
   for_block_pairs(nb, step);

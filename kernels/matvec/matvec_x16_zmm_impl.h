@@ -232,7 +232,7 @@ using X16B32 = std::conditional_t<
 template <int NT, GgmlType T>
 void tile_b32_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8* const* xq, float* const* y) {
   using X = X16B32<T>;
-  constexpr bool kFive = Block32<T>::kFive, kMin = Block32<T>::kHasMin, kNl = Block32<T>::kIq4;
+  constexpr bool kFive = Gguf<T>::kFive, kMin = Gguf<T>::kHasMin, kNl = Gguf<T>::kIq4;
   constexpr float kOff = kNl ? 128.f : kFive ? 16.f : 8.f;
   const __m512i m4 = _mm512_set1_epi8(15), k16 = _mm512_set1_epi8(16);
   [[maybe_unused]] const __m512i tbl = kNl ? iq4_table_u8() : m4;
