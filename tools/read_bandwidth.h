@@ -15,8 +15,25 @@ namespace latte {
 // Returns the sum, so the reads cannot be dropped.
 std::uint32_t read_words(const std::uint32_t* p, std::size_t n, int threads);
 
-// Bytes per second: the best of `passes` reads of a buffer of `bytes`, each
-// thread first touching the part it then reads.
+// A buffer of `bytes`, each of `threads` slots touching the part it reads,
+// kept for reads next to each measurement: the machine's bandwidth moves
+// within minutes, so a bound read long before or after a figure says little
+// about it.
+class ReadProbe {
+ public:
+  ReadProbe(std::size_t bytes, int threads);
+  ~ReadProbe();
+  ReadProbe(const ReadProbe&) = delete;
+  ReadProbe& operator=(const ReadProbe&) = delete;
+  // Bytes per second: the best of `passes` reads of the buffer.
+  double measure(int passes);
+
+ private:
+  struct State;
+  State* s_;
+};
+
+// One ReadProbe's measure(passes): a buffer made, touched and read.
 double measure_read_bandwidth(std::size_t bytes, int threads, int passes);
 
 }  // namespace latte

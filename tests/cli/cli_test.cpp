@@ -377,6 +377,34 @@ TEST(Cli, BenchAlternatesASecondCacheType) {
       << no_decode.output;
 }
 
+// `--batch`: a row per N with the aggregate rate, and its memory bound from
+// the plain read measured next to that repetition.
+TEST(Cli, BenchBatchReportsEachNAgainstItsAdjacentRead) {
+  const Result r = run("bench -m " + kTestdata + "/tiny-moe-v2-lite.gguf --batch 2,1 --depths 8 -n 3 -r 2 --threads 1 --json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto number_in = [](const std::string& text, const std::string& key) {
+    const auto at = text.find("\"" + key + "\": ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + key.size() + 4));
+  };
+  const auto n1 = r.output.find("\"n\": 1,"), n2 = r.output.find("\"n\": 2,");
+  ASSERT_NE(n1, std::string::npos) << r.output;
+  ASSERT_NE(n2, std::string::npos) << r.output;
+  EXPECT_LT(n1, n2);  // ascending
+  for (const auto at : {n1, n2}) {
+    const std::string row = r.output.substr(at, r.output.find('}', at) - at);
+    const double n = number_in(row, "n"), tps = number_in(row, "decode_tok_s"), read = number_in(row, "read_GBps");
+    const double mb = number_in(row, "step_MB"), bound = number_in(row, "bound_tok_s");
+    EXPECT_GT(tps, 0.0) << row;
+    EXPECT_NEAR(number_in(row, "per_sequence_tok_s"), tps / n, 0.02) << row;
+    EXPECT_GT(read, 0.1) << row;
+    EXPECT_GT(mb, 0.0) << row;
+    EXPECT_NEAR(bound, n * read * 1e3 / mb, bound * (0.06 / mb + 0.01) + 0.01) << row;  // MB printed to 0.1
+    EXPECT_NEAR(number_in(row, "bound_pct"), 100 * tps / bound, 0.1 + 0.01 * 100 * tps / bound) << row;
+  }
+  EXPECT_EQ(run("bench -m " + kTestdata + "/tiny-moe-v2-lite.gguf --batch 1 --depths 8 -n 0").code, 2);
+  EXPECT_EQ(run("bench -m " + kTestdata + "/tiny-moe-v2-lite.gguf --batch 0 --depths 8 -n 2").code, 2);
+}
+
 // The threads bench reports are those its sessions ran with: the default
 // is one per CPU the process may use (one under `taskset -c 0`, whatever
 // the machine has), and --threads N runs N whatever OpenMP's variables say.

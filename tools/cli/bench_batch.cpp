@@ -9,8 +9,10 @@
 // Beside each figure, the memory bound: the bytes a step must read (the
 // weights every token uses once, each distinct routed expert the N tokens
 // went to, counted by the step itself, and each sequence's D cached rows)
-// at the plain read bandwidth measured before and after, with the same
-// threads; `%` is the aggregate rate against that bound.
+// at the plain read bandwidth, with the same threads, measured right before
+// and after that repetition's steps (the better of the two: this host's
+// bandwidth moves within minutes); `%` is the aggregate rate against that
+// bound.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -71,7 +73,8 @@ int run_bench_batch(const BenchOptions& o) {
   const auto measuring = [&](const std::string& what) { progress.show("bench: " + what, /*now=*/true); };
   const std::string plain_read = "reading " + binary_bytes(static_cast<double>(read_bytes)) + " (plain read bandwidth)";
   measuring(plain_read);
-  const double read_before = measure_read_bandwidth(read_bytes, threads, 5);
+  ReadProbe probe(read_bytes, threads);
+  const double read_before = probe.measure(5);
 
   std::mt19937 rng(1234);
   std::uniform_int_distribution<std::int32_t> tok(0, model.n_vocab() - 1);
@@ -81,6 +84,7 @@ int run_bench_batch(const BenchOptions& o) {
     double tps = 0;       // aggregate tokens per second, the best repetition
     double step_ms = 0;   // that repetition's mean step
     double bytes = 0;     // mean bytes a step reads (that repetition)
+    double read = 0;      // the plain read next to that repetition, bytes/s
   };
   std::vector<Row> rows;
   for (std::int64_t depth : depths) {
@@ -119,9 +123,11 @@ int run_bench_batch(const BenchOptions& o) {
         measuring(at + std::to_string(n) + " sequences: " + count_of(o.n_gen, "step") + ", repetition " +
                   std::to_string(rep + 1) + " of " + std::to_string(o.repetitions));
         std::int64_t experts = 0;
+        const double read0 = probe.measure(2);
         const auto t0 = std::chrono::steady_clock::now();
         for (int k = 0; k < o.n_gen; ++k) experts += step();
         const double secs = seconds_since(t0);
+        const double read1 = probe.measure(2);
         cut_back();
         const double tps = static_cast<double>(n) * o.n_gen / secs;
         if (tps > r.tps) {
@@ -129,16 +135,16 @@ int run_bench_batch(const BenchOptions& o) {
           r.step_ms = secs * 1e3 / o.n_gen;
           r.bytes = static_cast<double>(shared_bytes) + static_cast<double>(experts) / o.n_gen * expert +
                     static_cast<double>(n) * cache_bytes;
+          r.read = std::max(read0, read1);
         }
       }
       rows.push_back(r);
     }
   }
   measuring(plain_read);
-  const double read_after = measure_read_bandwidth(read_bytes, threads, 5);
+  const double read_after = probe.measure(5);
   progress.clear();
-  const double read_best = std::max(read_before, read_after);
-  auto bound = [&](const Row& r) { return r.n * read_best / r.bytes; };  // tok/s at the plain read bandwidth
+  auto bound = [&](const Row& r) { return r.n * r.read / r.bytes; };  // tok/s at the adjacent plain read
 
   if (o.json) {
     std::printf("{\n  \"model\": %s,\n  \"architecture\": \"%s\",\n  \"cache_type\": \"%s\",\n  \"threads\": %d,\n"
@@ -150,9 +156,10 @@ int run_bench_batch(const BenchOptions& o) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       std::printf("    {\"depth\": %lld, \"n\": %d, \"decode_tok_s\": %.2f, \"per_sequence_tok_s\": %.2f, "
-                  "\"step_ms\": %.3f, \"step_MB\": %.1f, \"bound_tok_s\": %.2f, \"bound_pct\": %.1f}%s\n",
-                  static_cast<long long>(r.depth), r.n, r.tps, r.tps / r.n, r.step_ms, r.bytes / 1e6, bound(r),
-                  100 * r.tps / bound(r), i + 1 < rows.size() ? "," : "");
+                  "\"step_ms\": %.3f, \"step_MB\": %.1f, \"read_GBps\": %.2f, \"bound_tok_s\": %.2f, "
+                  "\"bound_pct\": %.1f}%s\n",
+                  static_cast<long long>(r.depth), r.n, r.tps, r.tps / r.n, r.step_ms, r.bytes / 1e6, r.read / 1e9,
+                  bound(r), 100 * r.tps / bound(r), i + 1 < rows.size() ? "," : "");
     }
     std::printf("  ]\n}\n");
     return 0;
@@ -160,17 +167,18 @@ int run_bench_batch(const BenchOptions& o) {
   std::printf("model %s (%s), cache %s, threads %d, kernels %s, weights %s\n", o.model.c_str(),
               model.architecture().c_str(), o.cache.c_str(), threads, api::kernels().c_str(),
               model.is_mapped() ? "mapped" : "read into memory");
-  std::printf("%8s | %4s | %16s | %12s | %9s | %9s | %20s\n", "depth", "N", "decode tok/s", "per seq", "step ms",
-              "step MB", "memory bound (%)");
+  std::printf("%8s | %4s | %16s | %12s | %9s | %9s | %9s | %20s\n", "depth", "N", "decode tok/s", "per seq",
+              "step ms", "step MB", "read GB/s", "memory bound (%)");
   for (const Row& r : rows)
-    std::printf("%8lld | %4d | %16.1f | %12.1f | %9.2f | %9.1f | %12.1f (%3.0f%%)\n", static_cast<long long>(r.depth),
-                r.n, r.tps, r.tps / r.n, r.step_ms, r.bytes / 1e6, bound(r), 100 * r.tps / bound(r));
+    std::printf("%8lld | %4d | %16.1f | %12.1f | %9.2f | %9.1f | %9.1f | %12.1f (%3.0f%%)\n",
+                static_cast<long long>(r.depth), r.n, r.tps, r.tps / r.n, r.step_ms, r.bytes / 1e6, r.read / 1e9,
+                bound(r), 100 * r.tps / bound(r));
   std::printf("(N sequences at the depth decode %s together; best of %d after a warm-up step; decode tok/s: all "
               "N together)\n",
               count_of(o.n_gen, "step").c_str(), o.repetitions);
   std::printf("(step MB: the weights every token uses, the routed experts the N tokens went to, N caches at the "
-              "depth; memory bound: N tokens per step read at the plain read bandwidth, %.1f GB/s before, %.1f "
-              "after, the better)\n",
+              "depth; memory bound: N tokens per step read at read GB/s, the better of the plain reads right before "
+              "and after that repetition; %.1f GB/s at the start, %.1f at the end)\n",
               read_before / 1e9, read_after / 1e9);
   return 0;
 }
