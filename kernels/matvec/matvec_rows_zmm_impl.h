@@ -278,15 +278,17 @@ void row_q6_k(const BlockQ6_K* w, std::size_t nb, const ActQ8K* const* xq, float
   using G = Gguf<GgmlType::Q6_K>;
   Accs<NT> s;
   const I8x32 k32 = splat8(G::kZero);
-  auto step = [&](std::size_t i, auto u_) {  // u: as in row_k45
+  // Inlined by force, as row_k23's: GCC otherwise keeps the step out of
+  // line, one call per block.
+  auto step = [&](std::size_t i, auto u_) __attribute__((always_inline)) {  // u: as in row_k45
     constexpr int u = decltype(u_)::value;
     const float d = h2f(ld_u16(&w[i].d));
     I32 ai[NT];
     for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
-    auto half = [&](auto h_) {
+    auto half = [&](auto h_) __attribute__((always_inline)) {
       constexpr int h = decltype(h_)::value;
       const KScales ks = k_scales_s8(w[i].scales + 8 * h);
-      auto group = [&](auto g_) {
+      auto group = [&](auto g_) __attribute__((always_inline)) {
         constexpr int g = decltype(g_)::value;
         const I8x32 q = sub8(G::group<4 * h + g>(w[i], {}), k32);
         const auto sg = k_scale<2 * g, 2 * g + 1>(ks);
