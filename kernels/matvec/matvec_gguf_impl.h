@@ -227,8 +227,10 @@ struct Gguf<GgmlType::Q6_K> {
   static constexpr int kGroups = 8, kZero = 32;
   static Bits bits(const Block&) { return {}; }
   template <int g>
-  static I8x32 group(const Block& b, Bits) {
-    constexpr int n = g / 4, j = g % 4;
+  static I8x32 group(const Block& b, Bits) { return half_group<g % 4>(b, g / 4); }
+  // group 4n + j at a run-time half n (the row kernels' loop over halves)
+  template <int j>
+  static I8x32 half_group(const Block& b, int n) {
     const I8x32 l = ld32(b.ql + 64 * n + 32 * (j % 2));
     return or8(j < 2 ? lo_nib(l) : hi_nib(l), q6_hi<j>(ld32(b.qh + 32 * n)));
   }

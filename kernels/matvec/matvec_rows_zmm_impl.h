@@ -278,29 +278,28 @@ void row_q6_k(const BlockQ6_K* w, std::size_t nb, const ActQ8K* const* xq, float
   using G = Gguf<GgmlType::Q6_K>;
   Accs<NT> s;
   const I8x32 k32 = splat8(G::kZero);
-  // Inlined by force, as row_k23's: GCC otherwise keeps the step out of
-  // line, one call per block.
-  auto step = [&](std::size_t i, auto u_) __attribute__((always_inline)) {  // u: as in row_k45
+  auto step = [&](std::size_t i, auto u_) {  // u: as in row_k45
     constexpr int u = decltype(u_)::value;
     const float d = h2f(ld_u16(&w[i].d));
     I32 ai[NT];
     for (int t = 0; t < NT; ++t) ai[t] = i32_zero();
-    auto half = [&](auto h_) __attribute__((always_inline)) {
-      constexpr int h = decltype(h_)::value;
+    for (int h = 0; h < 2; ++h) {
       const KScales ks = k_scales_s8(w[i].scales + 8 * h);
-      auto group = [&](auto g_) __attribute__((always_inline)) {
+      I8x32 q[4];
+      q[0] = sub8(G::half_group<0>(w[i], h), k32);
+      q[1] = sub8(G::half_group<1>(w[i], h), k32);
+      q[2] = sub8(G::half_group<2>(w[i], h), k32);
+      q[3] = sub8(G::half_group<3>(w[i], h), k32);
+      auto group = [&](auto g_) {
         constexpr int g = decltype(g_)::value;
-        const I8x32 q = sub8(G::group<4 * h + g>(w[i], {}), k32);
         const auto sg = k_scale<2 * g, 2 * g + 1>(ks);
-        for (int t = 0; t < NT; ++t) ai[t] = madd_sc_s(ai[t], q, ld32(xq[t][i].qs + 128 * h + 32 * g), sg);
+        for (int t = 0; t < NT; ++t) ai[t] = madd_sc_s(ai[t], q[g], ld32(xq[t][i].qs + 128 * h + 32 * g), sg);
       };
       group(std::integral_constant<int, 0>{});
       group(std::integral_constant<int, 1>{});
       group(std::integral_constant<int, 2>{});
       group(std::integral_constant<int, 3>{});
-    };
-    half(std::integral_constant<int, 0>{});
-    half(std::integral_constant<int, 1>{});
+    }
     for (int t = 0; t < NT; ++t) s.v[u][t] = fma_i32(s.v[u][t], ai[t], d * xq[t][i].d);
   };
   for_block_pairs(nb, step);
