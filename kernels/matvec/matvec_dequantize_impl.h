@@ -22,9 +22,7 @@ void deq_b32(const typename Gguf<T>::Block* w, std::size_t nb, float* out) {  //
   using G = Gguf<T>;
   for (std::size_t i = 0; i < nb; ++i, out += 32) {
     const float d = h2f(ld_u16(&w[i].d));
-    float m = 0.f;
-    if constexpr (T != GgmlType::Q8_0) m = G::offset(w[i], d);
-    store32(G::template group<0>(w[i], G::bits(w[i])), d, d, m, out);
+    store32(G::template group<0>(w[i], G::bits(w[i])), d, d, G::offset(w[i], d), out);
   }
 }
 // f(integral_constant j) for j < 8 in order

@@ -96,16 +96,22 @@ template <GgmlType T>
 struct Gguf;
 
 struct NoBits {};
+// A bit plane the groups of a block share (Q5_K's fifth bits, Q3_K's hmask)
+struct PlaneBits {
+  I8x32 plane;
+};
 
-// Q8_0: value = d * q, q signed
+// Q8_0: value = d * q, q signed (no offset: offset() is 0)
 template <>
 struct Gguf<GgmlType::Q8_0> {
   using Block = BlockQ8_0;
   using Bits = NoBits;
-  static constexpr int kGroups = 1;
+  static constexpr int kGroups = 1, kZero = 0;
+  static constexpr bool kHasMin = false;
   static Bits bits(const Block&) { return {}; }
   template <int j>
   static I8x32 group(const Block& b, Bits) { return ld32(b.qs); }
+  static float offset(const Block&, float) { return 0.f; }
 };
 
 // The block-32 types with 4-bit fields: value = d * u + m, u unsigned
@@ -160,21 +166,18 @@ constexpr bool has_b32_zmm_row(GgmlType t) {
 template <class B, bool Five>
 struct GgufK45 {
   using Block = B;
-  struct QhBits {
-    I8x32 qh;
-  };
-  using Bits = std::conditional_t<Five, QhBits, NoBits>;
+  using Bits = std::conditional_t<Five, PlaneBits, NoBits>;
   static constexpr int kGroups = 8;
   static constexpr bool kFive = Five;
   static Bits bits(const Block& b) {
-    if constexpr (Five) return QhBits{ld32(b.qh)};
+    if constexpr (Five) return PlaneBits{ld32(b.qh)};
     else return NoBits{};
   }
   template <int j>
   static I8x32 group(const Block& b, const Bits& h) {
     const I8x32 v = ld32(b.qs + 32 * (j / 2));
     I8x32 u = (j & 1) ? hi_nib(v) : lo_nib(v);
-    if constexpr (Five) u = or8(u, bitplane_x10<j>(h.qh));
+    if constexpr (Five) u = or8(u, bitplane_x10<j>(h.plane));
     return u;
   }
   static void scales(const Block& b, std::uint8_t* sc, std::uint8_t* mn) { unpack_k4_scales_u8(b.scales, sc, mn); }
@@ -192,19 +195,16 @@ struct Gguf<GgmlType::Q5_K> : GgufK45<BlockQ5_K, true> {};
 template <class B, bool Q3>
 struct GgufK23 {
   using Block = B;
-  struct HmBits {
-    I8x32 hm;
-  };
-  using Bits = std::conditional_t<Q3, HmBits, NoBits>;
+  using Bits = std::conditional_t<Q3, PlaneBits, NoBits>;
   static constexpr int kGroups = 8;
   static Bits bits(const Block& b) {
-    if constexpr (Q3) return HmBits{ld32(b.hmask)};
+    if constexpr (Q3) return PlaneBits{ld32(b.hmask)};
     else return NoBits{};
   }
   template <int g>
   static I8x32 group(const Block& b, const Bits& h) {
     I8x32 u = crumb<2 * (g % 4)>(ld32(b.qs + 32 * (g / 4)));
-    if constexpr (Q3) u = or8(u, bit_x04<g>(h.hm));
+    if constexpr (Q3) u = or8(u, bit_x04<g>(h.plane));
     return u;
   }
 };

@@ -22,10 +22,8 @@ inline void group_ints_b32(const std::uint8_t* row, std::size_t g, std::int8_t* 
   const auto& b = reinterpret_cast<const typename G::Block*>(row)[g];
   d[0] = h2f(ld_u16(&b.d));
   I8x32 v = G::template group<0>(b, G::bits(b));
-  if constexpr (T != GgmlType::Q8_0) {
-    if constexpr (G::kHasMin) o[0] = h2f(ld_u16(&b.m));
-    else if constexpr (G::kZero != 0) v = sub8(v, splat8(G::kZero));  // Q4_0's -8, Q5_0's -16
-  }
+  if constexpr (G::kHasMin) o[0] = G::offset(b, d[0]);
+  else if constexpr (G::kZero != 0) v = sub8(v, splat8(G::kZero));  // Q4_0's -8, Q5_0's -16
   st32(v, q);
 }
 
@@ -94,7 +92,7 @@ inline void group_ints_q6_k(const std::uint8_t* row, std::size_t g, std::int8_t*
 template <class Arch, GgmlType T>
 inline void group_ints(const std::uint8_t* row, std::size_t g, std::int8_t* q, float (&d)[2], float (&o)[2]) {
   o[0] = o[1] = 0.f;
-  if constexpr (T == GgmlType::Q8_0 || has_b32_zmm_row(T)) {
+  if constexpr (Gguf<T>::kGroups == 1) {
     group_ints_b32<Arch, T>(row, g, q, d, o);
   } else if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
     group_ints_k45<Arch, T>(row, g, q, d, o);
