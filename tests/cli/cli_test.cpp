@@ -32,6 +32,12 @@ using latte::test::run;
 using latte::test::run_command;
 using latte::test::run_shell;
 
+// The number after "key": in bench's JSON text, or -1 where the key is absent.
+double number_in(const std::string& text, const std::string& key) {
+  const auto at = text.find("\"" + key + "\": ");
+  return at == std::string::npos ? -1.0 : std::stod(text.substr(at + key.size() + 4));
+}
+
 std::string tokens_csv() {
   std::ifstream in(kTestdata + "/tokens.txt");
   std::string s;
@@ -298,10 +304,6 @@ TEST(Cli, BenchReportsEveryDepth) {
   EXPECT_NE(r.output.find("\"decode_tok_s\""), std::string::npos);
   EXPECT_EQ(r.output.find("\"decode_tok_s\": 0.00"), std::string::npos) << r.output;
   // Decode's weight stream against the machine's read bandwidth, measured in the same run.
-  auto number_in = [](const std::string& text, const std::string& key) {
-    const auto at = text.find("\"" + key + "\": ");
-    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + key.size() + 4));
-  };
   auto number_after = [&](const std::string& key) { return number_in(r.output, key); };
   EXPECT_EQ(number_after("decode_weight_bytes"),
             static_cast<double>(latte::Model::load(kTestdata + "/tiny-dense.gguf")->decode_weight_bytes()));
@@ -382,10 +384,6 @@ TEST(Cli, BenchAlternatesASecondCacheType) {
 TEST(Cli, BenchBatchReportsEachNAgainstItsAdjacentRead) {
   const Result r = run("bench -m " + kTestdata + "/tiny-moe-v2-lite.gguf --batch 2,1 --depths 8 -n 3 -r 2 --threads 1 --json");
   ASSERT_EQ(r.code, 0) << r.output;
-  auto number_in = [](const std::string& text, const std::string& key) {
-    const auto at = text.find("\"" + key + "\": ");
-    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + key.size() + 4));
-  };
   const auto n1 = r.output.find("\"n\": 1,"), n2 = r.output.find("\"n\": 2,");
   ASSERT_NE(n1, std::string::npos) << r.output;
   ASSERT_NE(n2, std::string::npos) << r.output;
