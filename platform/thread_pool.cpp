@@ -77,6 +77,8 @@ constexpr int next_of(std::uint64_t v) { return static_cast<int>(v & 0xffff); }
 // Whether the calling thread is running a slot (or a region of its own).
 thread_local bool t_in_region = false;
 thread_local ThreadPool* t_pool = nullptr;
+// Regions asked of any pool (regions_asked()).
+std::atomic<std::uint64_t> g_regions_asked{0};
 
 struct RegionFlag {
   RegionFlag() { t_in_region = true; }
@@ -181,6 +183,7 @@ void ThreadPool::run_inline(SlotFn fn, void* ctx) { fn(ctx, 0, 1); }
 void ThreadPool::run(int n_slots, SlotFn fn, void* ctx) {
   if (n_slots <= 0) return;
   if (n_slots > 0xffff) throw std::invalid_argument("thread pool: " + std::to_string(n_slots) + " slots, at most 65535");
+  if (n_slots > 1 && !t_in_region) g_regions_asked.fetch_add(1, std::memory_order_relaxed);
   if (n_slots == 1 || workers_.empty() || t_in_region || fork_generation_ != fork_generation())
     return run_inline(fn, ctx);
   // In a step the governor runs on the caller alone, or on a pool another
@@ -286,6 +289,7 @@ PoolScope::~PoolScope() { t_pool = saved_; }
 int current_pool_threads() { return current_pool().threads_now(); }
 int current_pool_size() { return current_pool().threads(); }
 
-void parallel_run(int n_slots, ThreadPool::SlotFn fn, void* ctx) { current_pool().run(n_slots, fn, ctx); }
+std::uint64_t regions_asked() { return g_regions_asked.load(std::memory_order_relaxed); }
+
 
 }  // namespace latte

@@ -165,14 +165,15 @@ class PoolScope {
   ThreadPool* saved_;
 };
 
-// current_pool().threads_now() and .threads(), as plain functions (for
-// per-ISA code).
+// current_pool().threads_now() and .threads().
 int current_pool_threads();
 int current_pool_size();
 
-// fn(ctx, slot, n_slots) for every slot, on the current pool (a plain
-// function: what the per-ISA kernels call, through kernels/parallel_impl.h).
-void parallel_run(int n_slots, ThreadPool::SlotFn fn, void* ctx);
+// Regions of more than one slot asked of any pool in this process so far,
+// outside other regions (whether the pool ran them in parallel or, its
+// governor deciding, on the caller alone): what a decoded token costs in
+// fork/join points (tests/tools/pool_regions).
+std::uint64_t regions_asked();
 
 // f(slot, n_slots) for every slot, on the current pool.
 template <class F>

@@ -19,6 +19,7 @@
 #include "kernels/matvec/matvec.h"
 #include "quant/fp16.h"
 #include "quant/ggml_blocks.h"
+#include "tests/common/kernel_regions.h"
 #include "tools/read_bandwidth.h"
 
 namespace {
@@ -83,15 +84,15 @@ void matvec_bench(benchmark::State& state, bool from_dram, bool x16) {
   const int threads = static_cast<int>(state.range(4));
   const auto& k = latte::kernels::matvec_kernels(isa);
   auto w = make_weights(type, rows, cols);
-  if (x16) latte::kernels::matvec_x16_interleave(type, w.data(), rows, cols);
+  if (x16) latte::test::x16_interleave(type, w.data(), rows, cols);
   WeightCopies wc(w, from_dram ? std::size_t{512} << 20 : 0);
   auto x = random_floats(cols, 2);
   std::vector<float> y(rows);
   std::vector<std::uint8_t> scratch((x16 ? latte::kernels::matvec_scratch_bytes_x16(type, cols, 1)
                                          : latte::kernels::matvec_scratch_bytes(type, cols, 1)) + 1);
   for (auto _ : state) {
-    if (x16) k.matmul_x16(type, wc.next(), rows, cols, x.data(), cols, 1, y.data(), rows, scratch.data(), threads);
-    else k.matvec(type, wc.next(), rows, cols, x.data(), y.data(), scratch.data(), threads);
+    latte::test::matmul_on_threads(k, type, wc.next(), rows, cols, x.data(), cols, 1, y.data(), rows, scratch.data(),
+                                   threads, x16);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
@@ -133,15 +134,15 @@ void matmul_bench(benchmark::State& state, bool from_dram, bool x16 = false) {
   const int threads = static_cast<int>(state.range(5));
   const auto& k = latte::kernels::matvec_kernels(isa);
   auto w = make_weights(type, rows, cols);
-  if (x16) latte::kernels::matvec_x16_interleave(type, w.data(), rows, cols);
+  if (x16) latte::test::x16_interleave(type, w.data(), rows, cols);
   WeightCopies wc(w, from_dram ? std::size_t{256} << 20 : 0);
   auto x = random_floats(nt * cols, 2);
   std::vector<float> y(nt * rows);
   std::vector<std::uint8_t> scratch((x16 ? latte::kernels::matvec_scratch_bytes_x16(type, cols, nt)
                                          : latte::kernels::matvec_scratch_bytes(type, cols, nt)) + 1);
   for (auto _ : state) {
-    if (x16) k.matmul_x16(type, wc.next(), rows, cols, x.data(), cols, nt, y.data(), rows, scratch.data(), threads);
-    else k.matmul(type, wc.next(), rows, cols, x.data(), cols, nt, y.data(), rows, scratch.data(), threads);
+    latte::test::matmul_on_threads(k, type, wc.next(), rows, cols, x.data(), cols, nt, y.data(), rows, scratch.data(),
+                                   threads, x16);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }

@@ -34,6 +34,7 @@
 #include "kernels/mla_attn/mla_attn.h"
 #include "quant/latent_formats.h"
 #include "tools/read_bandwidth.h"
+#include "tests/common/kernel_regions.h"
 
 namespace {
 
@@ -277,7 +278,7 @@ void bm_latte(benchmark::State& st, Isa isa, LatentStorage s, Shape sh, std::int
   double total = 0;
   for (auto _ : st) {
     auto t0 = Clock::now();
-    k.decode(a);
+    latte::test::decode_on_threads(k, a);
     total += seconds_since(t0);
     benchmark::DoNotOptimize(out.data());
   }

@@ -2,8 +2,6 @@
 // the per-ISA tables. Baseline flags: no SIMD body here (matvec__<isa>.cpp).
 #include "kernels/matvec/matvec.h"
 
-#include "platform/thread_pool.h"
-
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -11,6 +9,7 @@
 
 #include "quant/fp16.h"
 #include "quant/ggml_blocks.h"
+#include "quant/x16_layout.h"
 
 namespace latte::kernels {
 
@@ -49,30 +48,24 @@ std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_
 }
 
 void matmul_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
-                std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* /*scratch*/,
-                int threads) {
+                std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* /*scratch*/) {
   matvec_check_args(type, cols);
   const std::size_t rb = ggml_row_bytes(type, cols);
   const auto* wb = static_cast<const std::uint8_t*>(w);
-  const int team = threads > 1 ? static_cast<int>(std::min<std::size_t>(threads, rows)) : 1;
-  // Allocated here: the region's slots call nothing that throws.
-  std::vector<float> rows_buf(static_cast<std::size_t>(team) * cols);  // (team, cols) dequantized rows
-  parallel_slots(team, [&](int t, int nt) {
-    float* row = rows_buf.data() + static_cast<std::size_t>(t) * cols;  // [cols]
-    for (std::size_t r = rows * t / nt; r < rows * (t + 1) / nt; ++r) {
-      dequantize_row_ref(type, wb + r * rb, row, cols);
-      for (std::size_t tk = 0; tk < n_tokens; ++tk) {
-        double acc = 0;
-        for (std::size_t c = 0; c < cols; ++c) acc += static_cast<double>(row[c]) * x[tk * ldx + c];
-        y[tk * ldy + r] = static_cast<float>(acc);
-      }
+  std::vector<float> row(cols);  // [cols] one row dequantized
+  for (std::size_t r = 0; r < rows; ++r) {
+    dequantize_row_ref(type, wb + r * rb, row.data(), cols);
+    for (std::size_t tk = 0; tk < n_tokens; ++tk) {
+      double acc = 0;
+      for (std::size_t c = 0; c < cols; ++c) acc += static_cast<double>(row[c]) * x[tk * ldx + c];
+      y[tk * ldy + r] = static_cast<float>(acc);
     }
-  });
+  }
 }
 
 void matvec_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
-                float* y, void* scratch, int threads) {
-  matmul_ref(type, w, rows, cols, x, cols, 1, y, rows, scratch, threads);
+                float* y, void* scratch) {
+  matmul_ref(type, w, rows, cols, x, cols, 1, y, rows, scratch);
 }
 
 void dequantize_ref(GgmlType type, const void* src, float* dst, std::size_t n) {
@@ -89,9 +82,39 @@ void dequantize_bf16_ref(GgmlType type, const void* src, std::uint16_t* dst, std
 
 namespace {
 bool x16_fast_ref(GgmlType) { return false; }
-const MatvecKernels kRef{&matvec_ref,         &matmul_ref,     &dequantize_ref, &dequantize_bf16_ref,
-                         &matmul_x16_ref, &x16_fast_ref};
+// The reference's phases: nothing to quantize; x16 rows go back to the
+// original layout a tile at a time in the work memory.
+MatmulPlan matmul_plan_ref(GgmlType type, std::size_t cols, std::size_t n_tokens, bool x16) {
+  if (x16) matvec_x16_check_args(type, 16, cols);
+  else matvec_check_args(type, cols);
+  MatmulPlan p;
+  p.type = type;
+  p.x16 = x16;
+  p.cols = cols;
+  p.n_tokens = n_tokens;
+  p.row_unit = x16 ? 16 : 1;
+  p.work_bytes = x16 ? 16 * ggml_row_bytes(type, cols) : 0;
+  return p;
 }
+void matmul_quantize_ref(const MatmulPlan&, const float*, std::size_t, std::size_t, std::size_t, void*) {}
+void matmul_rows_ref(const MatmulPlan& p, const void* w, std::size_t rows, const float* x, std::size_t ldx, float* y,
+                     std::size_t ldy, const void* /*scratch*/, void* work) {
+  const std::size_t rb = ggml_row_bytes(p.type, p.cols);
+  if (!p.x16) {
+    matmul_ref(p.type, w, rows, p.cols, x, ldx, p.n_tokens, y, ldy, nullptr);
+    return;
+  }
+  auto* plain = static_cast<std::uint8_t*>(work);  // (16, rb) one tile in the original layout
+  const std::size_t nb = p.cols / ggml_block_elems(p.type);
+  for (std::size_t i = 0; i < rows / 16; ++i) {
+    x16_deinterleave(p.type, static_cast<const std::uint8_t*>(w) + i * 16 * rb, 0, nb, plain, rb);
+    matmul_ref(p.type, plain, 16, p.cols, x, ldx, p.n_tokens, y + 16 * i, ldy, nullptr);
+  }
+}
+const MatvecKernels kRef{&matvec_ref,     &matmul_ref,     &dequantize_ref,      &dequantize_bf16_ref,
+                         &matmul_x16_ref, &x16_fast_ref,   &matmul_plan_ref,     &matmul_quantize_ref,
+                         &matmul_rows_ref};
+}  // namespace
 
 LATTE_DEFINE_KERNEL_DISPATCH(matvec, MatvecKernels, kRef)
 

@@ -59,27 +59,47 @@ inline constexpr std::size_t kPackedGemmAllTokens = 32;
 // best. One scratch per concurrent call.
 std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_tokens);
 
+// A product split by its caller. The kernels open no parallel region and
+// read no thread setting: a caller that runs a product on several threads
+// plans it once, quantizes the activations into the shared scratch (split by
+// tokens: matmul_quantize over [t0, t1) ranges that together cover every
+// token, all of them before any matmul_rows), then runs runs of rows (split
+// by rows, each run starting at a multiple of row_unit, one thread each, with
+// its own work memory). Every output row's arithmetic is the same for any
+// split (runtime/session/graph_rules.h's rule 1 rests on it).
+struct MatmulPlan {
+  GgmlType type{};
+  bool x16 = false;           // w row-interleaved (matmul_x16's layout)
+  std::size_t cols = 0, n_tokens = 0;
+  std::size_t row_unit = 16;  // runs of rows start at multiples of this
+  bool quantize = false;      // matmul_quantize must run first (the quantized types)
+  std::size_t work_bytes = 0; // per-thread work memory of matmul_rows (x16 without tile kernels)
+  // The ISA's own choices, read only by its matmul_quantize / matmul_rows:
+  int path = 0;
+  bool kq = false;            // ActQ8K per token (else ActQ8)
+  bool sums = false;          // integer sums per 16 after the activations (the packed GEMM)
+  bool pairs = false;         // one token's ActPairs after its activations (AVX-512 block-32 rows)
+  std::size_t act_bytes = 0;  // scratch bytes per quantized token
+};
+
 struct MatvecKernels {
-  // y[r] = sum_c W[r, c] * x[c] for r < rows.
+  // y[r] = sum_c W[r, c] * x[c] for r < rows, on the calling thread.
   //   w: rows x row_bytes; x: [cols]; y: [rows]
   //   scratch: matvec_scratch_bytes(type, cols, 1) bytes
-  //   threads: slots of a region on the calling thread's pool
-  //   (platform/thread_pool.h) over rows (1: no region, safe to call
-  //   from inside the caller's own parallel region). To split rows over your
-  //   own threads instead: w + r0 * row_bytes, rows = r1 - r0, y + r0,
-  //   threads = 1, one scratch per thread.
+  // To split rows over your own threads: w + r0 * row_bytes, rows = r1 - r0,
+  // y + r0, one scratch per thread (or the phases below, which quantize once).
   // cols must be a multiple of the type's block size.
   void (*matvec)(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
-                 float* y, void* scratch, int threads);
-  // Y[t, r] = sum_c X[t, c] * W[r, c] for t < n_tokens, r < rows.
+                 float* y, void* scratch);
+  // Y[t, r] = sum_c X[t, c] * W[r, c] for t < n_tokens, r < rows, on the
+  // calling thread.
   //   x: [n_tokens][ldx] (ldx >= cols); y: [n_tokens][ldy] (ldy >= rows)
   //   scratch: matvec_scratch_bytes(type, cols, n_tokens) bytes
   // Each weight block is decoded once per group of up to 4 tokens (Q8_0 and
   // the other packed types from a few tokens on, see kPackedGemmMinTokens:
   // once per call, into packed tiles).
   void (*matmul)(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
-                 std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch,
-                 int threads);
+                 std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch);
   // dst[0..n) = the n elements of `type` at src as f32 (same values as
   // dequantize_row_ref). n: a multiple of the block size. Single-threaded:
   // for packing weights at load time (e.g. for a oneDNN prefill GEMM).
@@ -91,21 +111,30 @@ struct MatvecKernels {
   // matvec_scratch_bytes_x16 bytes. Same results as matmul on the original
   // layout up to f32 summation order.
   void (*matmul_x16)(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
-                     std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch,
-                     int threads);
+                     std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch);
   // Whether this ISA's matmul_x16 has kernels of its own for `type` (then
   // x16 decodes faster than the original layout). Elsewhere it takes each
   // tile back to the original layout first: correct, and slower.
   bool (*x16_fast)(GgmlType type);
+  // The phases of a split product (MatmulPlan above); matmul and matmul_x16
+  // are these three on one thread. Throws std::invalid_argument as matmul.
+  MatmulPlan (*matmul_plan)(GgmlType type, std::size_t cols, std::size_t n_tokens, bool x16);
+  //   tokens [t0, t1) of x (n_tokens, ldx) quantized into scratch
+  //   (matvec_scratch_bytes or _x16 for plan.n_tokens)
+  void (*matmul_quantize)(const MatmulPlan& plan, const float* x, std::size_t ldx, std::size_t t0,
+                          std::size_t t1, void* scratch);
+  //   y (n_tokens, ldy) for the `rows` rows at w (a run's first row and
+  //   output column: w + r0 * row_bytes, y + r0); work: plan.work_bytes
+  void (*matmul_rows)(const MatmulPlan& plan, const void* w, std::size_t rows, const float* x, std::size_t ldx,
+                      float* y, std::size_t ldy, const void* scratch, void* work);
 };
 
 // Naive on purpose: dequantize_row_ref of each row, double accumulation,
-// unquantized activations. Scratch is unused; threads is honored.
+// unquantized activations. Scratch is unused.
 void matvec_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
-                float* y, void* scratch, int threads);
+                float* y, void* scratch);
 void matmul_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
-                std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch,
-                int threads);
+                std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch);
 // dequantize_row_ref, then quant/fp16.h's f32_to_bf16.
 void dequantize_ref(GgmlType type, const void* src, float* dst, std::size_t n);
 void dequantize_bf16_ref(GgmlType type, const void* src, std::uint16_t* dst, std::size_t n);
@@ -142,16 +171,16 @@ void matvec_check_args(GgmlType type, std::size_t cols);
 // layout, rows is a multiple of 16 and cols of the type's block size.
 void matvec_x16_check_args(GgmlType type, std::size_t rows, std::size_t cols);
 // Re-lays out the matrix w (rows x ggml_row_bytes(type, cols)) as x16, in
-// place, tile by tile over the calling thread's pool (16 rows of temporary
-// memory per thread).
-void matvec_x16_interleave(GgmlType type, void* w, std::size_t rows, std::size_t cols);
+// place, tile by tile on the calling thread; tmp: 16 rows' bytes. A caller
+// splits a matrix over threads by whole tiles.
+void matvec_x16_interleave(GgmlType type, void* w, std::size_t rows, std::size_t cols, void* tmp);
 // matmul_x16's scratch: matvec_scratch_bytes' rounded up to 64 bytes
 // (matvec_x16_rows_offset), then one tile's 16 rows in the original layout.
 std::size_t matvec_x16_rows_offset(GgmlType type, std::size_t cols, std::size_t n_tokens);
 std::size_t matvec_scratch_bytes_x16(GgmlType type, std::size_t cols, std::size_t n_tokens);
 // Naive: the whole matrix back to the original layout, then matmul_ref.
 void matmul_x16_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
-                    std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch, int threads);
+                    std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch);
 
 // The table for `isa` (kernels/dispatch.h): isa must be supported
 // (isa_supported), else throws; the per-ISA tables are defined in

@@ -4,9 +4,9 @@
 namespace latte::kernels {
 
 const MatvecKernels* matvec_kernels_asimd() {
-  static const MatvecKernels k{&matvec_body<xsimd::neon64>, &matmul_body<xsimd::neon64>,
-                                 &dequantize_body<xsimd::neon64>, &dequantize_bf16_body<xsimd::neon64>,
-                                 &matmul_x16_body<xsimd::neon64>, &x16_fast<xsimd::neon64>};
+  static const MatvecKernels k{&matvec_body<xsimd::neon64>, &matmul_body<xsimd::neon64>, &dequantize_body<xsimd::neon64>,
+                               &dequantize_bf16_body<xsimd::neon64>, &matmul_x16_body<xsimd::neon64>, &x16_fast<xsimd::neon64>,
+                               &matmul_plan_body<xsimd::neon64>, &matmul_quantize_body<xsimd::neon64>, &matmul_rows_body<xsimd::neon64>};
   return &k;
 }
 

@@ -16,7 +16,6 @@
 #include <type_traits>
 
 #include "kernels/matvec/matvec.h"
-#include "kernels/parallel_impl.h"
 #include "quant/ggml_blocks.h"
 
 namespace latte::kernels {
@@ -36,27 +35,6 @@ constexpr bool uses_zmm_rows() {
 #else
   return false;
 #endif
-}
-
-// Work on nth slots of a region on the calling thread's pool
-// (kernels/parallel_impl.h), or on the calling thread alone where nth <= 1:
-// the runtime calls these kernels from its own regions with one thread.
-// mv_parallel: body(t, nt) once per slot.
-template <class F>
-void mv_parallel(int nth, F&& body) {
-  isa_parallel(nth, [&](int t, int nt) { body(static_cast<std::size_t>(t), static_cast<std::size_t>(nt)); });
-}
-
-// mv_parallel_for: body(i) for every i < n, in static runs per slot.
-template <class F>
-void mv_parallel_for(int nth, std::ptrdiff_t n, F&& body) {
-  if (nth <= 1 || n <= 1) {
-    for (std::ptrdiff_t i = 0; i < n; ++i) body(i);
-    return;
-  }
-  isa_parallel(static_cast<int>(n < nth ? n : nth), [&](int t, int nt) {
-    for (std::ptrdiff_t i = n * t / nt; i < n * (t + 1) / nt; ++i) body(i);
-  });
 }
 
 // IQ4_NL's table, copied by value into this file's own (internal) array:

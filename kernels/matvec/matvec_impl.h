@@ -139,99 +139,6 @@ std::size_t packed_min_tokens(GgmlType t) {
   else return 16;
 }
 
-template <class Arch>
-void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
-                 std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch, int threads) {
-  matvec_check_args(type, cols);
-  if (rows == 0 || n_tokens == 0) return;
-  const std::size_t rb = ggml_row_bytes(type, cols);
-  const auto* wb = static_cast<const std::uint8_t*>(w);
-  const bool quant = !is_float_type(type);
-  // (cols 0: the row paths write the zero sums; the packed GEMM has no group
-  // to start its outputs from.)
-  const bool q8_packed = matvec_has_packed_gemm(type) && n_tokens >= packed_min_tokens<Arch>(type) && cols > 0;
-  // The packed GEMM takes ActQ8 (one scale per 32) whatever the type.
-  const bool kq = ggml_has_super_blocks(type) && !q8_packed;
-  // scratch: [n_tokens][cols/32] ActQ8, or [n_tokens][cols/256] ActQ8K for the K-quants
-  auto* xb = static_cast<std::uint8_t*>(scratch);
-  const std::size_t act_bytes = kq ? cols / 256 * sizeof(ActQ8K) : cols / 32 * sizeof(ActQ8);  // per token
-  const int nth = threads > 1 ? threads : 1;
-  // Packed: the activations' integer sums (n_tokens, cols/16), after the
-  // ActQ8s (matvec_scratch_bytes)
-  std::int32_t* xs = q8_packed ? reinterpret_cast<std::int32_t*>(xb + n_tokens * act_bytes) : nullptr;
-  if (quant) quantize_tokens<Arch>(kq, x, ldx, n_tokens, cols, xb, act_bytes, xs, nth);
-  if (q8_packed) {
-    with_type<Arch>(type, [&](auto T) {
-      if constexpr (packed_gemm_type(T.value))
-        q8_gemm<Arch, T.value>(wb, rb, rows, cols, reinterpret_cast<const ActQ8*>(xb), xs, n_tokens, y, ldy, nth);
-    });
-    return;
-  }
-  if (n_tokens == 1) {
-    // Each thread a contiguous run of 16-row tiles, each row read whole: one
-    // sequential stream the prefetchers follow (chunking a single token's
-    // rows into 16 interleaved streams reads DRAM far slower:
-    // docs/performance-log.md, "Figures moved out of code comments").
-    constexpr std::size_t kRows = 16;
-    const std::size_t tiles = (rows + kRows - 1) / kRows;
-    ActPairs pairs{};
-    if (uses_zmm_rows<Arch>() && has_b32_zmm_row(type))  // after the ActQ8s (matvec_scratch_bytes)
-      pairs = build_act_pairs(reinterpret_cast<const ActQ8*>(xb), cols / 32, xb + act_bytes,
-                              type == GgmlType::Q5_0 || type == GgmlType::Q5_1);
-    mv_parallel(nth, [&](std::size_t t, std::size_t nt) {
-      const std::size_t r0 = mv_min(rows, tiles * t / nt * kRows), r1 = mv_min(rows, tiles * (t + 1) / nt * kRows);
-      rows_1<Arch>(type, wb, rb, r0, r1, cols, x, quant ? xb : nullptr, &pairs, y);
-    });
-    return;
-  }
-  // Tiles of rows per thread; within a tile, groups of 4 tokens share every
-  // decoded weight group. Columns go in chunks so the 4 tokens' activations
-  // stay in L1 while the tile's weights stream from L2 (f32 activations:
-  // 4 x 1024 x 4 bytes; int8: 4 x 4096 x ~1.2 bytes).
-  constexpr std::size_t kRowTile = 16;
-  const std::size_t chunk = mv_min(cols, quant ? 4096 : 1024);  // a multiple of 256
-  // Weight bytes per block, so the parallel region calls nothing that throws.
-  const std::size_t blk_elems = ggml_block_elems(type), blk_bytes = ggml_row_bytes(type, blk_elems);
-  const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>((rows + kRowTile - 1) / kRowTile);
-  mv_parallel_for(nth, tiles, [&](std::ptrdiff_t tile) {
-    const std::size_t r0 = static_cast<std::size_t>(tile) * kRowTile, r1 = mv_min(rows, r0 + kRowTile);
-    for (std::size_t t0 = 0; t0 < n_tokens; t0 += 4) {
-      const std::size_t n = mv_min(4, n_tokens - t0);
-      float sum[kRowTile][4] = {};  // [rows of the tile][tokens of the group]
-      for (std::size_t c0 = 0; c0 < cols; c0 += chunk) {
-        const std::size_t cl = mv_min(chunk, cols - c0);
-        const std::size_t w_off = c0 / blk_elems * blk_bytes;
-        const std::size_t a_off = kq ? c0 / 256 * sizeof(ActQ8K) : c0 / 32 * sizeof(ActQ8);
-        const float* xf[4];
-        const void* xa[4];
-        for (std::size_t k = 0; k < n; ++k) {
-          xf[k] = x + (t0 + k) * ldx + c0;
-          xa[k] = quant ? xb + (t0 + k) * act_bytes + a_off : nullptr;
-        }
-        for (std::size_t r = r0; r < r1; ++r) {
-          float out[4];
-          const std::uint8_t* wr = wb + r * rb + w_off;
-          switch (n) {
-            case 1: matvec_row<Arch, 1>(type, wr, cl, xf, xa, out); break;
-            case 2: matvec_row<Arch, 2>(type, wr, cl, xf, xa, out); break;
-            case 3: matvec_row<Arch, 3>(type, wr, cl, xf, xa, out); break;
-            default: matvec_row<Arch, 4>(type, wr, cl, xf, xa, out); break;
-          }
-          for (std::size_t k = 0; k < n; ++k) sum[r - r0][k] += out[k];
-        }
-      }
-      for (std::size_t r = r0; r < r1; ++r)
-        for (std::size_t k = 0; k < n; ++k) y[(t0 + k) * ldy + r] = sum[r - r0][k];
-    }
-  });
-}
-
-template <class Arch>
-void matvec_body(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x, float* y,
-                 void* scratch, int threads) {
-  matmul_body<Arch>(type, w, rows, cols, x, cols, 1, y, rows, scratch, threads);
-}
-
 // True where matmul_x16_body has tile kernels for `type` (AVX-512 VNNI).
 template <class Arch>
 bool x16_fast(GgmlType type) {
@@ -248,61 +155,205 @@ std::size_t x16_packed_min_tokens(GgmlType type) {
   return uses_zmm_rows<Arch>() ? kPackedGemmAllTokens : packed_min_tokens<Arch>(type);
 }
 
+// The paths of a product (MatmulPlan::path).
+enum MatmulPath : int {
+  kRows1,      // one token: the row kernels, each row read whole
+  kRows4,      // 2 tokens up to the packed GEMM: 16-row tiles, 4 tokens a pass
+  kPacked,     // the packed int8 GEMM
+  kX16Packed,  // the packed GEMM over x16 tiles
+  kX16Tiles,   // x16 tile kernels (AVX-512 VNNI)
+  kX16Plain,   // x16 elsewhere below the packed GEMM: each tile back to the original layout, then kRows1 / kRows4
+};
+
+template <class Arch>
+MatmulPlan matmul_plan_body(GgmlType type, std::size_t cols, std::size_t n_tokens, bool x16) {
+  if (x16) matvec_x16_check_args(type, 16, cols);
+  else matvec_check_args(type, cols);
+  MatmulPlan p;
+  p.type = type;
+  p.x16 = x16;
+  p.cols = cols;
+  p.n_tokens = n_tokens;
+  p.quantize = !is_float_type(type);
+  // (cols 0: the row paths write the zero sums; the packed GEMM has no group
+  // to start its outputs from.)
+  const bool packed = cols > 0 && (x16 ? n_tokens >= x16_packed_min_tokens<Arch>(type)
+                                       : matvec_has_packed_gemm(type) && n_tokens >= packed_min_tokens<Arch>(type));
+  if (packed) {
+    // The packed GEMM takes ActQ8 (one scale per 32) whatever the type, and
+    // its tiles are TR rows.
+    p.path = x16 ? kX16Packed : kPacked;
+    p.sums = true;
+    p.row_unit = static_cast<std::size_t>(Q8Dot<Arch>::V * Q8Dot<Arch>::MR);
+  } else if (x16 && uses_zmm_rows<Arch>()) {
+    p.path = kX16Tiles;
+    p.kq = ggml_block_elems(type) == 256;  // the K-quants and IQ4_XS; ActQ8 for Q5_0 and Q4_0
+  } else {
+    p.path = x16 ? kX16Plain : n_tokens == 1 ? kRows1 : kRows4;
+    p.kq = ggml_has_super_blocks(type);
+    p.pairs = n_tokens == 1 && uses_zmm_rows<Arch>() && has_b32_zmm_row(type);
+    if (x16) p.work_bytes = 16 * ggml_row_bytes(type, cols);
+  }
+  p.act_bytes = p.kq ? cols / 256 * sizeof(ActQ8K) : cols / 32 * sizeof(ActQ8);
+  return p;
+}
+
+// scratch: [n_tokens] act_bytes each (ActQ8 or ActQ8K runs), then the packed
+// GEMM's integer sums (n_tokens, cols/16) or one token's ActPairs
+// (matvec_scratch_bytes).
+template <class Arch>
+void matmul_quantize_body(const MatmulPlan& p, const float* x, std::size_t ldx, std::size_t t0, std::size_t t1,
+                          void* scratch) {
+  if (!p.quantize || t1 <= t0) return;
+  auto* xb = static_cast<std::uint8_t*>(scratch);
+  auto* xs = p.sums ? reinterpret_cast<std::int32_t*>(xb + p.n_tokens * p.act_bytes) : nullptr;
+  quantize_tokens<Arch>(p.kq, x, ldx, t0, t1, p.cols, xb, p.act_bytes, xs);
+  if (p.pairs && t0 == 0)
+    build_act_pairs(reinterpret_cast<const ActQ8*>(xb), p.cols / 32, xb + p.act_bytes,
+                    p.type == GgmlType::Q5_0 || p.type == GgmlType::Q5_1);
+}
+
+// Rows [0, rows) of w (original layout) for the kRows1 / kRows4 paths.
+template <class Arch>
+void rows_path(const MatmulPlan& p, const std::uint8_t* wb, std::size_t rows, const float* x, std::size_t ldx,
+               float* y, std::size_t ldy, const std::uint8_t* xb) {
+  const GgmlType type = p.type;
+  const std::size_t cols = p.cols, n_tokens = p.n_tokens, rb = ggml_row_bytes(type, cols);
+  if (p.path == kRows1) {
+    // Each row read whole: one sequential stream the prefetchers follow per
+    // run of rows (chunking a single token's rows into 16 interleaved
+    // streams reads DRAM far slower: docs/performance-log.md, "Figures moved
+    // out of code comments").
+    const ActPairs pairs = p.pairs ? act_pairs_at(xb + p.act_bytes, cols / 32) : ActPairs{};
+    rows_1<Arch>(type, wb, rb, 0, rows, cols, x, p.quantize ? xb : nullptr, &pairs, y);
+    return;
+  }
+  // Tiles of rows; within a tile, groups of 4 tokens share every decoded
+  // weight group. Columns go in chunks so the 4 tokens' activations stay in
+  // L1 while the tile's weights stream from L2 (f32 activations: 4 x 1024 x
+  // 4 bytes; int8: 4 x 4096 x ~1.2 bytes).
+  constexpr std::size_t kRowTile = 16;
+  const std::size_t chunk = mv_min(cols, p.quantize ? 4096 : 1024);  // a multiple of 256
+  const std::size_t blk_elems = ggml_block_elems(type), blk_bytes = ggml_row_bytes(type, blk_elems);
+  for (std::size_t r0 = 0; r0 < rows; r0 += kRowTile) {
+    const std::size_t r1 = mv_min(rows, r0 + kRowTile);
+    for (std::size_t t0 = 0; t0 < n_tokens; t0 += 4) {
+      const std::size_t n = mv_min(4, n_tokens - t0);
+      float sum[kRowTile][4] = {};  // [rows of the tile][tokens of the group]
+      for (std::size_t c0 = 0; c0 < cols; c0 += chunk) {
+        const std::size_t cl = mv_min(chunk, cols - c0);
+        const std::size_t w_off = c0 / blk_elems * blk_bytes;
+        const std::size_t a_off = p.kq ? c0 / 256 * sizeof(ActQ8K) : c0 / 32 * sizeof(ActQ8);
+        const float* xf[4];
+        const void* xa[4];
+        for (std::size_t k = 0; k < n; ++k) {
+          xf[k] = x + (t0 + k) * ldx + c0;
+          xa[k] = p.quantize ? xb + (t0 + k) * p.act_bytes + a_off : nullptr;
+        }
+        for (std::size_t r = r0; r < r1; ++r) {
+          float out[4];
+          const std::uint8_t* wr = wb + r * rb + w_off;
+          switch (n) {
+            case 1: matvec_row<Arch, 1>(type, wr, cl, xf, xa, out); break;
+            case 2: matvec_row<Arch, 2>(type, wr, cl, xf, xa, out); break;
+            case 3: matvec_row<Arch, 3>(type, wr, cl, xf, xa, out); break;
+            default: matvec_row<Arch, 4>(type, wr, cl, xf, xa, out); break;
+          }
+          for (std::size_t k = 0; k < n; ++k) sum[r - r0][k] += out[k];
+        }
+      }
+      for (std::size_t r = r0; r < r1; ++r)
+        for (std::size_t k = 0; k < n; ++k) y[(t0 + k) * ldy + r] = sum[r - r0][k];
+    }
+  }
+}
+
+template <class Arch>
+void matmul_rows_body(const MatmulPlan& p, const void* w, std::size_t rows, const float* x, std::size_t ldx, float* y,
+                      std::size_t ldy, const void* scratch, void* work) {
+  if (rows == 0 || p.n_tokens == 0) return;
+  const GgmlType type = p.type;
+  const std::size_t cols = p.cols, n_tokens = p.n_tokens, rb = ggml_row_bytes(type, cols);
+  const auto* wb = static_cast<const std::uint8_t*>(w);
+  const auto* xb = static_cast<const std::uint8_t*>(scratch);
+  const auto* xq = reinterpret_cast<const ActQ8*>(xb);
+  const auto* xs = reinterpret_cast<const std::int32_t*>(xb + n_tokens * p.act_bytes);
+  switch (p.path) {
+    case kPacked:
+      with_type<Arch>(type, [&](auto T) {
+        if constexpr (packed_gemm_type(T.value)) q8_gemm<Arch, T.value>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy);
+      });
+      return;
+    case kX16Packed:
+      with_x16_type(type, [&](auto T) { q8_gemm<Arch, T.value, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy); });
+      return;
+    case kX16Tiles:
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+      if constexpr (uses_zmm_rows<Arch>()) {
+        // Each run of tiles in order, as rows_1 reads its rows.
+        for (std::size_t i = 0; i < rows / 16; ++i) {
+          for (std::size_t t0 = 0; t0 < n_tokens; t0 += 4) {
+            const int n = static_cast<int>(mv_min(4, n_tokens - t0));
+            const void* xv[4];
+            float* yo[4];
+            for (int j = 0; j < n; ++j) {
+              xv[j] = xb + (t0 + static_cast<std::size_t>(j)) * p.act_bytes;
+              yo[j] = y + (t0 + static_cast<std::size_t>(j)) * ldy + 16 * i;
+            }
+            with_x16_type(type, [&](auto T) { tile_x16<T.value>(n, wb + i * 16 * rb, cols, xv, yo); });
+          }
+        }
+      }
+#endif
+      return;
+    case kX16Plain: {
+      auto* plain = static_cast<std::uint8_t*>(work);  // (16, rb) one tile in the original layout
+      MatmulPlan inner = p;
+      inner.path = n_tokens == 1 ? kRows1 : kRows4;
+      const std::size_t nb = cols / ggml_block_elems(type);
+      for (std::size_t i = 0; i < rows / 16; ++i) {
+        x16_deinterleave(type, wb + i * 16 * rb, 0, nb, plain, rb);
+        rows_path<Arch>(inner, plain, 16, x, ldx, y + 16 * i, ldy, xb);
+      }
+      return;
+    }
+    default:
+      rows_path<Arch>(p, wb, rows, x, ldx, y, ldy, xb);
+  }
+}
+
+// The whole products on the calling thread: the phases above, in order.
+template <class Arch>
+void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
+                 std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch) {
+  matvec_check_args(type, cols);
+  if (rows == 0 || n_tokens == 0) return;
+  const MatmulPlan p = matmul_plan_body<Arch>(type, cols, n_tokens, false);
+  matmul_quantize_body<Arch>(p, x, ldx, 0, n_tokens, scratch);
+  matmul_rows_body<Arch>(p, w, rows, x, ldx, y, ldy, scratch, nullptr);
+}
+
+template <class Arch>
+void matvec_body(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x, float* y,
+                 void* scratch) {
+  matmul_body<Arch>(type, w, rows, cols, x, cols, 1, y, rows, scratch);
+}
+
 // matmul over a row-interleaved matrix (matvec.h's x16): from
 // x16_packed_min_tokens on the packed GEMM, which packs the tiles directly on
 // AVX-512 and elsewhere takes each chunk back to the original layout as it
-// packs; below, the tile kernels where x16_fast (each
-// thread a contiguous run of tiles, as rows_1), else each tile back to the
-// original layout in the scratch and matmul_body over its 16 rows.
+// packs; below, the tile kernels where x16_fast, else each tile back to the
+// original layout in the scratch (after the activations) and the row paths
+// over its 16 rows.
 template <class Arch>
 void matmul_x16_body(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
-                     std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch, int threads) {
+                     std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch) {
   matvec_x16_check_args(type, rows, cols);
   if (rows == 0 || n_tokens == 0) return;
-  const std::size_t rb = ggml_row_bytes(type, cols);
-  const auto* wb = static_cast<const std::uint8_t*>(w);
-  auto* xb = static_cast<std::uint8_t*>(scratch);
-  const int nth = threads > 1 ? threads : 1;
-  // (cols 0: the other paths write the zero sums; the packed GEMM has no group to start its outputs from.)
-  if (n_tokens >= x16_packed_min_tokens<Arch>(type) && cols > 0) {
-    // As matmul_body: [n_tokens][cols/32] ActQ8, then their integer sums per 16
-    const std::size_t act = cols / 32 * sizeof(ActQ8);
-    auto* xq = reinterpret_cast<ActQ8*>(xb);
-    auto* xs = reinterpret_cast<std::int32_t*>(xb + n_tokens * act);
-    quantize_tokens<Arch>(false, x, ldx, n_tokens, cols, xb, act, xs, nth);
-    with_x16_type(type, [&](auto T) { q8_gemm<Arch, T.value, true>(wb, rb, rows, cols, xq, xs, n_tokens, y, ldy, nth); });
-    return;
-  }
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-  if constexpr (uses_zmm_rows<Arch>()) {
-    // [n_tokens] ActQ8K (cols/256 each) for the 256-element blocks, ActQ8 (cols/32 each) for Q5_0 and Q4_0
-    const bool k = ggml_block_elems(type) == 256;  // the K-quants and IQ4_XS
-    const std::size_t act = k ? cols / 256 * sizeof(ActQ8K) : cols / 32 * sizeof(ActQ8);
-    quantize_tokens<Arch>(k, x, ldx, n_tokens, cols, xb, act, nullptr, nth);
-    const std::size_t tiles = rows / 16;
-    mv_parallel(nth, [&](std::size_t th, std::size_t nt) {
-      for (std::size_t i = tiles * th / nt; i < tiles * (th + 1) / nt; ++i) {
-        for (std::size_t t0 = 0; t0 < n_tokens; t0 += 4) {
-          const int n = static_cast<int>(mv_min(4, n_tokens - t0));
-          const void* xv[4];
-          float* yo[4];
-          for (int j = 0; j < n; ++j) {
-            xv[j] = xb + (t0 + static_cast<std::size_t>(j)) * act;
-            yo[j] = y + (t0 + static_cast<std::size_t>(j)) * ldy + 16 * i;
-          }
-          with_x16_type(type, [&](auto T) { tile_x16<T.value>(n, wb + i * 16 * rb, cols, xv, yo); });
-        }
-      }
-    });
-    return;
-  }
-#endif
-  std::uint8_t* plain = xb + matvec_x16_rows_offset(type, cols, n_tokens);  // (16, rb)
-  const std::size_t nb = cols / ggml_block_elems(type);
-  for (std::size_t i = 0; i < rows / 16; ++i) {
-    x16_deinterleave(type, wb + i * 16 * rb, 0, nb, plain, rb);
-    matmul_body<Arch>(type, plain, 16, cols, x, ldx, n_tokens, y + 16 * i, ldy, scratch, threads);
-  }
+  const MatmulPlan p = matmul_plan_body<Arch>(type, cols, n_tokens, true);
+  matmul_quantize_body<Arch>(p, x, ldx, 0, n_tokens, scratch);
+  matmul_rows_body<Arch>(p, w, rows, x, ldx, y, ldy, scratch,
+                         static_cast<std::uint8_t*>(scratch) + matvec_x16_rows_offset(type, cols, n_tokens));
 }
 
 }  // inline namespace LATTE_KERNEL_ISA_NS

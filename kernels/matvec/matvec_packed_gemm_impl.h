@@ -1,9 +1,9 @@
 // matvec's packed int8 GEMM for chunks of many tokens, the products and the
 // driver: q8_tile_tokens runs up to NT tokens over one packed column chunk
 // of a tile (the dot steps per-ISA intrinsics through Q8Dot<Arch>; scaling
-// and accumulation xsimd over the Arch), q8_gemm splits the rows into tiles
-// over the threads, packs each tile a chunk at a time (matvec_packed_pack*)
-// and prefetches the next. The layout and the rules of the packing:
+// and accumulation xsimd over the Arch), q8_gemm takes the given rows a
+// tile at a time (its caller splits rows by whole tiles), packs each tile a
+// chunk at a time (matvec_packed_pack*) and prefetches the next. The layout and the rules of the packing:
 // matvec_packed_dot_impl.h.
 #pragma once
 
@@ -142,7 +142,7 @@ constexpr PlainBlock plain_block() {
 // chunk's rows go back to the original layout on the stack first.
 template <class Arch, GgmlType T, bool kX16 = false>
 void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_t cols, const ActQ8* xq,
-             const std::int32_t* xs, std::size_t n_tokens, float* y, std::size_t ldy, int threads) {
+             const std::int32_t* xs, std::size_t n_tokens, float* y, std::size_t ldy) {
   using D = Q8Dot<Arch>;
   constexpr int TR = D::V * D::MR, NT = D::NT;
   static_assert(!kX16 || TR % 16 == 0);
@@ -153,7 +153,7 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
   constexpr std::size_t kBlockGroups = plain_block<T, kPlain>().groups, kBlockBytes = plain_block<T, kPlain>().bytes;
   static_assert(kQ8PackGroups % kBlockGroups == 0);
   constexpr std::size_t kPlainBytes = kPlain ? kQ8PackGroups / kBlockGroups * kBlockBytes * TR : 1;  // (TR, chunk)
-  mv_parallel_for(threads, tiles, [&](std::ptrdiff_t tile) {
+  for (std::ptrdiff_t tile = 0; tile < tiles; ++tile) {
     alignas(64) std::uint8_t pk[kQ8PackGroups * pack_group_bytes(T) * TR];  // one column chunk of the tile, packed
     alignas(64) std::uint8_t plain[kPlainBytes];
     const std::size_t r0 = static_cast<std::size_t>(tile) * TR;
@@ -209,7 +209,7 @@ void q8_gemm(const std::uint8_t* w, std::size_t rb, std::size_t rows, std::size_
         q8_tile_upto<Arch, NT, packed_scales(T), packed_offsets(T)>(n, pk, ng, xa, xi, yo, nr, g0 == 0);
       }
     }
-  });
+  }
 }
 
 }  // inline namespace LATTE_KERNEL_ISA_NS

@@ -67,20 +67,18 @@ void matvec_quantize_act_k(const float* x, std::size_t cols, ActQ8K* xq) {
   }
 }
 
-// Tokens t < n_tokens of x (ldx apart) quantized into xb, act_bytes each:
+// Tokens [t0, t1) of x (ldx apart) quantized into xb, act_bytes each:
 // ActQ8K runs where kq, else ActQ8 runs, then, where sums is given, their
-// integer sums per 16 at sums + t * cols / 16 (the packed GEMM's). In
-// parallel over the tokens where there are several.
+// integer sums per 16 at sums + t * cols / 16 (the packed GEMM's).
 template <class Arch>
-void quantize_tokens(bool kq, const float* x, std::size_t ldx, std::size_t n_tokens, std::size_t cols,
-                     std::uint8_t* xb, std::size_t act_bytes, std::int32_t* sums, int nth) {
-  mv_parallel_for(nth, static_cast<std::ptrdiff_t>(n_tokens), [&](std::ptrdiff_t t) {
-    const auto tt = static_cast<std::size_t>(t);
-    const float* xt = x + tt * ldx;
-    void* dst = xb + tt * act_bytes;
+void quantize_tokens(bool kq, const float* x, std::size_t ldx, std::size_t t0, std::size_t t1, std::size_t cols,
+                     std::uint8_t* xb, std::size_t act_bytes, std::int32_t* sums) {
+  for (std::size_t t = t0; t < t1; ++t) {
+    const float* xt = x + t * ldx;
+    void* dst = xb + t * act_bytes;
     if (kq) matvec_quantize_act_k<Arch>(xt, cols, static_cast<ActQ8K*>(dst));
-    else matvec_quantize_act<Arch>(xt, cols, static_cast<ActQ8*>(dst), sums ? sums + tt * (cols / 16) : nullptr);
-  });
+    else matvec_quantize_act<Arch>(xt, cols, static_cast<ActQ8*>(dst), sums ? sums + t * (cols / 16) : nullptr);
+  }
 }
 
 }  // inline namespace LATTE_KERNEL_ISA_NS

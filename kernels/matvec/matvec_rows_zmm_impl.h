@@ -21,7 +21,12 @@ struct ActPairs {
   const float* dx;
   const float* sx;
 };
-inline ActPairs build_act_pairs(const ActQ8* xq, std::size_t nb, std::uint8_t* buf, bool natural) {
+// Where build_act_pairs puts nb groups' pairs in buf.
+inline ActPairs act_pairs_at(const std::uint8_t* buf, std::size_t nb) {
+  const auto* dx = reinterpret_cast<const float*>(buf + nb / 2 * 64);
+  return {reinterpret_cast<const std::int8_t*>(buf), dx, dx + (nb + 15) / 16 * 16};
+}
+inline void build_act_pairs(const ActQ8* xq, std::size_t nb, std::uint8_t* buf, bool natural) {
   auto* qs = reinterpret_cast<std::int8_t*>(buf);
   auto* dx = reinterpret_cast<float*>(buf + nb / 2 * 64);
   const std::size_t padded = (nb + 15) / 16 * 16;
@@ -42,7 +47,6 @@ inline ActPairs build_act_pairs(const ActQ8* xq, std::size_t nb, std::uint8_t* b
     dx[i] = i < nb ? xq[i].d : 0.f;
     sx[i] = i < nb ? xq[i].s : 0.f;
   }
-  return {qs, dx, sx};
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)

@@ -1,8 +1,6 @@
 // matvec's row-interleaved weights (x16; the layout: quant/x16_layout.h):
-// the interleave of a whole matrix at load over the calling thread's pool,
-// the argument checks, the scratch sizes and the reference.
-#include "platform/thread_pool.h"
-
+// the interleave of a matrix at load, the argument checks, the scratch sizes
+// and the reference.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -24,22 +22,16 @@ void matvec_x16_check_args(GgmlType type, std::size_t rows, std::size_t cols) {
     throw std::invalid_argument("matvec x16: " + std::to_string(rows) + " rows is not a multiple of 16");
 }
 
-void matvec_x16_interleave(GgmlType type, void* w, std::size_t rows, std::size_t cols) {
+void matvec_x16_interleave(GgmlType type, void* w, std::size_t rows, std::size_t cols, void* tmp) {
   matvec_x16_check_args(type, rows, cols);
   const std::size_t rb = ggml_row_bytes(type, cols), nb = cols / ggml_block_elems(type);
-  const std::ptrdiff_t tiles = static_cast<std::ptrdiff_t>(rows / 16);
-  // Allocated before the region: its slots call nothing that throws.
-  const int team = static_cast<int>(std::min<std::ptrdiff_t>(current_pool_threads(), tiles));
-  std::vector<std::uint8_t> tmp(static_cast<std::size_t>(team) * 16 * rb);  // (team, 16 rows)
   auto* base = static_cast<std::uint8_t*>(w);
-  parallel_slots(team, [&](int t, int nt) {
-    std::uint8_t* rows16 = tmp.data() + static_cast<std::size_t>(t) * 16 * rb;
-    for (std::ptrdiff_t i = tiles * t / nt; i < tiles * (t + 1) / nt; ++i) {
-      std::uint8_t* tile = base + static_cast<std::size_t>(i) * 16 * rb;
-      std::memcpy(rows16, tile, 16 * rb);
-      x16_interleave_tile(type, tile, rows16, rb, nb);
-    }
-  });
+  auto* rows16 = static_cast<std::uint8_t*>(tmp);  // (16, rb)
+  for (std::size_t i = 0; i < rows / 16; ++i) {
+    std::uint8_t* tile = base + i * 16 * rb;
+    std::memcpy(rows16, tile, 16 * rb);
+    x16_interleave_tile(type, tile, rows16, rb, nb);
+  }
 }
 
 std::size_t matvec_x16_rows_offset(GgmlType type, std::size_t cols, std::size_t n_tokens) {
@@ -51,13 +43,13 @@ std::size_t matvec_scratch_bytes_x16(GgmlType type, std::size_t cols, std::size_
 }
 
 void matmul_x16_ref(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
-                    std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch, int threads) {
+                    std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch) {
   matvec_x16_check_args(type, rows, cols);
   const std::size_t rb = ggml_row_bytes(type, cols), nb = cols / ggml_block_elems(type);
   std::vector<std::uint8_t> plain(rows * rb);  // (rows, rb) the original layout
   for (std::size_t i = 0; i < rows / 16; ++i)
     x16_deinterleave(type, static_cast<const std::uint8_t*>(w) + i * 16 * rb, 0, nb, plain.data() + i * 16 * rb, rb);
-  matmul_ref(type, plain.data(), rows, cols, x, ldx, n_tokens, y, ldy, scratch, threads);
+  matmul_ref(type, plain.data(), rows, cols, x, ldx, n_tokens, y, ldy, scratch);
 }
 
 }  // namespace latte::kernels

@@ -66,7 +66,28 @@ void attend_ref(int n_heads, const float* q_lat, const float* q_pe, float scale,
 
 std::size_t ref_scratch(int, const LatentTileLayout&, int) { return 0; }
 
-const MlaAttnKernels kRef{&ref_scratch, &mla_decode_ref, &mla_prefill_ref};
+// The reference's phases: one item, the whole decode.
+MlaDecodeSplit ref_begin(const MlaDecodeArgs&) { return {}; }
+void ref_query(const MlaDecodeArgs&, int, int) {}
+void ref_items(const MlaDecodeArgs& a, int slot, int) {
+  if (slot == 0) mla_decode_ref(a);
+}
+void ref_item(const MlaDecodeArgs& a, int, int) { mla_decode_ref(a); }
+void ref_merge(const MlaDecodeArgs&, int, int) {}
+void ref_prefill_queries(const MlaPrefillArgs& a, int i0, int i1, int) {
+  MlaPrefillArgs b = a;
+  const std::size_t nl = static_cast<std::size_t>(a.n_heads) * a.cache.layout.d_c;
+  const std::size_t nr = static_cast<std::size_t>(a.n_heads) * a.cache.layout.d_R;
+  b.n_q = i1 - i0;
+  b.p0 = a.p0 + i0;
+  b.q_lat = a.q_lat + i0 * nl;
+  b.q_pe = a.q_pe + i0 * nr;
+  b.out = a.out + i0 * nl;
+  mla_prefill_ref(b);
+}
+
+const MlaAttnKernels kRef{&ref_scratch, &mla_decode_ref, &mla_prefill_ref, &ref_begin,          &ref_query,
+                          &ref_items,   &ref_item,       &ref_merge,       &ref_prefill_queries};
 
 }  // namespace
 

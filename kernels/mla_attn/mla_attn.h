@@ -7,7 +7,11 @@
 //
 // Threads: the context is split into contiguous tile ranges, one per thread,
 // each running an online softmax, merged by log-sum-exp; short contexts split
-// the heads instead. int8 caches: the query is quantized per head (latent and
+// the heads instead. The kernels open no parallel region and read no thread
+// setting: the caller plans a decode for `threads` and runs its phases
+// (MlaAttnKernels: the query, the work items, the merge) on its own threads.
+// The plan depends on `threads` alone, never on how many threads run it, so
+// the results do not either. int8 caches: the query is quantized per head (latent and
 // rope parts separately) and scores use integer dot products (vpdpbusd,
 // vpmaddubsw+vpmaddwd, sdot); the softmax weights, times each token's latent
 // scale, are quantized per head per block of ~512 tokens and the value
@@ -31,7 +35,7 @@ struct MlaDecodeArgs {
   LatentLayerView cache{};
   std::int64_t n_ctx = 0;        // 0 gives a zero output
   float* out = nullptr;          // (n_heads, d_c)
-  int threads = 0;               // 0: the current pool's (platform/thread_pool.h)
+  int threads = 1;               // the plan's (>= 1)
   void* scratch = nullptr;       // table.scratch_bytes(...) bytes, any alignment
 };
 
@@ -44,15 +48,47 @@ struct MlaPrefillArgs {
   float scale = 1.f;
   LatentLayerView cache{};
   float* out = nullptr;          // (n_q, n_heads, d_c)
-  int threads = 0;
+  int threads = 1;               // the plan's (>= 1)
   void* scratch = nullptr;       // same size as for decode with these threads
+};
+
+// How a decode's plan splits its work (MlaAttnKernels::decode_begin).
+struct MlaDecodeSplit {
+  int items = 1;           // work items: context splits x head splits
+  int context_splits = 1;  // 1: each item is all of the context for a run of heads
+  int head_splits = 1;
+  int slots = 1;           // the region decode_items is worth: min(items, threads)
 };
 
 struct MlaAttnKernels {
   // Scratch a decode or prefill call needs; independent of the context length.
   std::size_t (*scratch_bytes)(int n_heads, const LatentTileLayout& layout, int threads);
+  // The whole calls on the calling thread (planned for a.threads).
   void (*decode)(const MlaDecodeArgs& a);
   void (*prefill)(const MlaPrefillArgs& a);
+  // A decode split by its caller, in this order (each phase after the last
+  // has finished on every thread), over a.scratch:
+  //   decode_begin: the context and head splits (on one thread; a.n_ctx >= 1);
+  //   decode_query(h0, h1): the query of heads [h0, h1) prepared, for runs
+  //     of heads that together cover all;
+  //   decode_items(slot, n_slots): the work items, taken dynamically, from
+  //     a region of split.slots slots (or fewer, down to one);
+  //     decode_item(item, slot) runs one item instead: items i with
+  //     context_splits == 1 cover heads [n_heads*i/items, n_heads*(i+1)/items)
+  //     over all of the context, which lets a caller run each head's whole
+  //     chain on one thread;
+  //   decode_merge(h0, h1): the output of heads [h0, h1).
+  // Slots are < a.threads.
+  MlaDecodeSplit (*decode_begin)(const MlaDecodeArgs& a);
+  void (*decode_query)(const MlaDecodeArgs& a, int h0, int h1);
+  void (*decode_items)(const MlaDecodeArgs& a, int slot, int n_slots);
+  void (*decode_item)(const MlaDecodeArgs& a, int item, int slot);
+  void (*decode_merge)(const MlaDecodeArgs& a, int h0, int h1);
+  // A prefill's queries [i0, i1), each as a decode planned for one thread,
+  // in the part of a.scratch of `slot` (< a.threads): how a caller runs a
+  // prefill of at least a.threads queries (a.threads > 1), the queries taken
+  // by its threads. Fewer queries: each as a decode split as above.
+  void (*prefill_queries)(const MlaPrefillArgs& a, int i0, int i1, int slot);
 };
 
 // Naive on purpose (double accumulation over the dequantized cache rows).

@@ -10,7 +10,6 @@
 
 #include "kernels/int8/int8_ops_impl.h"  // hmax_f32
 #include "kernels/mla_attn/mla_attn.h"
-#include "kernels/parallel_impl.h"
 
 namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
@@ -61,6 +60,7 @@ struct Plan {
   std::size_t off_qv = 0;    // f32 (5, nh): qsl, qsr (times log2(e)), corr_l, corr_r, corr_l of int8 tiles (int4 caches)
   std::size_t off_part = 0;  // per split: f32 o (nh, d_c), m (nh), l (nh)
   std::size_t off_bounds = 0;  // i64 (max_splits + 1): the splits' first tiles
+  std::size_t off_state = 0;   // SplitState: the split's counts and the next item
   std::size_t part_floats = 0;
   int max_splits = 1;
   std::size_t off_thr = 0, thr_bytes = 0;
@@ -97,6 +97,7 @@ inline Plan make_plan(int nh, const LatentTileLayout& L, int threads) {
   p.max_splits = max_splits_for(threads);
   p.off_part = o; o += al64(4 * p.part_floats * p.max_splits);
   p.off_bounds = o; o += al64(8 * (static_cast<std::size_t>(p.max_splits) + 1));
+  p.off_state = o; o += 64;
   p.off_thr = o;
   std::size_t t = 0;
   const std::size_t bt = static_cast<std::size_t>(p.BT);
@@ -113,10 +114,10 @@ inline Plan make_plan(int nh, const LatentTileLayout& L, int threads) {
   return p;
 }
 
-// The threads a call plans for: those asked (0: the pool's). The plan (how
-// the context is split, so the order of the sums) depends on them alone,
-// never on how many threads run its items, so the results do not either.
-inline int resolve_threads(int t) { return t > 0 ? t : ::latte::current_pool_size(); }
+// The threads a call plans for (at least one). The plan (how the context is
+// split, so the order of the sums) depends on them alone, never on how many
+// threads run its items, so the results do not either.
+inline int resolve_threads(int t) { return t > 0 ? t : 1; }
 
 // The plan's offsets are 64-byte multiples from a 64-byte aligned base, and
 // the kernels find that base in any buffer: the size includes the slack.

@@ -7,11 +7,13 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/isa.h"
 #include "kernels/matvec/matvec.h"
 #include "platform/memory.h"
 #include "platform/process.h"
+#include "platform/thread_pool.h"
 #include "quant/ggml_blocks.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
@@ -205,6 +207,7 @@ void Model::interleave(const LoadOptions& options) {
     throw Error(Status::out_of_memory, "re-laying out the weights: cannot allocate the list of " +
                                            std::to_string(items.size()) + " matrices");
   }
+  std::vector<std::uint8_t> tmp;  // (threads, 16 rows) the interleave's temporary tiles
   file_.edit_private_data([&](std::uint8_t* data) {
     for (const Item& it : items) {
       WeightRef& w = *it.w;
@@ -213,12 +216,23 @@ void Model::interleave(const LoadOptions& options) {
       const std::size_t step = std::max<std::size_t>(16, kSlice / w.row_bytes / 16 * 16);
       for (std::size_t r0 = 0; r0 < rows; r0 += step) {
         const std::size_t n = std::min(step, rows - r0);
+        // Whole tiles per thread of the calling thread's pool, 16 rows of
+        // temporary memory each, allocated before the region (its slots
+        // call nothing that throws).
+        const std::size_t tiles = n / 16;
+        const int team = static_cast<int>(std::min<std::size_t>(current_pool_threads(), std::max<std::size_t>(tiles, 1)));
         try {
-          kernels::matvec_x16_interleave(w.type, data + offset + r0 * w.row_bytes, n,
-                                         static_cast<std::size_t>(w.cols));
+          if (tmp.size() < team * 16 * w.row_bytes) tmp.resize(team * 16 * w.row_bytes);
         } catch (const std::bad_alloc&) {
           throw Error(Status::out_of_memory, "re-laying out the weights: out of memory");
         }
+        std::uint8_t* slice = data + offset + r0 * w.row_bytes;
+        parallel_slots(team, [&](int t, int nt) {
+          const std::size_t i0 = tiles * t / nt, i1 = tiles * (t + 1) / nt;
+          kernels::matvec_x16_interleave(w.type, slice + i0 * 16 * w.row_bytes, (i1 - i0) * 16,
+                                         static_cast<std::size_t>(w.cols),
+                                         tmp.data() + static_cast<std::size_t>(t) * 16 * w.row_bytes);
+        });
         report(offset + (r0 + n) * w.row_bytes);
       }
       w.x16 = true;

@@ -45,11 +45,19 @@ class AbsorbedAttention {
   // o (n, n_h * d_v) for queries q (n, n_h, d_nope + d_R) (RoPE applied):
   // each span's rows over its own cache (spans cover [0, n) in order). W_UK
   // and W_UV are applied to all n rows at once (read once per step), the
-  // kernel runs span by span.
+  // kernel runs span by span; one token of one sequence runs head by head
+  // (attention_absorbed.cpp).
   void run(const MlaConfig& m, const LayerWeights& L, int layer, const float* q, int n,
            std::span<const AttnSpan> spans, float* o);
 
  private:
+  // The kernel's decode and prefill, their regions opened here.
+  void decode(const kernels::MlaDecodeArgs& a);
+  void prefill(const kernels::MlaPrefillArgs& a);
+  void reserve_scratch(const LatentTileLayout& layout);
+  // run() for one token of one sequence: each head's chain in few regions.
+  void decode_chain(const MlaConfig& m, const LayerWeights& L, int layer, const float* q, const AttnSpan& sp, float* o);
+
   WeightMultiply& wm_;
   const kernels::MlaAttnKernels* attn_;
   int n_heads_;

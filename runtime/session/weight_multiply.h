@@ -6,7 +6,8 @@
 // split of a product: the kernels' own (linear), runs of 16-row tiles
 // (row_run: linear_shared, and ffn.cpp's one-token sum) or whole heads
 // (linear_heads); product_rows is the one-thread product those regions and
-// moe.cpp's expert scheduler run. Internal to runtime/session.
+// moe.cpp's expert scheduler run. The kernels open no region: every region
+// of a product is opened here. Internal to runtime/session.
 //
 // Rules (graph_rules.h): every output row's arithmetic is the same for any
 // thread split; a region's failures are kept (RegionError, GemmStatus) and
@@ -55,7 +56,7 @@ class WeightMultiply {
   void product_rows(const WeightRef& w, std::int64_t r0, std::int64_t r1, const float* x, std::size_t ldx, int n,
                     float* y, std::size_t ldy, void* scratch) const {
     matmul_of(w)(w.type, w.data + static_cast<std::size_t>(r0) * w.row_bytes, r1 - r0, w.cols, x, ldx, n, y + r0, ldy,
-                 scratch, 1);
+                 scratch);
   }
 
   // y (n, ldy) = x (n, ldx) W^T for W (rows, cols).
@@ -86,6 +87,7 @@ class WeightMultiply {
   int threads_;
   int gemm_min_tokens_;
   std::vector<std::uint8_t> mv_scratch_;  // the kernels' scratch: one, or one per thread
+  std::vector<std::uint8_t> work_;        // (threads, plan.work_bytes) the kernels' per-thread work memory
   AlignedBuffer gemm_panel_;              // (256, cols) dequantized rows for the f32 GEMM
   std::vector<std::uint8_t> x16_rows_;    // (threads, 16 rows) x16 tiles in the original layout, to dequantize
 };

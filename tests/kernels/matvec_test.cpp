@@ -25,6 +25,7 @@
 #include "quant/fp16.h"
 #include "quant/ggml_blocks.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/common/kernel_regions.h"
 
 namespace latte::kernels {
 namespace {
@@ -87,7 +88,7 @@ Expected expected_outputs(GgmlType t, const Weights& w, std::size_t rows, std::s
   Expected e{rows, cols, n_tokens, cols + 3, rows + 5, {}, {}, {}};
   e.x = test::random_vector(n_tokens * e.ldx, seed + 1, -2.f, 2.f);
   e.ref.assign(n_tokens * e.ldy, 0.f);
-  matmul_ref(t, w.bytes.data(), rows, cols, e.x.data(), e.ldx, n_tokens, e.ref.data(), e.ldy, nullptr, 1);
+  matmul_ref(t, w.bytes.data(), rows, cols, e.x.data(), e.ldx, n_tokens, e.ref.data(), e.ldy, nullptr);
   e.bound.resize(n_tokens * rows);
   for (std::size_t tok = 0; tok < n_tokens; ++tok)
     for (std::size_t row = 0; row < rows; ++row)
@@ -104,10 +105,10 @@ double check_against(Isa isa, GgmlType t, const Weights& w, const Expected& e, i
   // Exactly the advertised scratch: ASan catches an overrun.
   std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, cols, n_tokens));
   void* s = scratch.empty() ? nullptr : scratch.data();
-  if (n_tokens == 1)
-    k.matvec(t, w.bytes.data(), rows, cols, e.x.data(), got.data(), s, threads);
+  if (n_tokens == 1 && threads == 1)
+    k.matvec(t, w.bytes.data(), rows, cols, e.x.data(), got.data(), s);
   else
-    k.matmul(t, w.bytes.data(), rows, cols, e.x.data(), ldx, n_tokens, got.data(), ldy, s, threads);
+    test::matmul_on_threads(k, t, w.bytes.data(), rows, cols, e.x.data(), ldx, n_tokens, got.data(), ldy, s, threads);
   std::vector<float> g, r;
   for (std::size_t tok = 0; tok < n_tokens; ++tok) {
     for (std::size_t row = 0; row < rows; ++row) {
@@ -245,7 +246,7 @@ TEST(Matvec, Bf16KeepsNaNsAndZeroColumnsGiveZeros) {
       std::vector<std::uint8_t> scratch(matvec_scratch_bytes(GgmlType::Q8_0, 0, n) + 64);
       std::vector<std::uint8_t> none(1);
       float x = 0.f;
-      matvec_kernels(isa).matmul(GgmlType::Q8_0, none.data(), 4, 0, &x, 0, n, y.data(), 4, scratch.data(), 1);
+      matvec_kernels(isa).matmul(GgmlType::Q8_0, none.data(), 4, 0, &x, 0, n, y.data(), 4, scratch.data());
       for (float v : y) EXPECT_EQ(v, 0.f) << isa_name(isa) << " " << n;
     }
   }
@@ -263,7 +264,7 @@ TEST(Matvec, NaNActivationsDoNotOverflowTheSums) {
     for (Isa isa : supported_isas()) {
       std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, 256, 1));
       std::vector<float> y(3, 0.f);
-      matvec_kernels(isa).matvec(t, w.bytes.data(), 3, 256, x.data(), y.data(), scratch.data(), 1);
+      matvec_kernels(isa).matvec(t, w.bytes.data(), 3, 256, x.data(), y.data(), scratch.data());
       for (float v : y) EXPECT_FALSE(std::isfinite(v)) << isa_name(isa) << " " << ggml_type_name(t);
     }
   }
@@ -282,15 +283,15 @@ TEST(Matvec, NonFiniteAndTinyActivations) {
       auto x = test::random_vector(cols, 32, -2.f, 2.f);
       x[300] = bad;
       std::vector<float> ref(rows);
-      matmul_ref(t, w.bytes.data(), rows, cols, x.data(), cols, 1, ref.data(), rows, nullptr, 1);
+      matmul_ref(t, w.bytes.data(), rows, cols, x.data(), cols, 1, ref.data(), rows, nullptr);
       for (Isa isa : supported_isas()) {
         std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, cols, 2));
         std::vector<float> y(rows, 0.f), y2(2 * rows, 0.f);
-        matvec_kernels(isa).matvec(t, w.bytes.data(), rows, cols, x.data(), y.data(), scratch.data(), 1);
+        matvec_kernels(isa).matvec(t, w.bytes.data(), rows, cols, x.data(), y.data(), scratch.data());
         std::vector<float> x2 = x;
         x2.insert(x2.end(), x.begin(), x.end());
         matvec_kernels(isa).matmul(t, w.bytes.data(), rows, cols, x2.data(), cols, 2, y2.data(), rows,
-                                   scratch.data(), 1);
+                                   scratch.data());
         for (std::size_t r = 0; r < rows; ++r) {
           // The reference: NaN, or +-inf when the weight is finite and nonzero.
           ASSERT_FALSE(std::isfinite(ref[r])) << ggml_type_name(t);
@@ -303,11 +304,11 @@ TEST(Matvec, NonFiniteAndTinyActivations) {
     auto tiny = test::random_vector(cols, 33, -1.f, 1.f);
     for (float& v : tiny) v *= 1e-38f;
     std::vector<float> ref(rows);
-    matmul_ref(t, w.bytes.data(), rows, cols, tiny.data(), cols, 1, ref.data(), rows, nullptr, 1);
+    matmul_ref(t, w.bytes.data(), rows, cols, tiny.data(), cols, 1, ref.data(), rows, nullptr);
     for (Isa isa : supported_isas()) {
       std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, cols, 1));
       std::vector<float> y(rows, -1.f);
-      matvec_kernels(isa).matvec(t, w.bytes.data(), rows, cols, tiny.data(), y.data(), scratch.data(), 1);
+      matvec_kernels(isa).matvec(t, w.bytes.data(), rows, cols, tiny.data(), y.data(), scratch.data());
       for (std::size_t r = 0; r < rows; ++r)
         EXPECT_LE(std::fabs(double(y[r]) - ref[r]), act_bound(t, w.deq.data() + r * cols, tiny.data(), cols) + 1e-30)
             << isa_name(isa) << " " << ggml_type_name(t) << " tiny row " << r;
@@ -363,10 +364,10 @@ void check_packed_tiles(GgmlType t) {
       const std::size_t ldy = c.rows + 2;
       std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, c.cols, c.n_tokens));
       std::vector<float> y(c.n_tokens * ldy, -7.f), y1(c.rows);
-      k.matmul(t, w.bytes.data(), c.rows, c.cols, e.x.data(), e.ldx, c.n_tokens, y.data(), ldy, scratch.data(),
-               c.threads);
+      test::matmul_on_threads(k, t, w.bytes.data(), c.rows, c.cols, e.x.data(), e.ldx, c.n_tokens, y.data(), ldy,
+                              scratch.data(), c.threads);
       for (std::size_t tok = 0; tok < c.n_tokens && !k256; ++tok) {
-        k.matvec(t, w.bytes.data(), c.rows, c.cols, e.x.data() + tok * e.ldx, y1.data(), scratch.data(), 1);
+        k.matvec(t, w.bytes.data(), c.rows, c.cols, e.x.data() + tok * e.ldx, y1.data(), scratch.data());
         for (std::size_t r = 0; r < c.rows; ++r)
           ASSERT_NEAR(y[tok * ldy + r], y1[r], 1e-5 * mag[tok * c.rows + r] + 1e-6) << "token " << tok << " row " << r;
         for (std::size_t r = c.rows; r < ldy; ++r) ASSERT_EQ(y[tok * ldy + r], -7.f) << "wrote past rows";
@@ -382,7 +383,7 @@ void check_packed_tiles(GgmlType t) {
     const auto& k = matvec_kernels(isa);
     std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, cols, n));
     std::vector<float> y(n * rows);
-    k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, y.data(), rows, scratch.data(), 1);
+    k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, y.data(), rows, scratch.data());
     for (std::size_t tok = 0; tok < n; ++tok)
       for (std::size_t r = 0; r < rows; ++r)
         EXPECT_EQ(std::isfinite(y[tok * rows + r]), tok != 3) << isa_name(isa) << " token " << tok << " row " << r;
@@ -443,10 +444,10 @@ void check_any_bits(Isa isa, GgmlType t, const Weights& w, std::size_t rows, std
     std::vector<float> x(n * cols);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = i % 32 == 7 ? 127.f : std::nearbyint(r[i]);
     std::vector<float> ref(n * rows), got(n * rows);
-    matmul_ref(t, w.bytes.data(), rows, cols, x.data(), cols, n, ref.data(), rows, nullptr, 1);
+    matmul_ref(t, w.bytes.data(), rows, cols, x.data(), cols, n, ref.data(), rows, nullptr);
     std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, cols, n));
-    if (n == 1) k.matvec(t, w.bytes.data(), rows, cols, x.data(), got.data(), scratch.data(), 1);
-    else k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, got.data(), rows, scratch.data(), 1);
+    if (n == 1) k.matvec(t, w.bytes.data(), rows, cols, x.data(), got.data(), scratch.data());
+    else k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, got.data(), rows, scratch.data());
     for (std::size_t tok = 0; tok < n; ++tok)
       for (std::size_t row = 0; row < rows; ++row) {
         double mag = 0;
@@ -470,11 +471,11 @@ TEST(Matvec, AsimdEqualsNeonBitForBit) {
     auto x = test::random_vector(tokens * cols, 92, -3.f, 3.f);  // (tokens, cols)
     std::vector<std::uint8_t> scratch(matvec_scratch_bytes(t, cols, tokens) + 64);
     std::vector<float> ya(tokens * rows), yn(tokens * rows);
-    a.matvec(t, w.bytes.data(), rows, cols, x.data(), ya.data(), scratch.data(), 1);
-    n.matvec(t, w.bytes.data(), rows, cols, x.data(), yn.data(), scratch.data(), 1);
+    a.matvec(t, w.bytes.data(), rows, cols, x.data(), ya.data(), scratch.data());
+    n.matvec(t, w.bytes.data(), rows, cols, x.data(), yn.data(), scratch.data());
     EXPECT_EQ(std::memcmp(ya.data(), yn.data(), rows * sizeof(float)), 0) << ggml_type_name(t) << " matvec";
-    a.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, tokens, ya.data(), rows, scratch.data(), 2);
-    n.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, tokens, yn.data(), rows, scratch.data(), 2);
+    test::matmul_on_threads(a, t, w.bytes.data(), rows, cols, x.data(), cols, tokens, ya.data(), rows, scratch.data(), 2);
+    test::matmul_on_threads(n, t, w.bytes.data(), rows, cols, x.data(), cols, tokens, yn.data(), rows, scratch.data(), 2);
     EXPECT_EQ(std::memcmp(ya.data(), yn.data(), ya.size() * sizeof(float)), 0) << ggml_type_name(t) << " matmul";
   }
 }
@@ -515,13 +516,13 @@ TEST(Matvec, OneThreadInsideTheCallersRegion) {
         const std::size_t sb = matvec_scratch_bytes(t, cols, n);
         std::vector<float> want(n * rows);
         std::vector<std::uint8_t> scratch((kTeam + 1) * sb);
-        k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, want.data(), rows, scratch.data(), 1);
+        k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, want.data(), rows, scratch.data());
         std::vector<std::vector<float>> got(kTeam, std::vector<float>(n * rows, -7.f));
         ThreadPool pool(kTeam);
         pool.run(kTeam, [&](int s, int ns) {
           for (int i = kTeam * s / ns; i < kTeam * (s + 1) / ns; ++i)
             k.matmul(t, w.bytes.data(), rows, cols, x.data(), cols, n, got[i].data(), rows,
-                     scratch.data() + (i + 1) * sb, 1);
+                     scratch.data() + (i + 1) * sb);
         });
         for (int i = 0; i < kTeam; ++i) EXPECT_EQ(got[i], want) << "slot " << i << " of the caller's region";
       }
@@ -535,8 +536,8 @@ TEST(Matvec, RejectsBadArguments) {
     std::vector<std::uint8_t> w(1024);
     std::vector<float> x(300), y(4);
     std::vector<std::uint8_t> s(4096);
-    EXPECT_THROW(k.matvec(GgmlType::Q4_K, w.data(), 1, 128, x.data(), y.data(), s.data(), 1), std::invalid_argument);
-    EXPECT_THROW(k.matvec(static_cast<GgmlType>(99), w.data(), 1, 32, x.data(), y.data(), s.data(), 1),
+    EXPECT_THROW(k.matvec(GgmlType::Q4_K, w.data(), 1, 128, x.data(), y.data(), s.data()), std::invalid_argument);
+    EXPECT_THROW(k.matvec(static_cast<GgmlType>(99), w.data(), 1, 32, x.data(), y.data(), s.data()),
                  std::invalid_argument);
   }
   EXPECT_THROW(matvec_scratch_bytes(GgmlType::Q8_0, 33, 1), std::invalid_argument);

@@ -18,6 +18,7 @@
 #include "quant/ggml_blocks.h"
 #include "quant/x16_layout.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/common/kernel_regions.h"
 
 namespace latte::kernels {
 namespace {
@@ -50,7 +51,7 @@ std::vector<std::uint8_t> random_matrix(GgmlType t, std::size_t rows, std::size_
 }
 
 std::vector<std::uint8_t> interleaved(GgmlType t, std::vector<std::uint8_t> w, std::size_t rows, std::size_t cols) {
-  matvec_x16_interleave(t, w.data(), rows, cols);
+  test::x16_interleave(t, w.data(), rows, cols);
   return w;
 }
 
@@ -231,9 +232,10 @@ void check_x16(Isa isa, GgmlType t, std::size_t rows, std::size_t cols, std::siz
     if (exact)
       for (std::size_t i = 0; i < x.size(); ++i) x[i] = i % ldx % 32 == 7 ? 127.f : std::nearbyint(x[i]);
     std::vector<float> ref(n * ldy), got(n * ldy, -7.f);
-    matmul_ref(t, w.data(), rows, cols, x.data(), ldx, n, ref.data(), ldy, nullptr, 1);
+    matmul_ref(t, w.data(), rows, cols, x.data(), ldx, n, ref.data(), ldy, nullptr);
     std::vector<std::uint8_t> scratch(matvec_scratch_bytes_x16(t, cols, n));  // exactly: ASan sees an overrun
-    k.matmul_x16(t, wx.data(), rows, cols, x.data(), ldx, n, got.data(), ldy, scratch.data(), threads);
+    test::matmul_on_threads(k, t, wx.data(), rows, cols, x.data(), ldx, n, got.data(), ldy, scratch.data(), threads,
+                            /*x16=*/true);
     const std::size_t ab = k_quant(t) ? 256 : 32;  // activation scale block
     for (std::size_t tok = 0; tok < n; ++tok) {
       const float* xt = x.data() + tok * ldx;
@@ -301,12 +303,14 @@ TEST(MatvecX16, ManyTokensAsTheOriginalLayoutBitForBit) {
           std::vector<std::uint8_t> scratch(matvec_scratch_bytes_x16(t, cols, n));
           if (isa == Isa::avx512 && n < kPackedGemmAllTokens) {
             for (std::size_t j = 0; j < n; ++j)
-              k.matmul(t, w.data(), rows, cols, x.data() + j * ldx, ldx, 1, plain.data() + j * ldy, ldy,
-                       scratch.data(), threads);
+              test::matmul_on_threads(k, t, w.data(), rows, cols, x.data() + j * ldx, ldx, 1, plain.data() + j * ldy, ldy,
+                                      scratch.data(), threads);
           } else {
-            k.matmul(t, w.data(), rows, cols, x.data(), ldx, n, plain.data(), ldy, scratch.data(), threads);
+            test::matmul_on_threads(k, t, w.data(), rows, cols, x.data(), ldx, n, plain.data(), ldy, scratch.data(),
+                                    threads);
           }
-          k.matmul_x16(t, wx.data(), rows, cols, x.data(), ldx, n, x16.data(), ldy, scratch.data(), threads);
+          test::matmul_on_threads(k, t, wx.data(), rows, cols, x.data(), ldx, n, x16.data(), ldy, scratch.data(),
+                                  threads, /*x16=*/true);
           if (isa == Isa::avx512 && n < kPackedGemmAllTokens) {
             double mag = 0, err = 0;
             for (std::size_t i = 0; i < plain.size(); ++i) {
@@ -338,13 +342,13 @@ TEST(MatvecX16, OneThreadInsideTheCallersRegion) {
         const std::size_t sb = matvec_scratch_bytes_x16(t, cols, n);
         std::vector<float> want(n * rows);
         std::vector<std::uint8_t> scratch((kTeam + 1) * sb);
-        k.matmul_x16(t, wx.data(), rows, cols, x.data(), cols, n, want.data(), rows, scratch.data(), 1);
+        k.matmul_x16(t, wx.data(), rows, cols, x.data(), cols, n, want.data(), rows, scratch.data());
         std::vector<std::vector<float>> got(kTeam, std::vector<float>(n * rows, -7.f));
         ThreadPool pool(kTeam);
         pool.run(kTeam, [&](int s, int ns) {
           for (int i = kTeam * s / ns; i < kTeam * (s + 1) / ns; ++i)
             k.matmul_x16(t, wx.data(), rows, cols, x.data(), cols, n, got[i].data(), rows,
-                         scratch.data() + (i + 1) * sb, 1);
+                         scratch.data() + (i + 1) * sb);
         });
         for (int i = 0; i < kTeam; ++i) EXPECT_EQ(got[i], want) << "slot " << i << " of the caller's region";
       }
@@ -360,7 +364,7 @@ TEST(MatvecX16, NoColumnsGiveZeros) {
         std::vector<float> y(n * 32, -7.f);
         float x[1] = {0.f};
         std::vector<std::uint8_t> scratch(matvec_scratch_bytes_x16(t, 0, n) + 1);
-        matvec_kernels(isa).matmul_x16(t, x, 32, 0, x, 0, n, y.data(), 32, scratch.data(), 1);
+        matvec_kernels(isa).matmul_x16(t, x, 32, 0, x, 0, n, y.data(), 32, scratch.data());
         EXPECT_EQ(y, std::vector<float>(n * 32, 0.f)) << isa_name(isa) << " " << ggml_type_name(t) << " tokens " << n;
       }
     }
@@ -380,7 +384,7 @@ TEST(MatvecX16, RejectsBadArguments) {
   std::vector<std::uint8_t> w(32 * ggml_row_bytes(GgmlType::Q4_K, 256));
   auto message = [&](GgmlType t, std::size_t rows, std::size_t cols) -> std::string {
     try {
-      matvec_x16_interleave(t, w.data(), rows, cols);
+      test::x16_interleave(t, w.data(), rows, cols);
     } catch (const std::invalid_argument& e) {
       return e.what();
     }
@@ -392,7 +396,7 @@ TEST(MatvecX16, RejectsBadArguments) {
   for (Isa isa : supported_isas()) {
     float x[256] = {}, y[32];
     std::vector<std::uint8_t> scratch(matvec_scratch_bytes_x16(GgmlType::Q4_K, 256, 1));
-    EXPECT_THROW(matvec_kernels(isa).matmul_x16(GgmlType::Q4_K, w.data(), 24, 256, x, 256, 1, y, 32, scratch.data(), 1),
+    EXPECT_THROW(matvec_kernels(isa).matmul_x16(GgmlType::Q4_K, w.data(), 24, 256, x, 256, 1, y, 32, scratch.data()),
                  std::invalid_argument)
         << isa_name(isa);
   }

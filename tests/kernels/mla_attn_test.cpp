@@ -17,6 +17,7 @@
 #include "platform/memory.h"
 #include "quant/fp16.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/common/kernel_regions.h"
 
 namespace latte {
 namespace {
@@ -124,7 +125,7 @@ std::vector<float> run_decode(const MlaAttnKernels& k, const Shape& sh, const Qu
   std::unique_ptr<void, AlignedFree> scratch(aligned_alloc_bytes(64, (sb + 64) / 64 * 64));
   MlaDecodeArgs a = decode_args(sh, q, cache, n_ctx, out.data(), threads);
   a.scratch = scratch.get();
-  k.decode(a);
+  test::decode_on_threads(k, a);
   return out;
 }
 
@@ -432,7 +433,7 @@ TEST_P(MlaPrefill, CausalMatchesReference) {
     a.out = out.data();
     a.threads = c.threads;
     a.scratch = scratch.get();
-    k.prefill(a);
+    test::prefill_on_threads(k, a);
     return out;
   };
   auto ref = run(kernels::mla_attn_kernels(Isa::ref));

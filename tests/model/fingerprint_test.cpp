@@ -14,6 +14,7 @@
 
 #include "kernels/matvec/matvec.h"
 #include "quant/ggml_blocks.h"
+#include "tests/common/kernel_regions.h"
 
 namespace latte {
 namespace {
@@ -84,7 +85,7 @@ TEST(Fingerprint, AFileHasOneValueOnAnyThreadsAndLayout) {
   ASSERT_GT(end2, 3 * kFingerprintChunkBytes);
   ASSERT_LT(end2, size);
   std::vector<std::uint8_t> held = file;
-  for (const RelaidMatrix& m : relaid) kernels::matvec_x16_interleave(m.type, held.data() + m.offset, m.rows, m.cols);
+  for (const RelaidMatrix& m : relaid) test::x16_interleave(m.type, held.data() + m.offset, m.rows, m.cols);
   ASSERT_NE(held, file);
   for (int threads : {1, 2, 5}) EXPECT_EQ(file_fingerprint(held.data(), size, relaid, threads), want) << threads;
 
@@ -94,7 +95,7 @@ TEST(Fingerprint, AFileHasOneValueOnAnyThreadsAndLayout) {
   other[at] ^= 0x40;
   std::vector<std::uint8_t> other_held = other;
   for (const RelaidMatrix& m : relaid)
-    kernels::matvec_x16_interleave(m.type, other_held.data() + m.offset, m.rows, m.cols);
+    test::x16_interleave(m.type, other_held.data() + m.offset, m.rows, m.cols);
   EXPECT_NE(file_fingerprint(other_held.data(), size, relaid, 2), want);
   EXPECT_EQ(file_fingerprint(other_held.data(), size, relaid, 2), by_definition(other));
 }
