@@ -3,7 +3,9 @@
 # - tools/cli/ is a client of latte.h like any app: it includes only
 #   "latte/..." and "tools/..." (the tools' shared code), no engine header;
 # - the engine (runtime/, kernels/, quant/, platform/) includes nothing of
-#   tools/ (the tools' paths and output files are theirs alone).
+#   tools/ (the tools' paths and output files are theirs alone);
+# - kernels/ includes no thread pool (platform/thread_pool.h): the runtime
+#   owns the threads and opens every region, kernels take ranges.
 # Fails naming each file and include that breaks a rule.
 set(_bad "")
 file(GLOB _cli ${SOURCE_DIR}/tools/cli/*.cpp ${SOURCE_DIR}/tools/cli/*.h)
@@ -23,6 +25,13 @@ foreach(_f IN LISTS _engine)
   file(STRINGS ${_f} _lines REGEX "^[ \t]*#[ \t]*include[ \t]+\"tools/")
   foreach(_l IN LISTS _lines)
     string(APPEND _bad "\n  ${_f}: ${_l} (the engine includes nothing of tools/)")
+  endforeach()
+endforeach()
+file(GLOB_RECURSE _kernels ${SOURCE_DIR}/kernels/*.cpp ${SOURCE_DIR}/kernels/*.h)
+foreach(_f IN LISTS _kernels)
+  file(STRINGS ${_f} _lines REGEX "^[ \t]*#[ \t]*include[ \t]+\"platform/thread_pool\\.h\"")
+  foreach(_l IN LISTS _lines)
+    string(APPEND _bad "\n  ${_f}: ${_l} (kernels open no region: the runtime owns the threads)")
   endforeach()
 endforeach()
 if(_bad)

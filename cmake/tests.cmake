@@ -41,6 +41,10 @@ endforeach()
 # output is compared with a run before the change).
 add_executable(logit_hashes tests/tools/logit_hashes.cpp)
 target_link_libraries(logit_hashes PRIVATE latte_tools latte_internal)
+# The regions a decoded token and a prefill chunk ask of the thread pool
+# (issue 59): a measurement, not a ctest.
+add_executable(pool_regions tests/tools/pool_regions.cpp)
+target_link_libraries(pool_regions PRIVATE latte_internal)
 # The storage-only error of candidate 4-bit latent caches (issue 60;
 # docs/design.md, "The latent cache"): a measurement, not a ctest.
 add_executable(latent_int4_study tests/tools/latent_int4_study.cpp)

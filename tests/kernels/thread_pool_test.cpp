@@ -137,6 +137,21 @@ TEST(ThreadPool, RegionInsideARegionRunsOnTheCallingThread) {
   EXPECT_EQ(inner_slots.load(), 0) << "an inner region ran as more than one slot";
 }
 
+// regions_asked counts the regions of more than one slot asked outside
+// other regions, whether they then ran in parallel or on the caller: the
+// fork/join points a step costs, whatever the governor decided.
+TEST(ThreadPool, RegionsAskedCountsOuterRegionsOfSeveralSlots) {
+  ThreadPool pool(2);
+  const std::uint64_t r0 = regions_asked();
+  pool.run(1, [](int, int) {});
+  EXPECT_EQ(regions_asked(), r0) << "one slot is no region";
+  pool.run(3, [&](int, int) { pool.run(2, [](int, int) {}); });
+  EXPECT_EQ(regions_asked(), r0 + 1) << "the inner regions run inside the outer one";
+  ThreadPool alone(1);
+  alone.run(4, [](int, int) {});
+  EXPECT_EQ(regions_asked(), r0 + 2) << "a region asked of a pool of one thread is still a region asked";
+}
+
 TEST(ThreadPool, TwoCallersOfOnePoolBothGetEverySlot) {
   ThreadPool pool(2);
   auto caller = [&](std::vector<int>& sums) {

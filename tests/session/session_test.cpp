@@ -31,6 +31,7 @@
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/expert_parts.h"
 #include "runtime/session/weight_multiply.h"
+#include "platform/thread_pool.h"
 #include "reference/model_reference.h"
 #include "tools/random_model.h"
 #include "tests/common/testdata.h"
@@ -388,6 +389,40 @@ TEST(Session, LogitsDoNotDependOnTheThreadCount) {
     EXPECT_EQ(run(2), one) << file;
     EXPECT_EQ(run(3), one) << file;
   }
+}
+
+// The runtime opens every region (the kernels take ranges and open none). A
+// decoded token at a short context runs each layer's attention (W_UK^T, the
+// kernel's phases, W_UV) in one region, where the kernel's plan splits only
+// the heads; where the plan splits the context, in three (W_UK^T with the
+// query, the work items, the merge with W_UV). So a token at a long context
+// asks exactly two regions a layer more than one at a short context, and
+// every token at one context as many as the last (tests/tools/pool_regions
+// counts them on any model).
+TEST(Session, DecodeRunsALayersAttentionInOneRegionAtAShortContext) {
+  auto model = Model::load(kTestdata + "/tiny-moe-v2-lite.gguf");
+  const int layers = model->params().n_layers;
+  SessionOptions o;
+  o.threads = 2;
+  o.n_ctx = 2048;
+  Session s(model, o);
+  const auto tokens = testdata_tokens();
+  auto regions_of_decode = [&](int token) {
+    const std::uint64_t r0 = regions_asked();
+    s.decode(token);
+    return regions_asked() - r0;
+  };
+  s.prefill(std::span(tokens).first(4));
+  const std::uint64_t short1 = regions_of_decode(tokens[4]), short2 = regions_of_decode(tokens[5]);
+  EXPECT_EQ(short1, short2);
+  std::vector<std::int32_t> more(1000);
+  for (std::size_t i = 0; i < more.size(); ++i) more[i] = tokens[i % tokens.size()];
+  s.prefill(more);
+  const std::uint64_t long1 = regions_of_decode(tokens[6]), long2 = regions_of_decode(tokens[7]);
+  EXPECT_EQ(long1, long2);
+  EXPECT_EQ(long1, short1 + 2 * static_cast<std::uint64_t>(layers))
+      << "short context " << short1 << ", long " << long1 << ", " << layers << " layers";
+  EXPECT_GE(short1, static_cast<std::uint64_t>(layers));  // at least the layer's attention
 }
 
 // A 400-token chunk of a random MoE model with Q8_0 weights (4 experts, top
