@@ -147,6 +147,8 @@ void merge_heads(const Plan& P, const std::uint8_t* base, int nsplit, int h0, in
   }
 }
 
+namespace {
+
 // A decode's split (decode_begin), in the scratch at P.off_state; bounds at
 // P.off_bounds (split s: tiles [bounds[s], bounds[s + 1])).
 struct SplitState {
@@ -192,6 +194,10 @@ inline MlaDecodeSplit begin_split(const Plan& P, std::uint8_t* base, std::int64_
   return sp;
 }
 
+inline std::pair<std::int64_t, std::int64_t> no_next_item() { return {0, 0}; }
+
+}  // namespace
+
 // Item it: context split it / n_hs (tiles [t0, t1)), head split it % n_hs,
 // so items come largest first; on `slot`'s part of the scratch.
 // next_item() as i8_item's and f_item's.
@@ -215,8 +221,6 @@ void run_item(const Plan& P, std::uint8_t* base, const LatentLayerView& cache, s
   else
     f_item<Arch>(X, h0, h1, t0, t1, part, pm, pl, thr, next_item);
 }
-
-inline std::pair<std::int64_t, std::int64_t> no_next_item() { return {0, 0}; }
 
 // The items from slot t of a region of ns slots (ns <= items). Items are
 // taken dynamically (a thread slowed by another process does not hold the
