@@ -51,9 +51,6 @@ class AbsorbedAttention {
            std::span<const AttnSpan> spans, float* o);
 
  private:
-  // The kernel's decode and prefill, their regions opened here.
-  void decode(const kernels::MlaDecodeArgs& a);
-  void prefill(const kernels::MlaPrefillArgs& a);
   void reserve_scratch(const LatentTileLayout& layout);
   // run() for one token of one sequence: each head's chain in few regions.
   void decode_chain(const MlaConfig& m, const LayerWeights& L, int layer, const float* q, const AttnSpan& sp, float* o);

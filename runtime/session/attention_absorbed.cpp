@@ -18,6 +18,7 @@
 #include "platform/thread_pool.h"
 #include "runtime/error.h"
 #include "runtime/session/finite_checks.h"
+#include "runtime/session/kernel_regions.h"
 #include "runtime/session/parallel_rows.h"
 
 namespace latte {
@@ -36,48 +37,6 @@ bool all_finite(const float* x, std::size_t count) {
 AbsorbedAttention::AbsorbedAttention(WeightMultiply& wm, Isa isa, int n_heads, const LatentTileLayout& layout)
     : wm_(wm), attn_(&kernels::mla_attn_kernels(isa)), n_heads_(n_heads) {
   attn_scratch_.resize(attn_->scratch_bytes(n_heads, layout, wm.threads()));
-}
-
-void AbsorbedAttention::decode(const kernels::MlaDecodeArgs& a) {
-  const kernels::MlaDecodeSplit sp = attn_->decode_begin(a);
-  attn_->decode_query(a, 0, a.n_heads);
-  if (sp.slots <= 1) {
-    attn_->decode_items(a, 0, 1);
-    attn_->decode_merge(a, 0, a.n_heads);
-    return;
-  }
-  parallel_slots(sp.slots, [&](int t, int ns) { attn_->decode_items(a, t, ns); });
-  // Every item's part is written: the heads' merge, a second region.
-  parallel_slots(sp.slots, [&](int t, int ns) {
-    attn_->decode_merge(a, a.n_heads * t / ns, a.n_heads * (t + 1) / ns);
-  });
-}
-
-void AbsorbedAttention::prefill(const kernels::MlaPrefillArgs& a) {
-  if (a.n_q >= a.threads && a.threads > 1) {
-    // One query per thread at a time: no merge, all threads busy.
-    std::atomic<int> next{0};
-    parallel_slots(a.threads, [&](int t, int) {
-      for (int i = next.fetch_add(1, std::memory_order_relaxed); i < a.n_q; i = next.fetch_add(1, std::memory_order_relaxed))
-        attn_->prefill_queries(a, i, i + 1, t);
-    });
-    return;
-  }
-  const std::size_t nl = static_cast<std::size_t>(a.n_heads) * a.cache.layout.d_c;
-  const std::size_t nr = static_cast<std::size_t>(a.n_heads) * a.cache.layout.d_R;
-  for (int i = 0; i < a.n_q; ++i) {
-    kernels::MlaDecodeArgs d;
-    d.n_heads = a.n_heads;
-    d.q_lat = a.q_lat + i * nl;
-    d.q_pe = a.q_pe + i * nr;
-    d.scale = a.scale;
-    d.cache = a.cache;
-    d.n_ctx = a.p0 + i + 1;
-    d.out = a.out + i * nl;
-    d.threads = a.threads;
-    d.scratch = a.scratch;
-    decode(d);
-  }
 }
 
 void AbsorbedAttention::reserve_scratch(const LatentTileLayout& layout) {
@@ -131,7 +90,7 @@ void AbsorbedAttention::run(const MlaConfig& m, const LayerWeights& L, int layer
       a.out = so_lat;
       a.threads = wm_.threads();
       a.scratch = attn_scratch_.data();
-      decode(a);
+      mla_decode_regions(*attn_, a);
     } else {
       kernels::MlaPrefillArgs a;
       a.n_heads = nh;
@@ -144,7 +103,7 @@ void AbsorbedAttention::run(const MlaConfig& m, const LayerWeights& L, int layer
       a.out = so_lat;
       a.threads = wm_.threads();
       a.scratch = attn_scratch_.data();
-      prefill(a);
+      mla_prefill_regions(*attn_, a);
     }
     refuse_non_finite_rows(so_lat, sp.n, static_cast<std::size_t>(nh) * dc, layer, sp.p0, "attention output");
   }

@@ -8,6 +8,7 @@
 
 #include "platform/thread_pool.h"
 #include "runtime/session/gemm_f32.h"
+#include "runtime/session/kernel_regions.h"
 #include "runtime/session/parallel_rows.h"
 
 namespace latte {
@@ -97,37 +98,14 @@ void WeightMultiply::linear(const WeightRef& w, const float* x, std::size_t ldx,
     }
     return;
   }
-  // The kernels' phases (kernels/matvec/matvec.h's MatmulPlan): the
-  // activations quantized once into the shared scratch, split by tokens
-  // where there are several, then runs of rows, one per thread.
+  // The kernels' phases (kernel_regions.h): the activations quantized once,
+  // then runs of rows, one per thread.
   const kernels::MatmulPlan plan = mv_->matmul_plan(w.type, static_cast<std::size_t>(w.cols), n, w.x16);
-  const std::size_t need = scratch_bytes(w, n);
+  const std::size_t need = scratch_bytes(w, n), work = (plan.work_bytes + 63) / 64 * 64;
   if (mv_scratch_.size() < need) mv_scratch_.resize(need);
-  void* scratch = mv_scratch_.data();
-  if (plan.quantize) {
-    if (n == 1 || threads_ <= 1) {
-      mv_->matmul_quantize(plan, x, ldx, 0, n, scratch);
-    } else {
-      parallel_slots(std::min(threads_, n), [&](int t, int nt) {
-        mv_->matmul_quantize(plan, x, ldx, static_cast<std::size_t>(n) * t / nt, static_cast<std::size_t>(n) * (t + 1) / nt,
-                             scratch);
-      });
-    }
-  }
-  const std::size_t unit = plan.row_unit, rows = static_cast<std::size_t>(w.rows);
-  const std::size_t units = (rows + unit - 1) / unit, work = (plan.work_bytes + 63) / 64 * 64;
-  const int team = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(threads_, 1)), std::max<std::size_t>(units, 1)));
-  if (work_.size() < work * team) work_.resize(work * team);
-  RegionError err;
-  parallel_slots(team, [&](int t, int nt) {
-    const std::size_t r0 = std::min(rows, units * t / nt * unit), r1 = std::min(rows, units * (t + 1) / nt * unit);
-    if (r1 <= r0) return;
-    err.run([&] {
-      mv_->matmul_rows(plan, w.data + r0 * w.row_bytes, r1 - r0, x, ldx, y + r0, ldy, scratch,
-                       work_.data() + work * static_cast<std::size_t>(t));
-    });
-  });
-  err.rethrow();
+  if (work_.size() < work * threads_) work_.resize(work * threads_);
+  matmul_regions(*mv_, plan, w.data, static_cast<std::size_t>(w.rows), x, ldx, y, ldy, mv_scratch_.data(), work_.data(),
+                 work, threads_);
 }
 
 // Below the GEMM size: one parallel region for all of the products, each
