@@ -3,11 +3,12 @@
 // (kernels/matvec, whose packed int8 GEMM takes the chunks and types it
 // packs) or, from gemm_min_tokens on, f32 GEMMs (gemm_f32: on F32 weights
 // directly, on the other types over panels of dequantized rows). The thread
-// split of a product: the kernels' own (linear), runs of 16-row tiles
-// (row_run: linear_shared, and ffn.cpp's one-token sum) or whole heads
-// (linear_heads); product_rows is the one-thread product those regions and
-// moe.cpp's expert scheduler run. The kernels open no region: every region
-// of a product is opened here. Internal to runtime/session.
+// split of a product: the kernels' plan (linear: activations quantized once,
+// then runs of rows, kernel_regions.h), runs of 16-row tiles (row_run:
+// linear_shared, and ffn.cpp's one-token sum) or whole heads
+// (linear_heads); product_rows is the one-thread product those regions,
+// attention_absorbed.cpp's head chains and moe.cpp's expert scheduler run.
+// The kernels open no region. Internal to runtime/session.
 //
 // Rules (graph_rules.h): every output row's arithmetic is the same for any
 // thread split; a region's failures are kept (RegionError, GemmStatus) and
