@@ -29,6 +29,17 @@ void matvec_check_args(GgmlType type, std::size_t cols) {
 
 bool matvec_has_packed_gemm(GgmlType type) { return packed_gemm_type(type); }
 
+MatmulPlan matmul_plan_args(GgmlType type, std::size_t cols, std::size_t n_tokens, bool x16) {
+  if (x16) matvec_x16_check_args(type, 16, cols);
+  else matvec_check_args(type, cols);
+  MatmulPlan p;
+  p.type = type;
+  p.x16 = x16;
+  p.cols = cols;
+  p.n_tokens = n_tokens;
+  return p;
+}
+
 std::size_t matvec_scratch_bytes(GgmlType type, std::size_t cols, std::size_t n_tokens) {
   matvec_check_args(type, cols);
   if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) return 0;
@@ -85,13 +96,7 @@ bool x16_fast_ref(GgmlType) { return false; }
 // The reference's phases: nothing to quantize; x16 rows go back to the
 // original layout a tile at a time in the work memory.
 MatmulPlan matmul_plan_ref(GgmlType type, std::size_t cols, std::size_t n_tokens, bool x16) {
-  if (x16) matvec_x16_check_args(type, 16, cols);
-  else matvec_check_args(type, cols);
-  MatmulPlan p;
-  p.type = type;
-  p.x16 = x16;
-  p.cols = cols;
-  p.n_tokens = n_tokens;
+  MatmulPlan p = matmul_plan_args(type, cols, n_tokens, x16);
   p.row_unit = x16 ? 16 : 1;
   p.work_bytes = x16 ? 16 * ggml_row_bytes(type, cols) : 0;
   return p;

@@ -170,6 +170,10 @@ void matvec_check_args(GgmlType type, std::size_t cols);
 // Throws std::invalid_argument naming what is wrong unless type has an x16
 // layout, rows is a multiple of 16 and cols of the type's block size.
 void matvec_x16_check_args(GgmlType type, std::size_t rows, std::size_t cols);
+// A MatmulPlan's shared part, which every ISA's matmul_plan starts from: the
+// arguments checked (matvec_check_args, or matvec_x16_check_args for one
+// tile), then type, x16, cols and n_tokens set.
+MatmulPlan matmul_plan_args(GgmlType type, std::size_t cols, std::size_t n_tokens, bool x16);
 // Re-lays out the matrix w (rows x ggml_row_bytes(type, cols)) as x16, in
 // place, tile by tile on the calling thread; tmp: 16 rows' bytes. A caller
 // splits a matrix over threads by whole tiles.

@@ -167,13 +167,7 @@ enum MatmulPath : int {
 
 template <class Arch>
 MatmulPlan matmul_plan_body(GgmlType type, std::size_t cols, std::size_t n_tokens, bool x16) {
-  if (x16) matvec_x16_check_args(type, 16, cols);
-  else matvec_check_args(type, cols);
-  MatmulPlan p;
-  p.type = type;
-  p.x16 = x16;
-  p.cols = cols;
-  p.n_tokens = n_tokens;
+  MatmulPlan p = matmul_plan_args(type, cols, n_tokens, x16);
   p.quantize = !is_float_type(type);
   // (cols 0: the row paths write the zero sums; the packed GEMM has no group
   // to start its outputs from.)
@@ -326,9 +320,8 @@ void matmul_rows_body(const MatmulPlan& p, const void* w, std::size_t rows, cons
 template <class Arch>
 void matmul_body(GgmlType type, const void* w, std::size_t rows, std::size_t cols, const float* x,
                  std::size_t ldx, std::size_t n_tokens, float* y, std::size_t ldy, void* scratch) {
-  matvec_check_args(type, cols);
+  const MatmulPlan p = matmul_plan_body<Arch>(type, cols, n_tokens, false);  // checks the arguments
   if (rows == 0 || n_tokens == 0) return;
-  const MatmulPlan p = matmul_plan_body<Arch>(type, cols, n_tokens, false);
   matmul_quantize_body<Arch>(p, x, ldx, 0, n_tokens, scratch);
   matmul_rows_body<Arch>(p, w, rows, x, ldx, y, ldy, scratch, nullptr);
 }

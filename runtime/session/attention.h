@@ -52,6 +52,10 @@ class AbsorbedAttention {
 
  private:
   void reserve_scratch(const LatentTileLayout& layout);
+  // The kernel's arguments for span sp's one token (n_ctx = sp.p0 + 1), over
+  // the reserved scratch.
+  kernels::MlaDecodeArgs decode_args(const MlaConfig& m, const AttnSpan& sp, const float* q_lat, const float* q_pe,
+                                     float* o_lat);
   // run() for one token of one sequence: each head's chain in few regions.
   void decode_chain(const MlaConfig& m, const LayerWeights& L, int layer, const float* q, const AttnSpan& sp, float* o);
 

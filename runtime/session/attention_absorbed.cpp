@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstring>
 #include <new>
 #include <string>
@@ -22,17 +21,6 @@
 #include "runtime/session/parallel_rows.h"
 
 namespace latte {
-
-namespace {
-
-// Whether the `count` floats at x are all finite.
-bool all_finite(const float* x, std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i)
-    if (!std::isfinite(x[i])) return false;
-  return true;
-}
-
-}  // namespace
 
 AbsorbedAttention::AbsorbedAttention(WeightMultiply& wm, Isa isa, int n_heads, const LatentTileLayout& layout)
     : wm_(wm), attn_(&kernels::mla_attn_kernels(isa)), n_heads_(n_heads) {
@@ -49,6 +37,21 @@ void AbsorbedAttention::reserve_scratch(const LatentTileLayout& layout) {
       throw Error(Status::out_of_memory, "attention scratch: cannot allocate " + std::to_string(need) + " bytes");
     }
   }
+}
+
+kernels::MlaDecodeArgs AbsorbedAttention::decode_args(const MlaConfig& m, const AttnSpan& sp, const float* q_lat,
+                                                      const float* q_pe, float* o_lat) {
+  kernels::MlaDecodeArgs a;
+  a.n_heads = m.n_heads;
+  a.q_lat = q_lat;
+  a.q_pe = q_pe;
+  a.scale = static_cast<float>(m.kq_scale());
+  a.cache = sp.view;
+  a.n_ctx = sp.p0 + 1;
+  a.out = o_lat;
+  a.threads = wm_.threads();
+  a.scratch = attn_scratch_.data();
+  return a;
 }
 
 void AbsorbedAttention::run(const MlaConfig& m, const LayerWeights& L, int layer, const float* q, int n,
@@ -80,17 +83,7 @@ void AbsorbedAttention::run(const MlaConfig& m, const LayerWeights& L, int layer
     const float* sq_pe = q_pe + static_cast<std::size_t>(sp.off) * nh * dr;
     float* so_lat = o_lat + static_cast<std::size_t>(sp.off) * nh * dc;
     if (sp.n == 1) {
-      kernels::MlaDecodeArgs a;
-      a.n_heads = nh;
-      a.q_lat = sq_lat;
-      a.q_pe = sq_pe;
-      a.scale = scale;
-      a.cache = sp.view;
-      a.n_ctx = sp.p0 + 1;
-      a.out = so_lat;
-      a.threads = wm_.threads();
-      a.scratch = attn_scratch_.data();
-      mla_decode_regions(*attn_, a);
+      mla_decode_regions(*attn_, decode_args(m, sp, sq_lat, sq_pe, so_lat));
     } else {
       kernels::MlaPrefillArgs a;
       a.n_heads = nh;
@@ -121,16 +114,7 @@ void AbsorbedAttention::decode_chain(const MlaConfig& m, const LayerWeights& L, 
   float* q_pe = q_pe_.get(static_cast<std::size_t>(nh) * dr);    // (n_h, d_R)
   float* o_lat = o_lat_.get(static_cast<std::size_t>(nh) * dc);  // (n_h, d_c)
   reserve_scratch(sp.view.layout);
-  kernels::MlaDecodeArgs a;
-  a.n_heads = nh;
-  a.q_lat = q_lat;
-  a.q_pe = q_pe;
-  a.scale = static_cast<float>(m.kq_scale());
-  a.cache = sp.view;
-  a.n_ctx = sp.p0 + 1;
-  a.out = o_lat;
-  a.threads = wm_.threads();
-  a.scratch = attn_scratch_.data();
+  const kernels::MlaDecodeArgs a = decode_args(m, sp, q_lat, q_pe, o_lat);
   const kernels::MlaDecodeSplit split = attn_->decode_begin(a);
   std::size_t per = std::max(WeightMultiply::scratch_bytes(L.wuk_t.head, 1), WeightMultiply::scratch_bytes(L.wuv.head, 1));
   std::uint8_t* base = wm_.thread_scratch(per);
@@ -144,7 +128,8 @@ void AbsorbedAttention::decode_chain(const MlaConfig& m, const LayerWeights& L, 
                        dc, scratch);
       std::memcpy(q_pe + static_cast<std::size_t>(h) * dr, q + static_cast<std::size_t>(h) * qh + dn, sizeof(float) * dr);
     }
-    if (!all_finite(q_lat + static_cast<std::size_t>(h0) * dc, static_cast<std::size_t>(h1 - h0) * dc)) {
+    const std::size_t count = static_cast<std::size_t>(h1 - h0) * dc;
+    if (first_non_finite(q_lat + static_cast<std::size_t>(h0) * dc, count) < count) {
       bad_query.store(true, std::memory_order_relaxed);
       return false;
     }
