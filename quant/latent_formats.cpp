@@ -64,12 +64,14 @@ LatentTileLayout make_latent_tile_layout(LatentStorage s, int d_c, int d_R, int 
     case LatentStorage::f16: L.bytes = row * tokens * 2; break;
     case LatentStorage::int8:
       L.scale_offset = row * tokens;
-      L.bytes = L.scale_offset + 2 * 4 * static_cast<std::size_t>(tokens);
+      L.rope_scale_offset = L.scale_offset + 4 * static_cast<std::size_t>(tokens);
+      L.bytes = L.rope_scale_offset + 4 * static_cast<std::size_t>(tokens);
       break;
     case LatentStorage::int4:
       L.rope_offset = static_cast<std::size_t>(d_c) * tokens / 2;
-      L.scale_offset = L.rope_offset + static_cast<std::size_t>(d_R) * tokens;
-      L.bytes = L.scale_offset + 2 * 4 * static_cast<std::size_t>(tokens);
+      L.rope_scale_offset = L.rope_offset + static_cast<std::size_t>(d_R) * tokens;
+      L.channel_scale_offset = L.rope_scale_offset + 4 * static_cast<std::size_t>(tokens);
+      L.bytes = L.channel_scale_offset + 2 * static_cast<std::size_t>(d_c);
       break;
   }
   return L;
@@ -141,8 +143,8 @@ void set_q(const LatentTileLayout& L, std::uint8_t* base, int c, int t, int q) {
   base[int8_offset(L, c, t)] = static_cast<std::uint8_t>(q + 128);
 }
 
-// Quantizes n values (channels c0 ..) into row t; returns the scale. The
-// latent part of an int4 tile takes 4 bits, everything else 8.
+// Quantizes n values (channels c0 ..) into row t at 8 bits (int8 rows, and
+// int4's rope part); returns the scale.
 float put_row(const LatentTileLayout& L, std::uint8_t* base, int t, const float* x, int n, int c0) {
   // The layout takes any width (kv_lora_rank comes from the model file):
   // rows past the stack buffer quantize into the heap.
@@ -153,16 +155,50 @@ float put_row(const LatentTileLayout& L, std::uint8_t* base, int t, const float*
     big.resize(static_cast<std::size_t>(n));
     q = big.data();
   }
-  const float s = L.storage == LatentStorage::int4 && c0 < L.d_c ? latent_quantize_int4(x, n, q)
-                                                                  : latent_quantize_int8(x, n, q);
+  const float s = latent_quantize_int8(x, n, q);
   for (int i = 0; i < n; ++i) set_q(L, base, c0 + i, t, q[i]);
   return s;
+}
+
+float* rope_scales(const LatentTileLayout& L, void* tile) {
+  return reinterpret_cast<float*>(static_cast<std::uint8_t*>(tile) + L.rope_scale_offset);
+}
+const float* rope_scales(const LatentTileLayout& L, const void* tile) {
+  return reinterpret_cast<const float*>(static_cast<const std::uint8_t*>(tile) + L.rope_scale_offset);
+}
+const std::uint16_t* channel_scales(const LatentTileLayout& L, const void* tile) {
+  return reinterpret_cast<const std::uint16_t*>(static_cast<const std::uint8_t*>(tile) + L.channel_scale_offset);
+}
+
+// The latent part of an int4 tile from rows (n, d_c + d_R): per channel,
+// scale = max|x| / 7 rounded to f16, q = round(x / scale) clamped to 7.
+void put_int4_latents(const LatentTileLayout& L, std::uint8_t* base, int n, const float* rows) {
+  const int C = L.d_c + L.d_R;
+  auto* cs = reinterpret_cast<std::uint16_t*>(base + L.channel_scale_offset);
+  for (int c = 0; c < L.d_c; ++c) {
+    float amax = 0.f;
+    bool finite = true;
+    for (int t = 0; t < n; ++t) {
+      const float x = rows[static_cast<std::size_t>(t) * C + c];
+      amax = std::max(amax, std::fabs(x));
+      finite = finite && std::isfinite(x);
+    }
+    // f16's largest finite value bounds the scale: larger latents saturate.
+    const std::uint16_t h = finite ? f32_to_fp16(std::min(amax / 7.f, 65504.f)) : f32_to_fp16(NAN);
+    cs[c] = h;
+    const float s = fp16_to_f32(h);
+    const float inv = finite && s > 0.f && std::isfinite(1.f / s) ? 1.f / s : 0.f;
+    for (int t = 0; t < L.tokens; ++t) {
+      float r = t < n ? std::nearbyint(rows[static_cast<std::size_t>(t) * C + c] * inv) : 0.f;
+      r = std::min(7.f, std::max(-7.f, r));
+      set_q(L, base, c, t, static_cast<int>(r));
+    }
+  }
 }
 
 }  // namespace
 
 float latent_quantize_int8(const float* x, int n, std::int8_t* q) { return quantize_sym(x, n, q, 127.f); }
-float latent_quantize_int4(const float* x, int n, std::int8_t* q) { return quantize_sym(x, n, q, 7.f); }
 
 void latent_store_row(const LatentTileLayout& L, void* tile, int t, const float* c_kv,
                       const float* k_pe) {
@@ -183,14 +219,36 @@ void latent_store_row(const LatentTileLayout& L, void* tile, int t, const float*
       for (int i = 0; i < L.d_R; ++i) row[L.d_c + i] = h(k_pe[i]);
       break;
     }
-    case LatentStorage::int8:
-    case LatentStorage::int4: {
+    case LatentStorage::int8: {
       auto* base = static_cast<std::uint8_t*>(tile);
       float* scales = reinterpret_cast<float*>(base + L.scale_offset);
       scales[t] = put_row(L, base, t, c_kv, L.d_c, 0);
-      scales[L.tokens + t] = L.d_R > 0 ? put_row(L, base, t, k_pe, L.d_R, L.d_c) : 0.f;
+      rope_scales(L, tile)[t] = L.d_R > 0 ? put_row(L, base, t, k_pe, L.d_R, L.d_c) : 0.f;
       break;
     }
+    case LatentStorage::int4:
+      throw std::invalid_argument("latent_store_row: int4 tiles are written whole (latent_store_tile)");
+  }
+}
+
+void latent_store_tile(const LatentTileLayout& L, void* tile, int n, const float* rows) {
+  if (n < 0 || n > L.tokens)
+    throw std::invalid_argument("latent_store_tile: " + std::to_string(n) + " rows for a tile of " +
+                                std::to_string(L.tokens));
+  const int C = L.d_c + L.d_R;
+  const std::vector<float> zeros(static_cast<std::size_t>(C), 0.f);
+  if (L.storage != LatentStorage::int4) {
+    for (int t = 0; t < L.tokens; ++t) {
+      const float* r = t < n ? rows + static_cast<std::size_t>(t) * C : zeros.data();
+      latent_store_row(L, tile, t, r, r + L.d_c);
+    }
+    return;
+  }
+  auto* base = static_cast<std::uint8_t*>(tile);
+  put_int4_latents(L, base, n, rows);
+  for (int t = 0; t < L.tokens; ++t) {
+    const float* r = t < n ? rows + static_cast<std::size_t>(t) * C : zeros.data();
+    rope_scales(L, tile)[t] = L.d_R > 0 ? put_row(L, base, t, r + L.d_c, L.d_R, L.d_c) : 0.f;
   }
 }
 
@@ -215,11 +273,20 @@ std::string latent_tile_problem(const LatentTileLayout& L, const void* tile) {
       }
       case LatentStorage::int8:
       case LatentStorage::int4: {
-        const float* scales = reinterpret_cast<const float*>(static_cast<const std::uint8_t*>(tile) + L.scale_offset);
-        for (const float s : {scales[t], scales[L.tokens + t]})
+        const float sl = L.storage == LatentStorage::int8
+                             ? reinterpret_cast<const float*>(static_cast<const std::uint8_t*>(tile) + L.scale_offset)[t]
+                             : 0.f;
+        for (const float s : {sl, rope_scales(L, tile)[t]})
           if (!(std::isfinite(s) && s >= 0.0f)) return bad(t, "a scale", s);
         break;
       }
+    }
+  }
+  if (L.storage == LatentStorage::int4) {
+    for (int c = 0; c < L.d_c; ++c) {
+      const float s = fp16_to_f32(channel_scales(L, tile)[c]);
+      if (!(std::isfinite(s) && s >= 0.0f))
+        return "latent channel " + std::to_string(c) + ": its scale is " + std::to_string(s);
     }
   }
   return {};
@@ -244,9 +311,14 @@ void latent_load_row(const LatentTileLayout& L, const void* tile, int t, float* 
     case LatentStorage::int8:
     case LatentStorage::int4: {
       const auto* base = static_cast<const std::uint8_t*>(tile);
-      const float* scales = reinterpret_cast<const float*>(base + L.scale_offset);
-      const float sl = scales[t], sr = scales[L.tokens + t];
-      for (int i = 0; i < L.d_c; ++i) c_kv[i] = sl * static_cast<float>(get_q(L, base, i, t));
+      const float sr = rope_scales(L, tile)[t];
+      if (L.storage == LatentStorage::int8) {
+        const float sl = reinterpret_cast<const float*>(base + L.scale_offset)[t];
+        for (int i = 0; i < L.d_c; ++i) c_kv[i] = sl * static_cast<float>(get_q(L, base, i, t));
+      } else {
+        const std::uint16_t* cs = channel_scales(L, tile);
+        for (int i = 0; i < L.d_c; ++i) c_kv[i] = fp16_to_f32(cs[i]) * static_cast<float>(get_q(L, base, i, t));
+      }
       for (int i = 0; i < L.d_R; ++i) k_pe[i] = sr * static_cast<float>(get_q(L, base, L.d_c + i, t));
       break;
     }
@@ -263,8 +335,9 @@ void latent_copy_row(const LatentTileLayout& L, const void* src, int ts, void* d
                    static_cast<const std::uint8_t*>(src) + static_cast<std::size_t>(ts) * C * w, C * w);
       break;
     }
-    case LatentStorage::int8:
-    case LatentStorage::int4: {
+    case LatentStorage::int4:
+      throw std::invalid_argument("latent_copy_row: an int4 row is its tile's (per-channel scales)");
+    case LatentStorage::int8: {
       const auto* s8 = static_cast<const std::uint8_t*>(src);
       auto* d8 = static_cast<std::uint8_t*>(dst);
       // One byte (or nibble) per channel, spread over the tile's blocks.
@@ -292,7 +365,7 @@ void latent_load_rope(const LatentTileLayout& L, const void* tile, int t, float*
     case LatentStorage::int8:
     case LatentStorage::int4: {
       const auto* base = static_cast<const std::uint8_t*>(tile);
-      const float sr = reinterpret_cast<const float*>(base + L.scale_offset)[L.tokens + t];
+      const float sr = rope_scales(L, tile)[t];
       for (int i = 0; i < L.d_R; ++i) k_pe[i] = sr * static_cast<float>(get_q(L, base, L.d_c + i, t));
       break;
     }
@@ -314,7 +387,7 @@ void latent_store_rope(const LatentTileLayout& L, void* tile, int t, const float
     case LatentStorage::int8:
     case LatentStorage::int4: {
       auto* base = static_cast<std::uint8_t*>(tile);
-      reinterpret_cast<float*>(base + L.scale_offset)[L.tokens + t] = put_row(L, base, t, k_pe, L.d_R, L.d_c);
+      rope_scales(L, tile)[t] = put_row(L, base, t, k_pe, L.d_R, L.d_c);
       break;
     }
   }

@@ -372,7 +372,7 @@ bool abort_requested(void* p) {
 latte_status cache_bytes_of(const char* fn, int n_layers, int d_c, int d_R, int32_t cache_type, int64_t n_tokens,
                             int64_t* bytes) {
   const auto storage = static_cast<latte::LatentStorage>(cache_type);
-  if (const char* why = latte::latent_layout_problem(storage, d_c, d_R, latte::kLatentCacheTileTokens); *why)
+  if (const char* why = latte::latent_layout_problem(storage, d_c, d_R, latte::latent_cache_tile_tokens(storage)); *why)
     return fail(LATTE_ERR_UNSUPPORTED, std::string(fn) + ": a " + latte::latent_storage_name(storage) +
                                            " cache cannot hold this shape: " + why);
   return guarded([&] { *bytes = static_cast<int64_t>(latte::LatentCache::bytes_for(n_layers, d_c, d_R, n_tokens, storage)); });

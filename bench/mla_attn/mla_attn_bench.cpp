@@ -213,9 +213,11 @@ const Cache& cache_for(LatentStorage s) {
         void* p = std::aligned_alloc(64, (c->L.bytes + 63) / 64 * 64);
         std::memset(p, 0, c->L.bytes);
         c->tiles.push_back(p);
+        // int4 tiles are quantized whole (their channel scales).
+        if (s == LatentStorage::int4) latent_store_tile(c->L, p, kTile, rows.data() + j * (kDC + kDR));
       }
       const float* r = rows.data() + j * (kDC + kDR);
-      latent_store_row(c->L, c->tiles.back(), static_cast<int>(j % kTile), r, r + kDC);
+      if (s != LatentStorage::int4) latent_store_row(c->L, c->tiles.back(), static_cast<int>(j % kTile), r, r + kDC);
     }
   }
   return *c;

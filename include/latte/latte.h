@@ -483,8 +483,11 @@ LATTE_API latte_status latte_session_tokens(const latte_session* session, int32_
  * (LATTE_ERR_INVALID_ARGUMENT), another cache type or, for models with two
  * RoPE factor sets (MiniCPM3), a context on the other side of the model's
  * switch between them (the same), more tokens than the context
- * (LATTE_ERR_CONTEXT_OVERFLOW), one of another format version, those
- * written before that hash included (LATTE_ERR_UNSUPPORTED), and one that is
+ * (LATTE_ERR_CONTEXT_OVERFLOW), one of a format version this build does
+ * not read (it writes version 5 and reads 4 too, but not a version 4 file
+ * of an int4 cache, whose tiles scaled each token where version 5 scales
+ * each latent channel per tile; nor those written before that hash was
+ * included) (LATTE_ERR_UNSUPPORTED), and one that is
  * not a session file, is truncated or damaged anywhere (its checksum is
  * verified before any field is judged) or holds a value its model cannot
  * write (LATTE_ERR_BAD_FILE, naming the field); a refused load changes

@@ -15,7 +15,10 @@
 // rope parts separately) and scores use integer dot products (vpdpbusd,
 // vpmaddubsw+vpmaddwd, sdot); the softmax weights, times each token's latent
 // scale, are quantized per head per block of ~512 tokens and the value
-// product is an integer dot product along tokens as well.
+// product is an integer dot product along tokens as well. int4 caches (a
+// scale per latent channel and tile): the latent query is scaled by the
+// tile's channel scales and quantized again per tile, and each tile's value
+// sums are scaled by them before the next tile's.
 #pragma once
 
 #include <cstddef>

@@ -1,8 +1,8 @@
 // mla_attn's float path (f32 and f16 caches): per tile, the scores
 // (f_scores, reduced by lane_sums), the online softmax (exponential:
 // kernels/exp_f32_impl.h) and the value products (f_values), driven per work
-// item by f_item; f16 tiles are converted first (f16_to_f32_rows). xsimd
-// over the Arch, but for the f16 conversion and lane_sums' AVX-512
+// item by f_item; f16 tiles are converted first (f16_to_f32_rows,
+// mla_attn_plan_impl.h). xsimd over the Arch, but for lane_sums' AVX-512
 // transpose (intrinsics). Like every body header: Arch-templated or in an
 // anonymous namespace.
 #pragma once
@@ -143,44 +143,6 @@ void f_values_n(int n, const float* rows, int ntok, int C, int d_c, const float*
   f_values<Arch, HB, NV>(rows, ntok, C, d_c, Pw, stride, o);
 }
 
-template <class Arch>
-void f16_to_f32_rows(const std::uint16_t* src, float* dst, std::size_t n) {
-  std::size_t i = 0;
-#if defined(__AVX512F__)
-  if constexpr (std::is_same_v<Arch, xsimd::avx512bw>) {
-    for (; i + 16 <= n; i += 16)
-      _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
-  }
-#endif
-#if defined(__F16C__) && defined(__AVX2__)
-  if constexpr (std::is_same_v<Arch, xsimd::fma3<xsimd::avx2>>) {
-    for (; i + 8 <= n; i += 8)
-      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
-  }
-#endif
-#if defined(__ARM_NEON) && defined(__aarch64__)
-  if constexpr (std::is_same_v<Arch, xsimd::neon64>) {
-    for (; i + 4 <= n; i += 4)
-      vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(src + i))));
-  }
-#endif
-  for (; i < n; ++i) {
-    // only reached for n % W tails: the scalar conversion, bit exact
-    const std::uint16_t h = src[i];
-    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-    std::uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu, bits;
-    if (e == 0x1f) bits = sign | 0x7f800000u | (m << 13);
-    else if (e == 0) {
-      if (m == 0) bits = sign;
-      else {
-        int k = -1;
-        do { ++k; m <<= 1; } while ((m & 0x400u) == 0);
-        bits = sign | static_cast<std::uint32_t>(127 - 15 - k) << 23 | ((m & 0x3ffu) << 13);
-      }
-    } else bits = sign | ((e + 112) << 23) | (m << 13);
-    std::memcpy(dst + i, &bits, 4);
-  }
-}
 
 // next_item(): as for i8_item, asked for during the item's last tile, so
 // the next item's first tile is prefetched like any other.

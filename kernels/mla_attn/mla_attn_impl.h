@@ -33,76 +33,30 @@ namespace latte::kernels {
 inline namespace LATTE_KERNEL_ISA_NS {
 
 // The query of heads [h0, h1) prepared in the scratch (each head's alone).
+// int4 caches keep the latent query in floats too (qf): each tile scales it
+// by its channel scales and quantizes it again (i8_block_scores).
 template <class Arch>
 void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const float* q_pe, float scale, int h0,
                    int h1) {
   const int nh = P.nh, d_c = P.d_c, d_R = P.d_R, C = P.C;
-  if (!P.i8) {
-    float* qf = reinterpret_cast<float*>(base + P.off_qf);
+  float* qf = reinterpret_cast<float*>(base + P.off_qf);
+  if (!P.i8 || P.q4) {
     for (int h = h0; h < h1; ++h) {
       for (int c = 0; c < d_c; ++c) qf[static_cast<std::size_t>(h) * C + c] = q_lat[static_cast<std::size_t>(h) * d_c + c] * scale;
       for (int c = 0; c < d_R; ++c) qf[static_cast<std::size_t>(h) * C + d_c + c] = q_pe[static_cast<std::size_t>(h) * d_R + c] * scale;
     }
-    return;
+    if (!P.i8) return;
   }
-  using F = xsimd::batch<float, Arch>;
-  using Fi = xsimd::batch<std::int32_t, Arch>;
-  constexpr int W = F::size;
-  constexpr int QMAX = I8<Arch>::QMAX;
   std::int8_t* q8 = reinterpret_cast<std::int8_t*>(base + P.off_q8);
   float* qv = reinterpret_cast<float*>(base + P.off_qv);
-  // Vector loops: this runs once per call before the work items, and
-  // written scalar (9216 elements for 16 heads) it would dominate a call at
-  // a short context (docs/performance-log.md, "Figures moved out of code
-  // comments"). Rounding as nearbyint's (to nearest even), so the result is
-  // the scalar one bit for bit.
-  // Returns the quantized values' sum (0 for a bad row), which times the
-  // cache bytes' offset (I8<Arch>) is the scores' correction.
-  auto quant = [&](const float* x, int n, std::int8_t* q, float& qs) {
-    alignas(64) std::int32_t ti[W];
-    F amv(0.f);
-    int i = 0;
-    for (; i + W <= n; i += W) amv = xsimd::max(amv, xsimd::abs(F::load_unaligned(x + i)));
-    float amax = hmax<Arch>(amv, 0.f);
-    for (; i < n; ++i) amax = fmx(amax, std::fabs(x[i]));
-    // amax so small that QMAX / amax overflows: quantized as zeros.
-    const float inv = amax > 0.f && __builtin_isfinite(QMAX / amax) ? QMAX / amax : 0.f;
-    const F vinv(inv);
-    Fi sv(0);
-    // A NaN or inf in the query (a model whose numbers overflow) makes a
-    // scaled lane NaN; the others stay within [-QMAX, QMAX] (2 * QMAX: room
-    // for rounding). Such a query gets a NaN scale, so the output is NaN and
-    // the session's logits check reports it, instead of finite garbage (the
-    // conversion's result for NaN differs by ISA) or an int overflow.
-    typename F::batch_bool_type finite(true);
-    i = 0;
-    for (; i + W <= n; i += W) {
-      const F y = F::load_unaligned(x + i) * vinv;
-      finite = finite & (xsimd::abs(y) <= F(2.f * QMAX));
-      const Fi v = xsimd::nearbyint_as_int(y);
-      sv += v;  // vector adds: lanes wrap, exact unless not finite
-      v.store_aligned(ti);
-      for (int k = 0; k < W; ++k) q[i + k] = static_cast<std::int8_t>(ti[k]);
-    }
-    bool bad = !xsimd::all(finite);
-    int sum = bad ? 0 : hsum_i32(static_cast<typename Fi::register_type>(sv));
-    for (; i < n; ++i) {
-      const float r = std::nearbyint(x[i] * inv);
-      bad |= !(std::fabs(r) <= 2.f * QMAX);
-      const int v = bad ? 0 : static_cast<int>(r);
-      q[i] = static_cast<std::int8_t>(v);
-      sum += v;
-    }
-    qs = bad ? __builtin_nanf("") : inv > 0.f ? amax / QMAX * scale : 0.f;
-    return bad ? 0.f : static_cast<float>(sum);
-  };
   const auto corr8 = [](float sum) { return I8<Arch>::kOffset ? 128.f * sum : 0.f; };  // int8 bytes
   for (int h = h0; h < h1; ++h) {
-    const float sl = quant(q_lat + static_cast<std::size_t>(h) * d_c, d_c, q8 + static_cast<std::size_t>(h) * C, qv[h]);
+    const float sl = quant_query<Arch>(q_lat + static_cast<std::size_t>(h) * d_c, d_c, q8 + static_cast<std::size_t>(h) * C,
+                                       scale, qv[h]);
     qv[2 * nh + h] = P.q4 ? 8.f * sl : corr8(sl);  // int4's nibbles carry +8 on every ISA
     qv[4 * nh + h] = corr8(sl);                    // an int4 cache's int8 tile (the one filling)
-    const float sr = quant(q_pe + static_cast<std::size_t>(h) * d_R, d_R, q8 + static_cast<std::size_t>(h) * C + d_c,
-                           qv[nh + h]);
+    const float sr = quant_query<Arch>(q_pe + static_cast<std::size_t>(h) * d_R, d_R,
+                                       q8 + static_cast<std::size_t>(h) * C + d_c, scale, qv[nh + h]);
     qv[3 * nh + h] = corr8(sr);
     // The score pass works in log2 units: log2(e) goes into the scales once
     // here rather than at every vector pair.

@@ -33,6 +33,58 @@ constexpr int value_hb() {
   return I8<Arch>::L == 4 ? 6 : I8<Arch>::L == 2 ? 2 : 4;
 }
 
+// A query part quantized for the integer scores: q = round(x / s), s =
+// max|x| / QMAX (I8<Arch>), qs = s * scale. Vector loops: this runs once per
+// call for every head (and per int4 tile), and written scalar (9216 elements
+// for 16 heads) it would dominate a call at a short context
+// (docs/performance-log.md, "Figures moved out of code comments"). Rounding
+// as nearbyint's (to nearest even), so the result is the scalar one bit for
+// bit. Returns the quantized values' sum (0 for a bad row), which times the
+// cache bytes' offset is the scores' correction.
+template <class Arch>
+float quant_query(const float* x, int n, std::int8_t* q, float scale, float& qs) {
+  using F = xsimd::batch<float, Arch>;
+  using Fi = xsimd::batch<std::int32_t, Arch>;
+  constexpr int W = F::size;
+  constexpr int QMAX = I8<Arch>::QMAX;
+  alignas(64) std::int32_t ti[W];
+  F amv(0.f);
+  int i = 0;
+  for (; i + W <= n; i += W) amv = xsimd::max(amv, xsimd::abs(F::load_unaligned(x + i)));
+  float amax = hmax<Arch>(amv, 0.f);
+  for (; i < n; ++i) amax = fmx(amax, std::fabs(x[i]));
+  // amax so small that QMAX / amax overflows: quantized as zeros.
+  const float inv = amax > 0.f && __builtin_isfinite(QMAX / amax) ? QMAX / amax : 0.f;
+  const F vinv(inv);
+  Fi sv(0);
+  // A NaN or inf in the query (a model whose numbers overflow) makes a
+  // scaled lane NaN; the others stay within [-QMAX, QMAX] (2 * QMAX: room
+  // for rounding). Such a query gets a NaN scale, so the output is NaN and
+  // the session's logits check reports it, instead of finite garbage (the
+  // conversion's result for NaN differs by ISA) or an int overflow.
+  typename F::batch_bool_type finite(true);
+  i = 0;
+  for (; i + W <= n; i += W) {
+    const F y = F::load_unaligned(x + i) * vinv;
+    finite = finite & (xsimd::abs(y) <= F(2.f * QMAX));
+    const Fi v = xsimd::nearbyint_as_int(y);
+    sv += v;  // vector adds: lanes wrap, exact unless not finite
+    v.store_aligned(ti);
+    for (int k = 0; k < W; ++k) q[i + k] = static_cast<std::int8_t>(ti[k]);
+  }
+  bool bad = !xsimd::all(finite);
+  int sum = bad ? 0 : hsum_i32(static_cast<typename Fi::register_type>(sv));
+  for (; i < n; ++i) {
+    const float r = std::nearbyint(x[i] * inv);
+    bad |= !(std::fabs(r) <= 2.f * QMAX);
+    const int v = bad ? 0 : static_cast<int>(r);
+    q[i] = static_cast<std::int8_t>(v);
+    sum += v;
+  }
+  qs = bad ? __builtin_nanf("") : inv > 0.f ? amax / QMAX * scale : 0.f;
+  return bad ? 0.f : static_cast<float>(sum);
+}
+
 namespace {  // not Arch-templated: internal, so no other ISA's object shares them
 
 // An int8 item's query and thread slot, at the plan's offsets.
@@ -46,6 +98,12 @@ struct I8Slot {
   float* scl;                        // (BT) the block's latent scales
   float *ps, *cp;                    // (nh) weight scales, value offsets
   std::size_t pv_stride;
+  // int4 tiles (per-channel scales): see Plan
+  const float* qf;                   // (nh, C) the scaled float query
+  std::int8_t* q8t;                  // (nh, C) the query quantized for one tile
+  float *qslt, *clt;                 // (nh) its latent scale and correction
+  float* chs;                        // (UT, d_c) the block's channel scales
+  float* cpt;                        // (nh, UT) value offsets per tile
 };
 
 inline I8Slot i8_slot(const Plan& P, const std::uint8_t* base, std::uint8_t* thr) {
@@ -63,7 +121,13 @@ inline I8Slot i8_slot(const Plan& P, const std::uint8_t* base, std::uint8_t* thr
                 reinterpret_cast<float*>(thr + P.t_sc),
                 hv,
                 hv + P.nh,
-                static_cast<std::size_t>(P.BT) * 4};
+                static_cast<std::size_t>(P.BT) * 4,
+                reinterpret_cast<const float*>(base + P.off_qf),
+                reinterpret_cast<std::int8_t*>(thr + P.t_q8t),
+                reinterpret_cast<float*>(thr + P.t_qvt),
+                reinterpret_cast<float*>(thr + P.t_qvt) + P.nh,
+                reinterpret_cast<float*>(thr + P.t_chs),
+                reinterpret_cast<float*>(thr + P.t_cpt)};
 }
 
 // Tile t of a layer: an int4 cache's filling tile is int8 and elsewhere.
@@ -82,7 +146,54 @@ struct I8Block {
 
 }  // namespace
 
-// Step 1: the block's scores and their max.
+// An int4 tile's query (Q4, not the filling tile): each head's latent query
+// times the tile's channel scales (ch, d_c), quantized again as quant_query
+// would (the same rounding, scale and correction, and a NaN scale for a
+// product that is not finite), for heads [h0, h1); the rope part was copied
+// at the item's start (i8_item). Once per tile and head, so fused: one pass
+// for the largest product, one that quantizes and stores the bytes.
+template <class Arch>
+[[gnu::always_inline]] inline void i8_tile_query(const Plan& P, const I8Slot& s, const float* ch, int h0, int h1) {
+  using K = I8<Arch>;
+  using F = xsimd::batch<float, Arch>;
+  constexpr int W = F::size;
+  constexpr int QMAX = K::QMAX;
+  const int d_c = P.d_c;
+  for (int h = h0; h < h1; ++h) {
+    const float* x = s.qf + static_cast<std::size_t>(h) * P.C;
+    std::int8_t* q = s.q8t + static_cast<std::size_t>(h) * P.C;
+    F amv(0.f);
+    int i = 0;
+    for (; i + W <= d_c; i += W)
+      amv = xsimd::max(amv, xsimd::abs(F::load_unaligned(x + i) * F::load_unaligned(ch + i)));
+    float amax = hmax<Arch>(amv, 0.f);
+    for (; i < d_c; ++i) amax = fmx(amax, std::fabs(x[i] * ch[i]));
+    const float inv = amax > 0.f && __builtin_isfinite(QMAX / amax) ? QMAX / amax : 0.f;
+    const F vinv(inv);
+    typename F::batch_bool_type finite(true);
+    typename K::acc sv = K::zero();
+    i = 0;
+    for (; i + W <= d_c; i += W) {
+      const F y = F::load_unaligned(x + i) * F::load_unaligned(ch + i) * vinv;
+      finite = finite & (xsimd::abs(y) <= F(2.f * QMAX));
+      sv = K::add(sv, K::quant_store(xsimd::select(finite, y, F(0.f)), q + i));
+    }
+    bool bad = !xsimd::all(finite);
+    int sum = bad ? 0 : hsum_i32(sv);
+    for (; i < d_c; ++i) {
+      const float r = std::nearbyint(x[i] * ch[i] * inv);
+      bad |= !(std::fabs(r) <= 2.f * QMAX);
+      const int v = bad ? 0 : static_cast<int>(r);
+      q[i] = static_cast<std::int8_t>(v);
+      sum += v;
+    }
+    s.qslt[h] = bad ? __builtin_nanf("") : inv > 0.f ? amax / QMAX * kLog2e : 0.f;
+    s.clt[h] = bad ? 0.f : 8.f * static_cast<float>(sum);  // int4's nibbles carry +8 on every ISA
+  }
+}
+
+// Step 1: the block's scores and their max. int4 tiles: first their
+// channel scales, then per tile the query scaled by them.
 template <class Arch, bool Q4>
 [[gnu::always_inline]] inline void i8_block_scores(const MlaCtx<Arch>& X, const I8Slot& s, const I8Block& B, int h0,
                                                    int h1) {
@@ -92,23 +203,34 @@ template <class Arch, bool Q4>
   const int T = P.T, BT = P.BT;
   for (int h = h0; h < h1; ++h) F(kMasked).store_aligned(s.mx + static_cast<std::size_t>(h) * W);
   const bool is8 = Q4 && B.int8;
+  const bool chan = Q4 && !B.int8;  // per-channel scales
+  if (chan)
+    for (int i = 0; i < B.ntile; ++i)
+      f16_to_f32_rows<Arch>(reinterpret_cast<const std::uint16_t*>(B.tp[i] + X.cache->layout.channel_scale_offset),
+                            s.chs + static_cast<std::size_t>(i) * P.d_c, static_cast<std::size_t>(P.d_c));
+  // The int8 layout's scales: an int4 cache's filling tile's, or an int8 tile's.
+  const std::size_t lat_off = is8 ? X.cache->int8_scale_offset : X.cache->layout.scale_offset;
+  const std::size_t rope_off = is8 ? X.cache->int8_scale_offset + 4 * static_cast<std::size_t>(T)
+                                   : X.cache->layout.rope_scale_offset;
   for (int i = 0; i < B.ntile && i * T < B.nvalid; ++i) {
-    const float* tsc = reinterpret_cast<const float*>(
-        B.tp[i] + (is8 ? X.cache->int8_scale_offset : X.cache->layout.scale_offset));
+    if (chan) i8_tile_query<Arch>(P, s, s.chs + static_cast<std::size_t>(i) * P.d_c, h0, h1);
+    const float* tl = chan ? nullptr : reinterpret_cast<const float*>(B.tp[i] + lat_off);
+    const float* tr = reinterpret_cast<const float*>(B.tp[i] + rope_off);
     // The tile after this one (in this block or the next), prefetched
     // during the first head block's pass.
     const std::uint8_t* next = i + 1 < B.ntile ? B.tp[i + 1] : B.nb0 < B.nb1 ? tile_at(*X.cache, B.nb0) : nullptr;
     for (int h = h0; h < h1; h += score_hb<Arch>()) {
-      const ScoreScales f{s.qsl + h, s.qsr + h, (is8 ? s.cl8 : s.cl) + h, s.cr + h, tsc, tsc + T, B.nvalid - i * T};
-      const std::int8_t* q8 = s.q8 + static_cast<std::size_t>(h) * P.C;
       float* S = s.S + static_cast<std::size_t>(h) * BT + i * T;
       float* mx = s.mx + static_cast<std::size_t>(h) * W;
-      if (is8)
-        i8_scores_n<Arch, score_hb<Arch>(), false>(h1 - h, B.tp[i], T, P.Gl, P.G, q8, P.C, f, S, BT, mx,
-                                                   h == h0 ? next : nullptr);
-      else
-        i8_scores_n<Arch, score_hb<Arch>(), Q4>(h1 - h, B.tp[i], T, P.Gl, P.G, q8, P.C, f, S, BT, mx,
-                                                h == h0 ? next : nullptr);
+      if (chan) {
+        const ScoreScales f{s.qslt + h, s.qsr + h, s.clt + h, s.cr + h, tl, tr, B.nvalid - i * T};
+        i8_scores_n<Arch, score_hb<Arch>(), true>(h1 - h, B.tp[i], T, P.Gl, P.G, s.q8t + static_cast<std::size_t>(h) * P.C,
+                                                  P.C, f, S, BT, mx, h == h0 ? next : nullptr);
+      } else {
+        const ScoreScales f{s.qsl + h, s.qsr + h, (is8 ? s.cl8 : s.cl) + h, s.cr + h, tl, tr, B.nvalid - i * T};
+        i8_scores_n<Arch, score_hb<Arch>(), false>(h1 - h, B.tp[i], T, P.Gl, P.G, s.q8 + static_cast<std::size_t>(h) * P.C,
+                                                   P.C, f, S, BT, mx, h == h0 ? next : nullptr);
+      }
     }
   }
 }
@@ -126,10 +248,13 @@ template <class Arch, bool Q4>
   const Plan& P = X.P;
   const int T = P.T, BT = P.BT, d_c = P.d_c, ntok = B.ntok;
   float *scl = s.scl, *ps = s.ps, *cp = s.cp;
-  const bool q4 = Q4 && !B.int8;  // the block's tiles are int4
+  const bool q4 = Q4 && !B.int8;  // the block's tiles are int4: no token scales (their channels' come at the values)
   const std::size_t scale_offset = Q4 && B.int8 ? X.cache->int8_scale_offset : X.cache->layout.scale_offset;
-  for (int i = 0; i < B.ntile; ++i)
-    std::memcpy(scl + static_cast<std::size_t>(i) * T, B.tp[i] + scale_offset, sizeof(float) * T);
+  if (q4)
+    for (int k = 0; k < ntok; ++k) scl[k] = 1.f;
+  else
+    for (int i = 0; i < B.ntile; ++i)
+      std::memcpy(scl + static_cast<std::size_t>(i) * T, B.tp[i] + scale_offset, sizeof(float) * T);
   // Rows past the context may hold stale rows (a truncated session's),
   // even NaN scales; their weights must come out exactly 0.
   for (int k = B.nvalid; k < ntok; ++k) scl[k] = 0.f;
@@ -155,14 +280,23 @@ template <class Arch, bool Q4>
     const float inv = wm > 0.f ? K::PMAX / wm : 0.f;
     ps[h] = wm / K::PMAX;
     const F vinv(inv);
-    typename K::acc qsum = K::zero();  // exact: at most 127 * BT / W per lane
     std::uint8_t* v = s.pv + static_cast<std::size_t>(h) * s.pv_stride;
-    for (int j = 0; j < ntok; j += W)
-      K::quant_pvec(F::load_unaligned(sh + j) * vinv, qsum, v + static_cast<std::size_t>(j) * 4);
     // The cache bytes' offset times the weights' sum: int4's nibbles carry
-    // +8 on every ISA (I8<Arch>), int8's bytes +128 where kValueOffset.
-    cp[h] = q4 ? 8.f * static_cast<float>(hsum_i32(qsum))
-            : K::kValueOffset ? 128.f * static_cast<float>(hsum_i32(qsum)) : 0.f;
+    // +8 on every ISA (I8<Arch>), per tile (each has its channel scales);
+    // int8's bytes +128 where kValueOffset.
+    if (q4) {
+      for (int i = 0, j = 0; j < ntok; ++i) {
+        typename K::acc qsum = K::zero();
+        for (const int e = j + T < ntok ? j + T : ntok; j < e; j += W)
+          K::quant_pvec(F::load_unaligned(sh + j) * vinv, qsum, v + static_cast<std::size_t>(j) * 4);
+        s.cpt[static_cast<std::size_t>(h) * P.UT + i] = 8.f * static_cast<float>(hsum_i32(qsum));
+      }
+    } else {
+      typename K::acc qsum = K::zero();  // exact: at most 127 * BT / W per lane
+      for (int j = 0; j < ntok; j += W)
+        K::quant_pvec(F::load_unaligned(sh + j) * vinv, qsum, v + static_cast<std::size_t>(j) * 4);
+      cp[h] = K::kValueOffset ? 128.f * static_cast<float>(hsum_i32(qsum)) : 0.f;
+    }
     // Rescaled by alpha, except on an item's first block, where po is not
     // yet written (the value products store it) and alpha is 0 or, for a
     // NaN query, NaN: that NaN still spreads, through the block's scale.
@@ -197,7 +331,11 @@ template <class Arch, bool Q4>
   const std::int64_t nb0 = B.nb0, nb1 = B.nb1;
   const bool first = B.first;
   const int nch = B.ntok / W;
+  // int4 tiles: each tile's sums scaled by its channel scales in the products
+  // (i8_values_ch), which give floats; int8 tiles: integer sums.
+  const bool chan = Q4 && !B.int8;
   alignas(64) std::int32_t vo[16 * value_hb<Arch>()];
+  alignas(64) float vf[16 * value_hb<Arch>()];
   const std::size_t tile_lines = (X.cache->layout.bytes + 63) / 64;
   const std::size_t pf_lines = nb0 < nb1 ? static_cast<std::size_t>(imin(P.UT, nb1 - nb0)) * tile_lines : 0;
   const std::size_t n_calls = static_cast<std::size_t>((h1 - h0 + value_hb<Arch>() - 1) / value_hb<Arch>()) *
@@ -221,15 +359,30 @@ template <class Arch, bool Q4>
         ++call;
       }
       const std::uint8_t* pv = s.pv + static_cast<std::size_t>(h) * s.pv_stride;
-      if (Q4 && B.int8)
-        i8_values_n<Arch, value_hb<Arch>(), 4, false>(nhb, ng, B.tp, T, g, nch, pv, s.pv_stride, vo, pf);
-      else
-        i8_values_n<Arch, value_hb<Arch>(), 4, Q4>(nhb, ng, B.tp, T, g, nch, pv, s.pv_stride, vo, pf);
+      const int n = 4 * ng;
+      if (chan) {
+        i8_values_ch_n<Arch, value_hb<Arch>(), 4>(nhb, ng, B.tp, T, g, nch, pv, s.pv_stride, s.chs, d_c,
+                                                  s.cpt + static_cast<std::size_t>(h) * P.UT, P.UT, vf, pf);
+        for (int k = 0; k < nhb; ++k) {
+          float* o = po + static_cast<std::size_t>(h + k) * d_c + 4 * g;
+          const float* r = vf + 16 * k;
+          const float sc = s.ps[h + k];
+          int c = 0;
+          if (n == 16) {
+            const F vs(sc);
+            for (; c + W <= 16; c += W)
+              xsimd::fma(F::load_aligned(r + c), vs, first ? F(0.f) : F::load_unaligned(o + c)).store_unaligned(o + c);
+          }
+          for (; c < n; ++c) o[c] = (first ? 0.f : o[c]) + sc * r[c];
+        }
+        continue;
+      }
+      // int8 tiles (an int4 cache's filling tile among them)
+      i8_values_n<Arch, value_hb<Arch>(), 4>(nhb, ng, B.tp, T, g, nch, pv, s.pv_stride, vo, pf);
       for (int k = 0; k < nhb; ++k) {
         float* o = po + static_cast<std::size_t>(h + k) * d_c + 4 * g;
         const std::int32_t* r = vo + 16 * k;
         const float sc = s.ps[h + k], cc = s.cp[h + k];
-        const int n = 4 * ng;
         int c = 0;
         if (n == 16) {
           const F vs(sc), vc(cc);
@@ -269,6 +422,10 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
     pm[h] = -INFINITY;
     pl[h] = 0.f;
     if (t0 >= t1) std::memset(po + static_cast<std::size_t>(h) * d_c, 0, sizeof(float) * d_c);
+    // int4 tiles quantize the latent query per tile; its rope part is the call's.
+    if (Q4)
+      std::memcpy(s.q8t + static_cast<std::size_t>(h) * P.C + d_c, s.q8 + static_cast<std::size_t>(h) * P.C + d_c,
+                  static_cast<std::size_t>(P.d_R));
   }
   for (std::int64_t tb = t0, ntile = 0; tb < t1; tb += ntile) {
     const std::uint8_t* tp[kMaxBlockTiles];

@@ -4,7 +4,7 @@
 // splats, dot products and lane shuffles are the layer's) and the int8
 // softmax's exponential (exp2_i8, over add_exponent, xsimd float batches).
 // What is left in intrinsics here is this family's layout alone (lanesum4,
-// quant_pvec). Like every body header: Arch-templated or in an anonymous
+// quant_pvec, bcast4f, quant_store). Like every body header: Arch-templated or in an anonymous
 // namespace.
 #pragma once
 
@@ -46,6 +46,18 @@ struct I8<xsimd::avx512bw> {
   static vec load_raw(const void* p) { return ld64(p); }
   using F = xsimd::batch<float, xsimd::avx512bw>;
   static F i2f(const std::int32_t* p) { return F(cvt_i32_f32(ld64(p))); }
+  static F acc2f(acc x) { return F(cvt_i32_f32(x)); }
+  // 4 floats in every 16-byte lane: channel d's value in the acc lanes of
+  // channel d (lane j holds channel j % 4, tokens of block j / 4).
+  static F bcast4f(const float* p) { return F(_mm512_broadcast_f32x4(_mm_loadu_ps(p))); }
+  // y (W values within int8's range) rounded to nearest even, stored as W
+  // bytes at dst; returns them as int32 lanes (an int4 tile's query).
+  static acc quant_store(F y, std::int8_t* dst) {
+    const __m512i v = _mm512_cvtps_epi32(y);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(v));
+    return v;
+  }
+  static acc add(acc a, acc b) { return _mm512_add_epi32(a, b); }
   static vec bcast(const void* p) { return bcast4_x64(p); }
   static acc dot(acc s, vec a, vec b) { return dot4(s, a, b); }
   // The value pass: cache vectors as loaded, weights as the s8 operand.
@@ -97,6 +109,15 @@ struct I8<xsimd::fma3<xsimd::avx2>> {
   static vec load_raw(const void* p) { return ld32(p); }
   using F = xsimd::batch<float, xsimd::fma3<xsimd::avx2>>;
   static F i2f(const std::int32_t* p) { return F(cvt_i32_f32(ld32(p))); }
+  static F acc2f(acc x) { return F(cvt_i32_f32(x)); }
+  static F bcast4f(const float* p) { return F(_mm256_broadcast_ps(reinterpret_cast<const __m128*>(p))); }
+  static acc quant_store(F y, std::int8_t* dst) {
+    const __m256i v = _mm256_cvtps_epi32(y);
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), _mm_packs_epi16(w, w));
+    return v;
+  }
+  static acc add(acc a, acc b) { return _mm256_add_epi32(a, b); }
   static vec bcast(const void* p) { return bcast4_x32(p); }
   static acc dot(acc s, vec a, vec b) { return dot4(s, a, b); }
   static vec load_v(const void* p) { return xor8(load(p), splat8(0x80)); }
@@ -138,6 +159,16 @@ struct I8<xsimd::neon64> {
   static vec nib(vec x, bool hi) { return hi ? hi_nib(x) : lo_nib(x); }
   using F = xsimd::batch<float, xsimd::neon64>;
   static F i2f(const std::int32_t* p) { return F(cvt_i32_f32(vld1q_s32(p))); }
+  static F acc2f(acc x) { return F(cvt_i32_f32(x)); }
+  static F bcast4f(const float* p) { return F(vld1q_f32(p)); }
+  static acc quant_store(F y, std::int8_t* dst) {
+    const int32x4_t v = vcvtnq_s32_f32(y);
+    const int16x4_t h = vmovn_s32(v);
+    const std::int32_t b = vget_lane_s32(vreinterpret_s32_s8(vmovn_s16(vcombine_s16(h, h))), 0);
+    std::memcpy(dst, &b, 4);
+    return v;
+  }
+  static acc add(acc a, acc b) { return vaddq_s32(a, b); }
   static vec bcast(const void* p) { return bcast4_x16(p); }
   static acc dot(acc s, vec a, vec b) { return dot4(s, a, b); }
   static vec load_v(const void* p) { return load(p); }

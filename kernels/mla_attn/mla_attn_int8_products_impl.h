@@ -1,8 +1,9 @@
 // mla_attn's int8 path, its integer products over one block of tiles (Q4:
 // int4 tiles): the scores of a few heads against a tile's cache vectors
 // (i8_scores) and the value products of a few heads' quantized weights
-// against a block's channel groups (i8_values), with the prefetch of the
-// next tiles they spread over their calls. mla_attn_int8_impl.h drives them.
+// against a block's channel groups (i8_values over int8 tiles, i8_values_ch
+// over int4 tiles, tile by tile times their channel scales), with the
+// prefetch of the next tiles they spread over their calls. mla_attn_int8_impl.h drives them.
 // Like every body header: Arch-templated or in an anonymous namespace.
 #pragma once
 
@@ -19,7 +20,7 @@ inline namespace LATTE_KERNEL_ISA_NS {
 // The float scores' factors for HB heads (from the first) and one tile.
 struct ScoreScales {
   const float *qsl, *qsr, *cl, *cr;  // (nh) query scales (times log2(e)) and corrections
-  const float *tl, *tr;              // (T) the tile's latent and rope token scales
+  const float *tl, *tr;              // (T) the tile's latent (null: int4's, per channel) and rope token scales
   int nvalid;                        // tokens of the tile inside the context
 };
 
@@ -42,7 +43,8 @@ inline Q4Pos q4_pos(int vi) {
 // floats, tokens past the context masked; mx (HB, W) the running max of
 // each head's scores, lane-wise. The integer dot products of a vector pair
 // are turned into floats right away, while they are in L1, rather than in
-// a pass over the block's raw scores. Q4: the tile is int4.
+// a pass over the block's raw scores. Q4: the tile is int4 and q8 its own
+// query (scaled by the tile's channel scales).
 // pf: the next tile to read, or null. Its bytes at the same offsets are
 // prefetched as this tile's are read. Without it the scores stalled on
 // DRAM (in a model the weights stream through the LLC between layers), even
@@ -107,7 +109,12 @@ void i8_scores(const std::uint8_t* data, int T, int Gl, int G, const std::int8_t
       F m = F::load_aligned(mx + h * W);
       for (int v = 0; v < 2; ++v) {
         const int j = c * 4 * L + v * W;  // the vector's first token in the tile
-        F x = (K::i2f(il[h] + v * W) - vcl) * F::load_unaligned(f.tl + j) * ql +
+        // int4: the tile's channel scales are in the query (ql), not per token.
+        F x;
+        if constexpr (Q4)
+          x = (K::i2f(il[h] + v * W) - vcl) * ql + (K::i2f(ir[h] + v * W) - vcr) * F::load_unaligned(f.tr + j) * qr;
+        else
+          x = (K::i2f(il[h] + v * W) - vcl) * F::load_unaligned(f.tl + j) * ql +
               (K::i2f(ir[h] + v * W) - vcr) * F::load_unaligned(f.tr + j) * qr;
         x.store_unaligned(s + j);
         // Rows past the context may hold stale rows (a truncated
@@ -173,9 +180,9 @@ template <class Arch, int HB, int GB>
 }
 
 // Integer value products of HB heads x GB channel groups (from g0) over the
-// first nch weight chunks of a block: out (HB, 16) int32, out[h][4i+d] =
-// channel 4(g0+i)+d. Q4: the tiles are int4.
-template <class Arch, int HB, int GB, bool Q4>
+// first nch weight chunks of a block of int8 tiles: out (HB, 16) int32,
+// out[h][4i+d] = channel 4(g0+i)+d.
+template <class Arch, int HB, int GB>
 [[gnu::noinline]] void i8_values(const std::uint8_t* const* tiles, int T, int g0, int nch, const std::uint8_t* pv,
                                  std::size_t pv_stride, std::int32_t* out, LinePrefetch pf) {
   using K = I8<Arch>;
@@ -201,17 +208,11 @@ template <class Arch, int HB, int GB, bool Q4>
   //   and the prefetch after it.
   int ch0 = 0, t = 0, k = 0;
   do {
-    const std::uint8_t* d = tiles[t] + static_cast<std::size_t>(g0) * TG * (Q4 ? 8 : 16);
+    const std::uint8_t* d = tiles[t] + static_cast<std::size_t>(g0) * TG * 16;
     const std::uint8_t* b = pv + static_cast<std::size_t>(ch0) * 16 * L;
     const int n = nch - ch0 < cpt ? nch - ch0 : cpt;  // >= 1
     int c = 0;
-    if constexpr (Q4) {
-      for (; c < n; ++c, b += 16 * L) {
-        const Q4Pos q = q4_pos<L>(c);
-        chunk_dots4<Arch, HB, GB>(a, d + q.off, TG * 8, q.hi, b, pv_stride);
-        if constexpr (K::L != 2) pf.at(k++);
-      }
-    } else if constexpr (K::L == 2) {
+    if constexpr (K::L == 2) {
       for (; c < n; ++c, d += 16 * L, b += 16 * L) chunk_dots<Arch, HB, GB>(a, d, TG, b, pv_stride);
     } else {
       do {
@@ -228,6 +229,71 @@ template <class Arch, int HB, int GB, bool Q4>
   for (int h = 0; h < HB; ++h) K::lanesum4(a[h][0], a[h][1], a[h][2], a[h][3], out + 16 * h);
 }
 
+// The value products over int4 tiles with channel scales: as i8_values
+// over nibbles, but each tile's integer sums, less their nibbles' offset
+// (qoff[h * qoff_stride + tile]: 8 times the tile's quantized weights'
+// sum), are turned into floats times the tile's channel scales (chs: d_c
+// floats a tile) before the next tile's: out (HB, 16) floats. The acc
+// lanes of one channel (L of them, lane j holding channel j % 4) each take
+// 1/L of its offset, so their sum takes all of it. Float sums across tiles
+// live in fa (L1), the integer ones in registers.
+template <class Arch, int HB, int GB>
+[[gnu::noinline]] void i8_values_ch(const std::uint8_t* const* tiles, int T, int g0, int nch, const std::uint8_t* pv,
+                                    std::size_t pv_stride, const float* chs, int d_c, const float* qoff,
+                                    int qoff_stride, float* out, LinePrefetch pf) {
+  using K = I8<Arch>;
+  using F = xsimd::batch<float, Arch>;
+  constexpr int L = K::L;
+  constexpr int W = F::size;  // == 4L
+  const int cpt = T / (4 * L);  // chunks per tile
+  const std::size_t TG = T / 4;
+  alignas(64) float fa[HB][GB][W];
+  for (int h = 0; h < HB; ++h)
+    for (int i = 0; i < GB; ++i) F(0.f).store_aligned(fa[h][i]);
+  // Loop shapes as i8_values' (do-whiles on AVX-512, where a loop that might
+  // run zero times made GCC keep the accumulators in a stack array).
+  int ch0 = 0, t = 0, k = 0;
+  do {
+    typename K::acc a[HB][4];
+    for (int h = 0; h < HB; ++h)
+      for (int i = 0; i < 4; ++i) a[h][i] = K::zero();
+    const std::uint8_t* d = tiles[t] + static_cast<std::size_t>(g0) * TG * 8;
+    const std::uint8_t* b = pv + static_cast<std::size_t>(ch0) * 16 * L;
+    const int n = nch - ch0 < cpt ? nch - ch0 : cpt;  // >= 1
+    int c = 0;
+    if constexpr (K::L == 2) {
+      for (; c < n; ++c, b += 16 * L) {
+        const Q4Pos q = q4_pos<L>(c);
+        chunk_dots4<Arch, HB, GB>(a, d + q.off, TG * 8, q.hi, b, pv_stride);
+      }
+    } else {
+      do {
+        const Q4Pos q = q4_pos<L>(c);
+        chunk_dots4<Arch, HB, GB>(a, d + q.off, TG * 8, q.hi, b, pv_stride);
+        b += 16 * L;
+        pf.at(k++);
+      } while (++c < n);
+    }
+    const float* cs = chs + static_cast<std::size_t>(t) * d_c + 4 * g0;
+    for (int h = 0; h < HB; ++h) {
+      const F off(qoff[h * qoff_stride + t] * (1.f / L));
+      for (int i = 0; i < GB; ++i)
+        xsimd::fma(K::acc2f(a[h][i]) - off, K::bcast4f(cs + 4 * i), F::load_aligned(fa[h][i])).store_aligned(fa[h][i]);
+    }
+    ch0 += cpt;
+    ++t;
+  } while (ch0 < nch);
+  pf.from(k);
+  for (int h = 0; h < HB; ++h)
+    for (int i = 0; i < 4; ++i)
+      for (int dd = 0; dd < 4; ++dd) {
+        float v = 0.f;
+        if (i < GB)
+          for (int m = 0; m < L; ++m) v += fa[h][i][4 * m + dd];
+        out[16 * h + 4 * i + dd] = v;
+      }
+}
+
 template <class Arch, int HB, bool Q4>
 void i8_scores_n(int n, const std::uint8_t* data, int T, int Gl, int G, const std::int8_t* q8, int C,
                  const ScoreScales& f, float* S, std::size_t stride, float* mx, const std::uint8_t* pf) {
@@ -237,16 +303,33 @@ void i8_scores_n(int n, const std::uint8_t* data, int T, int Gl, int G, const st
   i8_scores<Arch, HB, Q4>(data, T, Gl, G, q8, C, f, S, stride, mx, pf);
 }
 
-template <class Arch, int HB, int GB, bool Q4>
+template <class Arch, int HB, int GB>
+void i8_values_ch_n(int nh, int ng, const std::uint8_t* const* tiles, int T, int g0, int nch, const std::uint8_t* pv,
+                    std::size_t pv_stride, const float* chs, int d_c, const float* qoff, int qoff_stride, float* out,
+                    LinePrefetch pf) {
+  if constexpr (HB > 1) {
+    if (nh < HB)
+      return i8_values_ch_n<Arch, HB - 1, GB>(nh, ng, tiles, T, g0, nch, pv, pv_stride, chs, d_c, qoff, qoff_stride,
+                                              out, pf);
+  }
+  if constexpr (GB > 1) {
+    if (ng < GB)
+      return i8_values_ch_n<Arch, HB, GB - 1>(nh, ng, tiles, T, g0, nch, pv, pv_stride, chs, d_c, qoff, qoff_stride,
+                                              out, pf);
+  }
+  i8_values_ch<Arch, HB, GB>(tiles, T, g0, nch, pv, pv_stride, chs, d_c, qoff, qoff_stride, out, pf);
+}
+
+template <class Arch, int HB, int GB>
 void i8_values_n(int nh, int ng, const std::uint8_t* const* tiles, int T, int g0, int nch,
                  const std::uint8_t* pv, std::size_t pv_stride, std::int32_t* out, LinePrefetch pf) {
   if constexpr (HB > 1) {
-    if (nh < HB) return i8_values_n<Arch, HB - 1, GB, Q4>(nh, ng, tiles, T, g0, nch, pv, pv_stride, out, pf);
+    if (nh < HB) return i8_values_n<Arch, HB - 1, GB>(nh, ng, tiles, T, g0, nch, pv, pv_stride, out, pf);
   }
   if constexpr (GB > 1) {
-    if (ng < GB) return i8_values_n<Arch, HB, GB - 1, Q4>(nh, ng, tiles, T, g0, nch, pv, pv_stride, out, pf);
+    if (ng < GB) return i8_values_n<Arch, HB, GB - 1>(nh, ng, tiles, T, g0, nch, pv, pv_stride, out, pf);
   }
-  i8_values<Arch, HB, GB, Q4>(tiles, T, g0, nch, pv, pv_stride, out, pf);
+  i8_values<Arch, HB, GB>(tiles, T, g0, nch, pv, pv_stride, out, pf);
 }
 
 }  // inline namespace LATTE_KERNEL_ISA_NS

@@ -1,12 +1,14 @@
 // mla_attn's plan and scratch: the split policy (unit_tiles,
 // max_splits_for), the scratch layout of one call (Plan, make_plan,
 // scratch_bytes_impl, aligned_scratch), the state a work item reads
-// (MlaCtx), and the small helpers and constants every part shares. Like
+// (MlaCtx), and the small helpers and constants every part shares (the f16
+// conversion among them: f16 tiles, int4 tiles' channel scales). Like
 // every body header: Arch-templated or in an anonymous namespace.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/int8/int8_ops_impl.h"  // hmax_f32
 #include "kernels/mla_attn/mla_attn.h"
@@ -55,7 +57,7 @@ struct Plan {
   int BT = 0;  // tokens per scores block: UT tiles (int8), 1 tile (float)
   bool i8 = false;  // the int8 path: int8 and int4 caches
   bool q4 = false;  // int4
-  std::size_t off_qf = 0;    // f32 (nh, C): scaled query (float path)
+  std::size_t off_qf = 0;    // f32 (nh, C): scaled query (float path; int4's per-tile quantization)
   std::size_t off_q8 = 0;    // i8 (nh, C): quantized query (int8 path)
   std::size_t off_qv = 0;    // f32 (5, nh): qsl, qsr (times log2(e)), corr_l, corr_r, corr_l of int8 tiles (int4 caches)
   std::size_t off_part = 0;  // per split: f32 o (nh, d_c), m (nh), l (nh)
@@ -71,6 +73,11 @@ struct Plan {
   std::size_t t_sc = 0;   // f32 (BT): the block's latent scales
   std::size_t t_conv = 0; // f32 (T, C): f16 tile converted
   std::size_t t_hv = 0;   // f32 (3, nh): ps, corr_p, spare
+  // int4 (channel scales per tile) within a thread slot:
+  std::size_t t_q8t = 0;  // i8 (nh, C): the query quantized for one tile (its latent part)
+  std::size_t t_qvt = 0;  // f32 (2, nh): that query's latent scale (times log2(e)) and correction
+  std::size_t t_chs = 0;  // f32 (UT, d_c): the block's channel scales
+  std::size_t t_cpt = 0;  // f32 (nh, UT): the value products' offset correction per tile
   std::size_t total = 0;
 };
 
@@ -109,6 +116,13 @@ inline Plan make_plan(int nh, const LatentTileLayout& L, int threads) {
   }
   if (L.storage == LatentStorage::f16) { p.t_conv = t; t += al64(4 * static_cast<std::size_t>(p.T) * p.C); }
   p.t_hv = t; t += al64(4 * 3 * nhs);
+  if (p.q4) {
+    const std::size_t ut = static_cast<std::size_t>(p.UT), dc = static_cast<std::size_t>(p.d_c);
+    p.t_q8t = t; t += al64(nhs * p.C);
+    p.t_qvt = t; t += al64(4 * 2 * nhs);
+    p.t_chs = t; t += al64(4 * ut * dc);
+    p.t_cpt = t; t += al64(4 * nhs * ut);
+  }
   p.thr_bytes = t;
   p.total = o + t * threads;
   return p;
@@ -137,6 +151,46 @@ inline std::uint8_t* aligned_scratch(void* p) {
 }
 
 }  // namespace
+
+// f16 to f32 (f16 tiles, int4 tiles' channel scales); bit exact on every ISA.
+template <class Arch>
+void f16_to_f32_rows(const std::uint16_t* src, float* dst, std::size_t n) {
+  std::size_t i = 0;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<Arch, xsimd::avx512bw>) {
+    for (; i + 16 <= n; i += 16)
+      _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+  }
+#endif
+#if defined(__F16C__) && defined(__AVX2__)
+  if constexpr (std::is_same_v<Arch, xsimd::fma3<xsimd::avx2>>) {
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  }
+#endif
+#if defined(__ARM_NEON) && defined(__aarch64__)
+  if constexpr (std::is_same_v<Arch, xsimd::neon64>) {
+    for (; i + 4 <= n; i += 4)
+      vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(src + i))));
+  }
+#endif
+  for (; i < n; ++i) {
+    // only reached for n % W tails: the scalar conversion, bit exact
+    const std::uint16_t h = src[i];
+    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+    std::uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu, bits;
+    if (e == 0x1f) bits = sign | 0x7f800000u | (m << 13);
+    else if (e == 0) {
+      if (m == 0) bits = sign;
+      else {
+        int k = -1;
+        do { ++k; m <<= 1; } while ((m & 0x400u) == 0);
+        bits = sign | static_cast<std::uint32_t>(127 - 15 - k) << 23 | ((m & 0x3ffu) << 13);
+      }
+    } else bits = sign | ((e + 112) << 23) | (m << 13);
+    std::memcpy(dst + i, &bits, 4);
+  }
+}
 
 // The state one work item (heads [h0, h1), tiles [t0, t1)) needs.
 template <class Arch>

@@ -24,7 +24,9 @@ std::int64_t tiles_for(std::int64_t tokens, int tile) { return (tokens + tile - 
 
 }  // namespace
 
-LatentCache::LatentCache(const LatentCacheConfig& cfg) : cfg_(cfg) {
+LatentCache::LatentCache(const LatentCacheConfig& config) : cfg_(config) {
+  if (cfg_.tile_tokens == 0) cfg_.tile_tokens = latent_cache_tile_tokens(cfg_.storage);
+  const LatentCacheConfig& cfg = cfg_;
   if (cfg.n_layers <= 0) throw Error(Status::invalid_argument, "latent cache: n_layers must be > 0");
   if (cfg.max_tokens <= 0) throw Error(Status::invalid_argument, "latent cache: max_tokens must be > 0");
   if (cfg.max_tokens > kMaxContextTokens)
@@ -38,7 +40,7 @@ LatentCache::LatentCache(const LatentCacheConfig& cfg) : cfg_(cfg) {
   if (fills_) {
     fill_layout_ = make_latent_tile_layout(LatentStorage::int8, cfg.d_c, cfg.d_R, cfg.tile_tokens);
     fill_alloc_ = round64(fill_layout_.bytes);
-    row_.resize(static_cast<std::size_t>(cfg.d_c + cfg.d_R));
+    row_.resize(static_cast<std::size_t>(cfg.tile_tokens) * (cfg.d_c + cfg.d_R));
   }
   layers_.resize(cfg.n_layers);
   const std::int64_t n_tiles = tiles_for(cfg.max_tokens, cfg.tile_tokens);
@@ -116,6 +118,7 @@ void LatentCache::free_all() {
 
 std::size_t LatentCache::bytes_for(int n_layers, int d_c, int d_R, std::int64_t n_tokens, LatentStorage storage,
                                    int tile_tokens) {
+  if (tile_tokens == 0) tile_tokens = latent_cache_tile_tokens(storage);
   const char* why = latent_layout_problem(storage, d_c, d_R, tile_tokens);
   if (*why) throw Error(Status::invalid_argument, std::string("latent cache: ") + why);
   if (n_layers < 0 || n_tokens < 0) throw Error(Status::invalid_argument, "latent cache: negative size");
@@ -125,7 +128,9 @@ std::size_t LatentCache::bytes_for(int n_layers, int d_c, int d_R, std::int64_t 
   const std::size_t fill = storage == LatentStorage::int4
                                ? round64(make_latent_tile_layout(LatentStorage::int8, d_c, d_R, tile_tokens).bytes)
                                : 0;
-  return sizeof(LatentCache) + (storage == LatentStorage::int4 ? 4 * static_cast<std::size_t>(d_c + d_R) : 0) +
+  // int4: a tile of f32 rows, scratch for quantizing a tile whole.
+  return sizeof(LatentCache) +
+         (storage == LatentStorage::int4 ? 4 * static_cast<std::size_t>(tile_tokens) * (d_c + d_R) : 0) +
          static_cast<std::size_t>(n_layers) * (sizeof(Layer) + fill + nt * (sizeof(void*) + tile));
 }
 
@@ -178,25 +183,30 @@ void LatentCache::write(int layer, std::int64_t pos, int n, const float* c_kv, c
     const std::int64_t p = pos + i, t = p / T;
     const float* kv = c_kv + static_cast<std::size_t>(i) * cfg_.d_c;
     const float* pe = k_pe + static_cast<std::size_t>(i) * cfg_.d_R;
-    if (!is_fill(size, t)) {  // a full tile's row, written again
-      latent_store_row(layout_, l.tiles[t], static_cast<int>(p % T), kv, pe);
+    if (!is_fill(size, t)) {  // a full tile's row, written again: the tile quantized again
+      const int C = cfg_.d_c + cfg_.d_R;
+      float* rows = row_.data();
+      for (int r = 0; r < T; ++r) latent_load_row(layout_, l.tiles[t], r, rows + r * C, rows + r * C + cfg_.d_c);
+      float* row = rows + static_cast<std::size_t>(p % T) * C;
+      std::memcpy(row, kv, sizeof(float) * cfg_.d_c);
+      std::memcpy(row + cfg_.d_c, pe, sizeof(float) * cfg_.d_R);
+      latent_store_tile(layout_, l.tiles[t], T, rows);
       continue;
     }
     latent_store_row(fill_layout_, l.fill, static_cast<int>(p % T), kv, pe);
     if (p >= size) size = p + 1;
     if (size % T == 0) {  // the tile is full: to int4, and the fill tile starts the next
-      fill_to_tile(l, static_cast<std::size_t>(t), T, row_.data(), row_.data() + cfg_.d_c);
+      fill_to_tile(l, static_cast<std::size_t>(t), row_.data());
       std::memset(l.fill, 0, fill_alloc_);
     }
   }
   l.n = size;
 }
 
-void LatentCache::fill_to_tile(Layer& l, std::size_t t, int rows, float* kv, float* pe) {
-  for (int r = 0; r < rows; ++r) {
-    latent_load_row(fill_layout_, l.fill, r, kv, pe);
-    latent_store_row(layout_, l.tiles[t], r, kv, pe);
-  }
+void LatentCache::fill_to_tile(Layer& l, std::size_t t, float* rows) {
+  const int T = cfg_.tile_tokens, C = cfg_.d_c + cfg_.d_R;
+  for (int r = 0; r < T; ++r) latent_load_row(fill_layout_, l.fill, r, rows + r * C, rows + r * C + cfg_.d_c);
+  latent_store_tile(layout_, l.tiles[t], T, rows);
 }
 
 void LatentCache::cut(Layer& l, std::int64_t n, float* row) {
@@ -373,11 +383,11 @@ void LatentCache::shift(std::int64_t n_keep, std::int64_t n_discard, const RopeT
   });
 }
 
-// int4: the rows move as f32, a tile's worth at a time (read before any is
-// written over, as the rows go down), k_pe turned, and are stored again in
-// the tile they land in: an int4 row that stays int4 comes back exactly (its
-// largest value sets its scale and maps to 7 again), a row that lands in
-// the filling tile is stored at int8, one from it in a full tile at int4.
+// int4: the rows move as f32, one destination tile at a time in increasing
+// order (its rows' sources lie at or after it, in tiles not yet written),
+// k_pe turned: a full destination tile is quantized whole again (its channel
+// scales from its new rows), the last one, when not full, is the new filling
+// tile at int8.
 void LatentCache::shift_through_rows(std::int64_t n_keep, std::int64_t n_discard, const RopeTurn& turn, int nt) {
   const int T = cfg_.tile_tokens, C = cfg_.d_c + cfg_.d_R;
   const int n_layers = static_cast<int>(layers_.size());
@@ -388,23 +398,28 @@ void LatentCache::shift_through_rows(std::int64_t n_keep, std::int64_t n_discard
     float* buf = rows.data() + static_cast<std::size_t>(slot) * T * C;
     for (int il = next.fetch_add(1); il < n_layers; il = next.fetch_add(1)) {
       Layer& l = layers_[il];
-      for (std::int64_t p0 = n_keep + n_discard; p0 < l.n; p0 += T) {
-        const int m = static_cast<int>(std::min<std::int64_t>(T, l.n - p0));
+      const std::int64_t n_old = l.n, n_new = l.n - n_discard;
+      for (std::int64_t td = n_keep / T; td * T < n_new; ++td) {
+        const int m = static_cast<int>(std::min<std::int64_t>(T, n_new - td * T));
         for (int j = 0; j < m; ++j) {
-          const std::int64_t p = p0 + j, t = p / T;
+          const std::int64_t q = td * T + j, p = q < n_keep ? q : q + n_discard, t = p / T;
           float* r = buf + static_cast<std::size_t>(j) * C;
-          latent_load_row(stored_layout(l.n, t), stored_tile(l, t), static_cast<int>(p % T), r,
-                          r + cfg_.d_c);
-          rope_turn_apply(turn, r + cfg_.d_c);
+          latent_load_row(stored_layout(n_old, t), stored_tile(l, t), static_cast<int>(p % T), r, r + cfg_.d_c);
+          if (q >= n_keep) rope_turn_apply(turn, r + cfg_.d_c);
         }
-        for (int j = 0; j < m; ++j) {
-          const std::int64_t q = p0 + j - n_discard, t = q / T;
-          const float* r = buf + static_cast<std::size_t>(j) * C;
-          latent_store_row(stored_layout(l.n, t), stored_tile(l, t), static_cast<int>(q % T), r,
-                           r + cfg_.d_c);
+        if (m == T) {
+          latent_store_tile(layout_, l.tiles[td], T, buf);
+        } else {  // the new filling tile (the old one's rows were read above)
+          std::memset(l.fill, 0, fill_alloc_);
+          for (int j = 0; j < m; ++j) {
+            const float* r = buf + static_cast<std::size_t>(j) * C;
+            latent_store_row(fill_layout_, l.fill, j, r, r + cfg_.d_c);
+          }
         }
       }
-      cut(l, l.n - n_discard, buf);
+      // A whole number of tiles left: the filling tile starts empty.
+      if (n_new % T == 0) std::memset(l.fill, 0, fill_alloc_);
+      l.n = n_new;
     }
   });
 }

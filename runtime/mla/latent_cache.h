@@ -7,7 +7,9 @@
 // (kernels/mla_attn) read a layer through view(). An int4 cache keeps each
 // layer's tile still filling in int8's layout (one int8 tile a layer): a
 // token's own row and its neighbours' are at int8 precision, and a tile is
-// quantized to int4 once it is full.
+// quantized to int4 once it is full, whole (its channel scales come from
+// all of its rows); a row written again into a full tile, or moved there by
+// a shift, quantizes that tile again.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +25,17 @@ namespace latte {
 // allocation step): fewer tile boundaries in every value-product stream than
 // 64 made decode a little faster, and 256 no faster (docs/performance-log.md, "Figures moved out of runtime comments").
 inline constexpr int kLatentCacheTileTokens = 128;
+// int4 caches: 512 tokens per tile, each latent channel's scale over them.
+// Against 128: the kernels rescale the query and flush the value sums once
+// per tile, so a 16K decode's attention ran 7% slower than with one scale a
+// token rather than 29% (bench_mla_attn), and the logits lost less (the
+// filling tile, at int8, holds up to 511 tokens; at 512-544 tokens, where it
+// holds few, 1.54e-3 against 1.65e-3): docs/performance-log.md, "Issue 60,
+// third part".
+inline constexpr int kLatentCacheInt4TileTokens = 512;
+inline int latent_cache_tile_tokens(LatentStorage s) {
+  return s == LatentStorage::int4 ? kLatentCacheInt4TileTokens : kLatentCacheTileTokens;
+}
 
 // Largest context capacity (tokens) a cache, a session or a model file's
 // context_length may state: 2^31 - 1 keeps positions in int32 and every size
@@ -37,7 +50,7 @@ struct LatentCacheConfig {
   int d_R = 0;                      // qk_rope_head_dim
   std::int64_t max_tokens = 0;      // context capacity
   LatentStorage storage = LatentStorage::int8;
-  int tile_tokens = kLatentCacheTileTokens;
+  int tile_tokens = 0;              // 0: latent_cache_tile_tokens(storage)
 };
 
 class LatentCache {
@@ -54,7 +67,7 @@ class LatentCache {
   // tables and the object itself. Allocates nothing; equals bytes() of such a
   // cache after n_tokens writes to every layer.
   static std::size_t bytes_for(int n_layers, int d_c, int d_R, std::int64_t n_tokens,
-                               LatentStorage storage, int tile_tokens = kLatentCacheTileTokens);
+                               LatentStorage storage, int tile_tokens = 0);
 
   // Bytes held now (allocated tiles, tile tables, this object).
   std::size_t bytes() const;
@@ -89,7 +102,8 @@ class LatentCache {
   // Forgets positions [n_keep, n_keep + n_discard) of every layer: the rows
   // after them move down by n_discard, their c_KV as stored and their k_pe
   // turned by `turn` (f32 and f16 in place; int8 dequantized, turned and
-  // requantized with a fresh rope scale). n_keep, n_discard >= 0 and
+  // requantized with a fresh rope scale; int4: every full tile the rows land
+  // in quantized again, with channel scales from its new rows). n_keep, n_discard >= 0 and
   // n_keep + n_discard <= size(layer) for every layer, else
   // Error(invalid_argument) and nothing changes; nothing else throws. The
   // layers are split over `threads` threads.
@@ -133,9 +147,9 @@ class LatentCache {
   // Tile t of l as it stands: the fill tile or a tile of the table (in
   // stored_layout(l.n, t)).
   void* stored_tile(const Layer& l, std::int64_t t) const { return is_fill(l.n, t) ? l.fill : l.tiles[t]; }
-  // int4: row r of the fill tile into tile t (as int4), for r < rows; kv, pe
-  // (d_c, d_R) scratch.
-  void fill_to_tile(Layer& l, std::size_t t, int rows, float* kv, float* pe);
+  // int4: the full fill tile into tile t, quantized whole; rows (tile_tokens,
+  // d_c + d_R) scratch.
+  void fill_to_tile(Layer& l, std::size_t t, float* rows);
   // A layer cut to n tokens; int4: if that moves the filling tile back, the
   // kept rows of the new one go to the fill tile as int8. row: (d_c + d_R)
   // scratch (int4 only).
@@ -147,7 +161,7 @@ class LatentCache {
   bool fills_ = false;             // int4: a fill tile per layer
   LatentTileLayout fill_layout_;   // int8's layout of this shape
   std::size_t fill_alloc_ = 0;
-  std::vector<float> row_;         // (d_c + d_R) scratch for write and truncate
+  std::vector<float> row_;         // int4: (tile_tokens, d_c + d_R) scratch for write and truncate
   std::size_t tile_alloc_ = 0;  // bytes per tile allocation (64-byte multiple)
   std::vector<Layer> layers_;
   std::size_t n_tiles_ = 0;     // allocated tiles, all layers

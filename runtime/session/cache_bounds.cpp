@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/matvec/matvec.h"
+#include "quant/fp16.h"
 #include "quant/ggml_blocks.h"
 #include "quant/x16_layout.h"
 
@@ -81,7 +82,20 @@ std::string cache_tiles_problem(const LatentCache& cache, const std::uint8_t* ti
     // Every tile but the last is in the cache's layout, so at t times its size.
     const LatentTileLayout& layout = cache.stored_layout(n_tokens, t);
     const std::uint8_t* tile = tiles + static_cast<std::size_t>(t) * cache.layout().bytes;
-    const float* scales = reinterpret_cast<const float*>(tile + layout.scale_offset);
+    const float* lat_scales = reinterpret_cast<const float*>(tile + layout.scale_offset);  // int8
+    const float* rope_scales = reinterpret_cast<const float*>(tile + layout.rope_scale_offset);
+    if (layout.storage == LatentStorage::int4) {
+      // A channel scale s stands for values up to 7 s (nibbles 1..15) and,
+      // from no writer, 8 s (nibble 0): bounded by the scale alone, which f16
+      // rounds up by at most 2^-11 of itself.
+      const auto* cs = reinterpret_cast<const std::uint16_t*>(tile + layout.channel_scale_offset);
+      for (int c = 0; c < dc; ++c) {
+        const float s = fp16_to_f32(cs[c]);
+        if (!(s >= 0.f && 7.0 * s <= bound.latent * (1.0 + 1.0 / 2048)))
+          return "tile " + std::to_string(t) + ", latent channel " + std::to_string(c) + ": its scale is " + number(s) +
+                 "; this model's layer gives at most " + number(bound.latent / 7.0) + " there";
+      }
+    }
     for (int r = 0; r < T; ++r) {
       const std::int64_t token = t * T + r;
       const auto where = [&] {
@@ -92,26 +106,27 @@ std::string cache_tiles_problem(const LatentCache& cache, const std::uint8_t* ti
         latent_load_row(layout, tile, r, kv.data(), pe.data());
         const bool zero = std::all_of(kv.begin(), kv.end(), [](float v) { return v == 0.f; }) &&
                           std::all_of(pe.begin(), pe.end(), [](float v) { return v == 0.f; }) &&
-                          (!latent_storage_quantized(layout.storage) || (scales[r] == 0.f && scales[T + r] == 0.f));
+                          (!latent_storage_quantized(layout.storage) ||
+                           ((layout.storage == LatentStorage::int4 || lat_scales[r] == 0.f) && rope_scales[r] == 0.f));
         if (!zero)
           return where() + "past the " + std::to_string(n_tokens) + " tokens, a row the format writes as zeros holds " +
                  "other bytes";
         continue;
       }
       if (latent_storage_quantized(layout.storage)) {
-        // A scale s stands for values up to 127 s (stored bytes 1..255; int4
-        // latents: 7 s, nibbles 1..15) and, from no writer, 128 s (byte 0;
-        // 8 s, nibble 0): bounded by the scale alone.
-        const double lat_q = layout.storage == LatentStorage::int4 ? 7.0 : 127.0;
+        // A scale s stands for values up to 127 s (stored bytes 1..255)
+        // and, from no writer, 128 s (byte 0): bounded by the scale alone.
+        // int4's latent scales are its channels' (above).
         const struct {
           const char* name;
           float s;
-          double most, q;
-        } parts[] = {{"latent scale", scales[r], bound.latent, lat_q}, {"rope scale", scales[T + r], bound.rope, 127.0}};
+          double most;
+        } parts[] = {{"latent scale", layout.storage == LatentStorage::int8 ? lat_scales[r] : 0.f, bound.latent},
+                     {"rope scale", rope_scales[r], bound.rope}};
         for (const auto& part : parts)
-          if (!(part.s >= 0.f && part.q * part.s <= part.most))
+          if (!(part.s >= 0.f && 127.0 * part.s <= part.most))
             return where() + "its " + part.name + " is " + number(part.s) + "; this model's layer gives at most " +
-                   number(part.most / part.q) + " there";
+                   number(part.most / 127.0) + " there";
         continue;
       }
       latent_load_row(layout, tile, r, kv.data(), pe.data());

@@ -4,7 +4,7 @@
 //
 // File layout (little-endian, as every machine Latte runs on):
 //   0   char[8]  "LATTESES"
-//   8   u32      version (4; earlier ones are refused)
+//   8   u32      version (5; 4 is read but for int4 caches; earlier ones are refused)
 //   12  u32      cache storage (0 f32, 1 f16, 2 int8, 3 int4)
 //   16  u64      Model::fingerprint() of the model that wrote it
 //   24  u32 x 5  n_layers, d_c, d_R, tile_tokens, n_vocab
@@ -32,7 +32,9 @@
 // names the model by a hash of every byte of its file (before, of its
 // metadata and a few bytes of each tensor: a file of other weights passed
 // for its model), so earlier files cannot be matched to a model and are
-// refused. The checksum is verified before any field is judged, so a
+// refused. Version 5 gave int4 tiles one latent scale per channel over the
+// tile instead of one per token: a version 4 file of an int4 cache holds the
+// old tiles and is refused; of any other cache it reads as before. The checksum is verified before any field is judged, so a
 // damaged file is refused as corrupt, not as another model's; the checksum
 // is no seal (anyone can recompute it), so every value is then checked
 // against what the model could have written: a value this model cannot
@@ -62,7 +64,9 @@ namespace latte {
 namespace {
 
 constexpr char kMagic[8] = {'L', 'A', 'T', 'T', 'E', 'S', 'E', 'S'};
-constexpr std::uint32_t kVersion = 4;
+constexpr std::uint32_t kVersion = 5;
+// The oldest version read (for every cache type but int4).
+constexpr std::uint32_t kOldestVersion = 4;
 constexpr std::size_t kHeaderBytes = 72;
 
 struct StateHeader {
@@ -347,12 +351,12 @@ void Session::read_state(StateSource& in, const std::string& what) try {
   if (size < 12 || head != 12) throw Error(Status::bad_file, not_session + " (" + std::to_string(size) + " bytes)");
   if (std::memcmp(h, kMagic, 8) != 0) throw Error(Status::bad_file, not_session + " (no LATTESES magic)");
   const std::uint32_t version = get<std::uint32_t>(h + 8);
-  if (version != kVersion) {
+  if (version != kVersion && version != kOldestVersion) {
     // The checksum is the same in every version: it tells a file of
     // another version from a damaged version field.
     if (!checksum_matches(in, size, what)) throw Error(Status::bad_file, corrupt);
     const std::string reads = "; this build reads version " + std::to_string(kVersion);
-    if (version >= 2 && version < kVersion)
+    if (version >= 2 && version < kOldestVersion)
       throw Error(Status::unsupported,
                   what + " has format version " + std::to_string(version) + reads +
                       ": earlier versions named their model by its metadata and a few bytes of each tensor, "
@@ -380,6 +384,13 @@ void Session::read_state(StateSource& in, const std::string& what) try {
   // Each problem with the header is reported only once the checksum says
   // the file is as written: a damaged field is corruption, not a claim.
   std::string problem;
+  if (version == 4 && s.storage == static_cast<std::uint32_t>(LatentStorage::int4)) {
+    if (!checksum_matches(in, size, what)) throw Error(Status::bad_file, corrupt);
+    throw Error(Status::unsupported,
+                what + " has format version 4 and an int4 cache; this build reads version " + std::to_string(kVersion) +
+                    ", whose int4 tiles scale each latent channel rather than each token: compute the session "
+                    "again (prefill its tokens) and save it");
+  }
   if (s.has_logits > 1) problem = "has_logits is " + std::to_string(s.has_logits);
   else if (s.n_past < 0 || s.n_past > kMaxContextTokens)
     problem = "token count " + std::to_string(s.n_past) + " is out of range";

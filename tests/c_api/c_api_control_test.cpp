@@ -796,7 +796,7 @@ TEST(CApiDescribe, CacheBytesForAShape) {
   d.size = sizeof d;
   ASSERT_EQ(latte_model_describe(m.get(), &d), LATTE_OK);
   for (int32_t type : {LATTE_CACHE_F32, LATTE_CACHE_F16, LATTE_CACHE_INT8, LATTE_CACHE_INT4})
-    for (int64_t n : {0, 1, 127, 128, 129, 5000}) {
+    for (int64_t n : {0, 1, 127, 128, 129, 511, 512, 513, 5000}) {
       int64_t a = -1, b = -2;
       ASSERT_EQ(latte_model_cache_bytes(m.get(), type, n, &a), LATTE_OK) << latte_last_error();
       ASSERT_EQ(latte_cache_bytes(latte_model_n_layers(m.get()), d.kv_lora_rank, d.d_rope, type, n, &b), LATTE_OK);
@@ -809,7 +809,9 @@ TEST(CApiDescribe, CacheBytesForAShape) {
   int64_t i4_1k = 0, i4_2k = 0;
   ASSERT_EQ(latte_cache_bytes(27, 512, 64, LATTE_CACHE_INT4, 1024, &i4_1k), LATTE_OK);
   ASSERT_EQ(latte_cache_bytes(27, 512, 64, LATTE_CACHE_INT4, 2048, &i4_2k), LATTE_OK);
-  EXPECT_EQ(i4_2k - i4_1k, 27 * 1024 * (256 + 64 + 8) + 27 * 8 * 8);  // 4-bit c_KV, int8 k_pe, two f32 scales
+  // Per token: 4-bit c_KV, int8 k_pe, an f32 rope scale; per 512-token tile
+  // (int4's default): an f16 scale per latent channel; 2 tile pointers.
+  EXPECT_EQ(i4_2k - i4_1k, 27 * 1024 * (256 + 64 + 4) + 27 * (1024 / 512) * (2 * 512) + 27 * 2 * 8);
   int64_t bytes = 0;
   EXPECT_EQ(latte_cache_bytes(2, 30, 6, LATTE_CACHE_INT8, 10, &bytes), LATTE_ERR_UNSUPPORTED);
   EXPECT_TRUE(contains(latte_last_error(), "multiples of 4")) << latte_last_error();

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "latte/latte.h"
 #include "kernels/isa.h"
 #include "runtime/model/model.h"
 #include "tools/random_model.h"
@@ -107,8 +108,9 @@ TEST(Cli, InfoDescribesAFile) {
 }
 
 // The cache at the model's context in a unit that keeps its digits: 2 layers
-// x 32 tiles of 128 tokens x 80 elements, plus tile tables (8 bytes a tile)
-// and the cache's own objects (a few hundred bytes). In GB all three read 0.00x.
+// x 32 tiles of 128 tokens x 80 elements (int4: 8 tiles of 512 tokens), plus
+// tile tables (8 bytes a tile) and the cache's own objects (336 bytes). In GB
+// all of them read 0.00x.
 TEST(Cli, InfoCacheAtContextKeepsItsDigits) {
   const Result r = run("info " + kTestdata + "/tiny-dense.gguf", /*stdout_only=*/true);
   ASSERT_EQ(r.code, 0) << r.output;
@@ -116,11 +118,12 @@ TEST(Cli, InfoCacheAtContextKeepsItsDigits) {
       << r.output;  // 2621952 + objects
   EXPECT_NE(r.output.find("  f16      320.1 bytes per token (all layers),     1.312 MB at 4096 tokens"), std::string::npos)
       << r.output;  // 1311232 + objects
-  EXPECT_NE(r.output.find("  int8     176.1 bytes per token (all layers),   721.712 kB at 4096 tokens"), std::string::npos)
+  EXPECT_NE(r.output.find("  int8     176.1 bytes per token (all layers),   721.744 kB at 4096 tokens"), std::string::npos)
       << r.output;  // 128 x (80 + 8 scale bytes) a tile: 721408 + objects
-  EXPECT_NE(r.output.find("  int4     112.5 bytes per token (all layers),   482.416 kB at 4096 tokens"), std::string::npos)
-      << r.output;  // 128 x (64 / 2 + 16 + 8 scale bytes) a tile: 459264, an int8 filling tile a layer: 22528,
-                    // + objects
+  EXPECT_NE(r.output.find("  int4     108.4 bytes per token (all layers),   682.448 kB at 4096 tokens"), std::string::npos)
+      << r.output;  // 512 x (64 / 2 + 16 + 4 rope scale bytes) + 64 x 2 channel scale bytes a tile, 8 tiles a
+                    // layer: 428160 with tile tables; an int8 filling tile of 512 x 88 a layer: 90112; a 512-row
+                    // tile of f32 rows (quantizing scratch): 163840; + objects (LatentCache::bytes_for: 682448)
 }
 
 // A model whose d_R is not a multiple of 4 loads and runs with the f32 and
@@ -178,11 +181,17 @@ TEST(Cli, MakeModelWritesAModelLatteRuns) {
 TEST(Cli, InfoModelsMeetsTheMemoryBudget) {
   const Result r = run("info --models");
   ASSERT_EQ(r.code, 0) << r.output;
-  // DeepSeek-V2-Lite at 163,840 tokens: int4 <= 1.4 GiB (1.453 GB: 1.353
-  // GiB), int8 <= 2.6 GB, f16 <= 5.1 GB.
-  EXPECT_NE(r.output.find("DeepSeek-V2-Lite   163840 tokens: int4 1.453 GB, int8 2.584 GB, f16 5.096 GB"),
+  // DeepSeek-V2-Lite at 163,840 tokens: int4 <= 1.4 GiB (1.451 GB: 1.352
+  // GiB; 326 bytes per token and layer, with an f16 scale per latent channel
+  // and 512-token tile, plus each layer's int8 filling tile of 512 tokens and
+  // a 512-row f32 scratch tile), int8 <= 2.6 GB, f16 <= 5.1 GB.
+  EXPECT_NE(r.output.find("DeepSeek-V2-Lite   163840 tokens: int4 1.451 GB, int8 2.584 GB, f16 5.096 GB"),
             std::string::npos)
       << r.output;
+  // The budget itself, on the bytes the table prints (27 layers, d_c 512, d_R 64).
+  int64_t int4_bytes = 0;
+  ASSERT_EQ(latte_cache_bytes(27, 512, 64, LATTE_CACHE_INT4, 163840, &int4_bytes), LATTE_OK);
+  EXPECT_LE(static_cast<double>(int4_bytes), 1.4 * (1 << 30));
 }
 
 TEST(Cli, BadInputGivesClearErrors) {

@@ -32,10 +32,13 @@ TEST(LatentFormats, TileBytes) {
   auto i8 = make_latent_tile_layout(LatentStorage::int8, 512, 64, 64);
   EXPECT_EQ(i8.bytes, 584u * 64);  // 576 bytes + two f32 scales per token
   EXPECT_EQ(i8.scale_offset, 576u * 64);
+  EXPECT_EQ(i8.rope_scale_offset, 580u * 64);
   auto i4 = make_latent_tile_layout(LatentStorage::int4, 512, 64, 64);
-  EXPECT_EQ(i4.bytes, 328u * 64);  // 256 + 64 bytes + two f32 scales per token
+  EXPECT_EQ(i4.bytes, 324u * 64 + 2 * 512);  // 256 + 64 bytes + an f32 rope scale per token, an f16 scale per channel
   EXPECT_EQ(i4.rope_offset, 256u * 64);
-  EXPECT_EQ(i4.scale_offset, 320u * 64);
+  EXPECT_EQ(i4.rope_scale_offset, 320u * 64);
+  EXPECT_EQ(i4.channel_scale_offset, 324u * 64);
+  EXPECT_EQ(make_latent_tile_layout(LatentStorage::int4, 512, 64, 128).bytes, 332u * 128);  // the cache's tiles
   EXPECT_THROW(make_latent_tile_layout(LatentStorage::int4, 510, 64, 64), std::invalid_argument);
   EXPECT_THROW(make_latent_tile_layout(LatentStorage::int4, 512, 62, 64), std::invalid_argument);
 }
@@ -80,16 +83,23 @@ TEST(LatentFormats, Int8QuantizerRoundsToNearestWithRowScale) {
   }
 }
 
+// Row by row (int4: the tile whole, latent_store_tile): each value within
+// half its scale's step: a row's (int8), a channel's over the tile (int4).
 TEST(LatentFormats, RowsRoundTripEveryStorage) {
   for (LatentStorage s : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     auto L = make_latent_tile_layout(s, 36, 8, 32);
     std::vector<std::uint8_t> tile(L.bytes, 0xAB);
     std::vector<std::vector<float>> c(32), r(32);
+    std::vector<float> rows(32 * 44);
     for (int t = 0; t < 32; ++t) {
       c[t] = test::random_vector(36, 100 + t, -3.f, 3.f);
+      for (int i = 0; i < 36; ++i) c[t][i] *= 0.05f + static_cast<float>(i) / 8;  // channels of different sizes
       r[t] = test::random_vector(8, 200 + t, -0.5f, 0.5f);
-      latent_store_row(L, tile.data(), t, c[t].data(), r[t].data());
+      std::copy(c[t].begin(), c[t].end(), rows.begin() + t * 44);
+      std::copy(r[t].begin(), r[t].end(), rows.begin() + t * 44 + 36);
+      if (s != LatentStorage::int4) latent_store_row(L, tile.data(), t, c[t].data(), r[t].data());
     }
+    if (s == LatentStorage::int4) latent_store_tile(L, tile.data(), 32, rows.data());
     for (int t = 0; t < 32; ++t) {
       float a[36], b[8];
       latent_load_row(L, tile.data(), t, a, b);
@@ -97,9 +107,13 @@ TEST(LatentFormats, RowsRoundTripEveryStorage) {
         float want = c[t][i];
         if (s == LatentStorage::f16) want = fp16_to_f32(f32_to_fp16(want));
         double amax = 0;
-        for (float v : c[t]) amax = std::max(amax, std::fabs(static_cast<double>(v)));
+        if (s == LatentStorage::int4)
+          for (int u = 0; u < 32; ++u) amax = std::max(amax, std::fabs(static_cast<double>(c[u][i])));
+        else
+          for (float v : c[t]) amax = std::max(amax, std::fabs(static_cast<double>(v)));
+        // int4's scale is rounded to f16 (2^-11 of itself, times 7 steps).
         const double tol = s == LatentStorage::int8   ? amax / 127 / 2 * 1.0001
-                           : s == LatentStorage::int4 ? amax / 7 / 2 * 1.0001
+                           : s == LatentStorage::int4 ? amax / 7 / 2 * 1.0001 + amax * 0x1p-11
                                                       : 0.0;
         ASSERT_NEAR(a[i], want, tol) << latent_storage_name(s) << " t=" << t << " c=" << i;
       }
@@ -121,11 +135,20 @@ TEST(LatentFormats, NoRopePartTakesNullRopeRows) {
     auto L = make_latent_tile_layout(s, 8, 0, 32);
     std::vector<std::uint8_t> tile(L.bytes, 0);
     const float c[8] = {1, -2, 3, -4, 5, -6, 7, -8};
-    latent_store_row(L, tile.data(), 31, c, nullptr);
+    if (s == LatentStorage::int4) {
+      std::vector<float> rows(32 * 8, 0.f);
+      std::copy(c, c + 8, rows.begin() + 31 * 8);
+      latent_store_tile(L, tile.data(), 32, rows.data());
+    } else {
+      latent_store_row(L, tile.data(), 31, c, nullptr);
+    }
     float back[8];
     latent_load_row(L, tile.data(), 31, back, nullptr);
-    const float step = s == LatentStorage::int4 ? 8.f / 7 : 8.f / 127;
-    for (int i = 0; i < 8; ++i) EXPECT_NEAR(back[i], c[i], step / 2 * 1.0001f) << latent_storage_name(s) << " " << i;
+    // int4: each channel's largest value maps to 7 steps of its f16 scale.
+    for (int i = 0; i < 8; ++i) {
+      const float tol = s == LatentStorage::int4 ? std::fabs(c[i]) * 0x1p-10f : 8.f / 127 / 2 * 1.0001f;
+      EXPECT_NEAR(back[i], c[i], tol) << latent_storage_name(s) << " " << i;
+    }
   }
 }
 
@@ -178,10 +201,11 @@ TEST(LatentFormats, Int8ByteLayout) {
 // The int4 byte layout the kernels rely on (quant/latent_formats.h): latent
 // unit (g, u) of 64 bytes packs int8's 8 blocks of channels 4g..4g+3 x
 // tokens 32u..32u+31 as nibbles q + 8, blocks 0-3 low, 4-7 high; the rope
-// part is int8's layout from rope_offset; the latent scale is max / 7.
+// part is int8's layout from rope_offset; each latent channel's scale is its
+// largest value over the tile / 7, as f16.
 TEST(LatentFormats, Int4ByteLayout) {
   auto L = make_latent_tile_layout(LatentStorage::int4, 8, 4, 64);
-  std::vector<std::uint8_t> tile(L.bytes, 0);
+  std::vector<std::uint8_t> tile(L.bytes, 0xEE);
   const float c[8] = {7, -7, 0, 1, 2, 3, 4, -5};
   const float r[4] = {0.5f, -0.5f, 0.25f, 0};
   auto nib = [&](int ch, int tok) {
@@ -190,41 +214,63 @@ TEST(LatentFormats, Int4ByteLayout) {
     return blk >= 4 ? b >> 4 : b & 15;
   };
   auto rope = [&](int ch, int tok) { return tile[L.rope_offset + (tok / 4) * 16 + ch * 4 + tok % 4]; };
-  latent_store_row(L, tile.data(), 5, c, r);    // unit 0, block 1: low nibbles
-  latent_store_row(L, tile.data(), 21, c, r);   // unit 0, block 5: high nibbles of the same bytes
-  latent_store_row(L, tile.data(), 40, c, r);   // unit 1, block 2
+  std::vector<float> rows(64 * 12, 0.f);
+  for (int tok : {5, 21, 40}) {  // unit 0 block 1 (low nibbles), unit 0 block 5 (high, same bytes), unit 1 block 2
+    std::copy(c, c + 8, rows.begin() + tok * 12);
+    std::copy(r, r + 4, rows.begin() + tok * 12 + 8);
+  }
+  rows[21 * 12 + 3] = 0.5f;  // half channel 3's largest value
+  latent_store_tile(L, tile.data(), 50, rows.data());
   for (int tok : {5, 21, 40}) {
-    EXPECT_EQ(nib(0, tok), 15) << tok;
-    EXPECT_EQ(nib(1, tok), 1) << tok;
-    EXPECT_EQ(nib(2, tok), 8) << tok;
-    EXPECT_EQ(nib(3, tok), 9) << tok;
-    EXPECT_EQ(nib(7, tok), 3) << tok;  // channel group 1
+    EXPECT_EQ(nib(0, tok), 15) << tok;  // 7 / 1
+    EXPECT_EQ(nib(1, tok), 1) << tok;   // -7 / 1
+    EXPECT_EQ(nib(2, tok), 8) << tok;   // a zero channel
+    EXPECT_EQ(nib(7, tok), 1) << tok;   // -5 / (5 / 7): channel group 1
     EXPECT_EQ(rope(0, tok), 255) << tok;
     EXPECT_EQ(rope(1, tok), 1) << tok;
     EXPECT_EQ(rope(2, tok), 128 + 64) << tok;
   }
-  EXPECT_EQ(nib(0, 4), 0);  // other tokens untouched, also beside a written one
-  EXPECT_EQ(nib(0, 20), 0);
-  const float* sc = reinterpret_cast<const float*>(tile.data() + L.scale_offset);
-  EXPECT_FLOAT_EQ(sc[5], 1.f);
-  EXPECT_FLOAT_EQ(sc[64 + 5], 0.5f / 127);
-  // A row copied keeps its nibbles and scales, and leaves its neighbours.
-  latent_copy_row(L, tile.data(), 21, tile.data(), 20);
-  EXPECT_EQ(nib(0, 20), 15);
-  EXPECT_EQ(nib(0, 4), 0);
-  EXPECT_FLOAT_EQ(sc[20], 1.f);
+  EXPECT_EQ(nib(3, 5), 15);
+  EXPECT_EQ(nib(3, 21), 8 + 4);  // 0.5 / f16(1 / 7) = 3.5008 steps
+  EXPECT_EQ(nib(0, 4), 8);       // zero rows, also beside a written one, and past the 50
+  EXPECT_EQ(nib(0, 20), 8);
+  EXPECT_EQ(nib(0, 60), 8);
+  const auto* cs = reinterpret_cast<const std::uint16_t*>(tile.data() + L.channel_scale_offset);
+  EXPECT_EQ(fp16_to_f32(cs[0]), 1.f);
+  EXPECT_EQ(cs[3], f32_to_fp16(1.f / 7));
+  EXPECT_EQ(fp16_to_f32(cs[2]), 0.f);
+  const float* rs = reinterpret_cast<const float*>(tile.data() + L.rope_scale_offset);
+  EXPECT_FLOAT_EQ(rs[5], 0.5f / 127);
+  EXPECT_EQ(rs[60], 0.f);
+  EXPECT_EQ(latent_tile_problem(L, tile.data()), "");
+  float kv[8], pe[4];
+  latent_load_row(L, tile.data(), 21, kv, pe);
+  EXPECT_EQ(kv[7], -7.f * fp16_to_f32(f32_to_fp16(5.f / 7)));
+  // A row of an int4 tile is its tile's: written or copied alone, refused.
+  EXPECT_THROW(latent_store_row(L, tile.data(), 3, c, r), std::invalid_argument);
+  EXPECT_THROW(latent_copy_row(L, tile.data(), 21, tile.data(), 20), std::invalid_argument);
+  EXPECT_THROW(latent_store_tile(L, tile.data(), 65, rows.data()), std::invalid_argument);
 }
 
-TEST(LatentFormats, Int4QuantizerRoundsToNearestWithRowScale) {
-  const float x[5] = {3.5f, -3.5f, 0.25f, 0.75f, 1.25f};
-  std::int8_t q[5];
-  const float s = latent_quantize_int4(x, 5, q);
-  EXPECT_FLOAT_EQ(s, 0.5f);
-  EXPECT_EQ(q[0], 7);
-  EXPECT_EQ(q[1], -7);
-  EXPECT_EQ(q[2], 0);  // 0.5 rounds to even
-  EXPECT_EQ(q[3], 2);  // 1.5 rounds to even
-  EXPECT_EQ(q[4], 2);  // 2.5 rounds to even
+// A channel holding a NaN or inf gets a NaN scale and zeros (visible
+// downstream, as int8's rows), which latent_tile_problem names; a channel
+// past f16's range saturates its scale at 65504 and clamps its values.
+TEST(LatentFormats, Int4ChannelScalesOfBadAndHugeValues) {
+  auto L = make_latent_tile_layout(LatentStorage::int4, 8, 4, 32);
+  std::vector<float> rows(32 * 12, 1.f);
+  rows[7 * 12 + 2] = std::numeric_limits<float>::quiet_NaN();
+  rows[9 * 12 + 5] = 1e7f;
+  std::vector<std::uint8_t> tile(L.bytes, 0);
+  latent_store_tile(L, tile.data(), 32, rows.data());
+  const auto* cs = reinterpret_cast<const std::uint16_t*>(tile.data() + L.channel_scale_offset);
+  EXPECT_TRUE(std::isnan(fp16_to_f32(cs[2])));
+  EXPECT_EQ(fp16_to_f32(cs[5]), 65504.f);
+  float kv[8], pe[4];
+  latent_load_row(L, tile.data(), 9, kv, pe);
+  EXPECT_EQ(kv[5], 7 * 65504.f);
+  EXPECT_EQ(kv[0], 7 * fp16_to_f32(f32_to_fp16(1.f / 7)));
+  EXPECT_NE(latent_tile_problem(L, tile.data()).find("latent channel 2: its scale is nan"), std::string::npos)
+      << latent_tile_problem(L, tile.data());
 }
 
 }  // namespace

@@ -56,6 +56,15 @@ void write_bytes(const std::string& path, const std::vector<std::uint8_t>& b) {
 
 std::vector<float> logits_of(const Session& s) { return {s.logits().begin(), s.logits().end()}; }
 
+// n tokens: the test data's, repeated (a session past a 512-token int4 tile
+// needs more than the 160 there are).
+std::vector<std::int32_t> tokens_of(std::size_t n) {
+  const auto data = testdata_tokens();
+  std::vector<std::int32_t> t(n);
+  for (std::size_t i = 0; i < n; ++i) t[i] = data[i % data.size()];
+  return t;
+}
+
 // Files in dir whose names start with prefix.
 int files_in(const std::string& dir, const std::string& prefix) {
   int n = 0;
@@ -64,7 +73,7 @@ int files_in(const std::string& dir, const std::string& prefix) {
   return n;
 }
 
-constexpr std::size_t kHeader = 72;  // a session file's header bytes (format version 4)
+constexpr std::size_t kHeader = 72;  // a session file's header bytes (format versions 4 and 5)
 
 // A file's checksum recomputed over altered bytes.
 void reseal(std::vector<std::uint8_t>& b) {
@@ -95,22 +104,25 @@ class SessionState : public ::testing::TestWithParam<LatentStorage> {};
 
 TEST_P(SessionState, LoadedSessionContinuesExactlyAsTheSavedOne) {
   auto model = Model::load(kTestdata + "/tiny-moe-v2-lite.gguf");
-  const auto tokens = testdata_tokens();
-  ASSERT_GE(tokens.size(), 155u);
+  // A full tile and 7 tokens of a partial last one (128-token tiles: 135
+  // tokens; int4's 512-token tiles: 519), then 20 decoded.
+  const int T = latent_cache_tile_tokens(GetParam());
+  const int n = T + 7, end = n + 20;
+  const auto tokens = tokens_of(static_cast<std::size_t>(end));
   SessionOptions o;
   o.cache = GetParam();
   o.threads = 2;
-  o.n_ctx = 400;
-  // 135 tokens: a partial last tile (128-token tiles).
+  o.n_ctx = 3 * T + 16;  // 400 tokens with 128-token tiles
   Session a(model, o);
-  a.prefill(std::span(tokens).first(135));
+  ASSERT_EQ(a.cache().config().tile_tokens, T);
+  a.prefill(std::span(tokens).first(n));
   const std::string path = ::testing::TempDir() + "/state_" + latent_storage_name(GetParam()) + ".lsess";
   a.save_state(path);
   EXPECT_EQ(files_in(::testing::TempDir(), "state_" + std::string(latent_storage_name(GetParam())) + ".lsess."), 0)
       << "a temporary left behind";
   const auto at_save = logits_of(a);
   std::vector<std::vector<float>> want;
-  for (int t = 135; t < 155; ++t) {
+  for (int t = n; t < end; ++t) {
     a.decode(tokens[t]);
     want.push_back(logits_of(a));
   }
@@ -118,20 +130,25 @@ TEST_P(SessionState, LoadedSessionContinuesExactlyAsTheSavedOne) {
   Session b(model, o);
   b.prefill(std::span(tokens).first(7));  // whatever it held is replaced
   b.load_state(path);
-  EXPECT_EQ(b.n_past(), 135);
+  EXPECT_EQ(b.n_past(), n);
   EXPECT_TRUE(b.has_logits());
   EXPECT_EQ(std::vector<std::int32_t>(b.tokens().begin(), b.tokens().end()),
-            std::vector<std::int32_t>(tokens.begin(), tokens.begin() + 135));
+            std::vector<std::int32_t>(tokens.begin(), tokens.begin() + n));
   EXPECT_EQ(logits_of(b), at_save);
-  for (int t = 135; t < 155; ++t) {
+  for (int t = n; t < end; ++t) {
     b.decode(tokens[t]);
-    ASSERT_EQ(logits_of(b), want[t - 135]) << "position " << t;
+    ASSERT_EQ(logits_of(b), want[t - n]) << "position " << t;
   }
   // The file is the size the format says: header, tokens, logits, 2 tiles
   // per layer (int4: the second, not full, in int8's layout), checksum.
+  if (GetParam() == LatentStorage::int4) {
+    ASSERT_EQ(a.cache().stored_layout(n, 0).storage, LatentStorage::int4);
+    ASSERT_EQ(a.cache().stored_layout(n, 1).storage, LatentStorage::int8);
+  }
   const std::size_t tiles = static_cast<std::size_t>(model->params().n_layers) *
-                            (a.cache().layout().bytes + a.cache().stored_layout(135, 1).bytes);
-  EXPECT_EQ(std::filesystem::file_size(path), kHeader + 4 * 135 + 4 * model->params().n_vocab + tiles + 8);
+                            (a.cache().layout().bytes + a.cache().stored_layout(n, 1).bytes);
+  EXPECT_EQ(std::filesystem::file_size(path), kHeader + 4 * static_cast<std::size_t>(n) +
+                                                  4 * static_cast<std::size_t>(model->params().n_vocab) + tiles + 8);
 }
 
 INSTANTIATE_TEST_SUITE_P(Caches, SessionState,
@@ -199,7 +216,7 @@ TEST(SessionStateFile, BadFilesAreRefusedByName) {
   expect_refused(s, bad, Status::bad_file, "is corrupt: its checksum does not match");
   reseal(b);
   write_bytes(bad, b);
-  expect_refused(s, bad, Status::unsupported, "format version 9; this build reads version 4");
+  expect_refused(s, bad, Status::unsupported, "format version 9; this build reads version 5");
   // Versions 2 and 3 named their model by its metadata and a few bytes of
   // each tensor, which a file of other weights matched: refused, saying why
   // and what to do (not "saved from another model").
@@ -209,7 +226,7 @@ TEST(SessionStateFile, BadFilesAreRefusedByName) {
     reseal(b);
     write_bytes(bad, b);
     expect_refused(s, bad, Status::unsupported,
-                   "format version " + std::to_string(old) + "; this build reads version 4: earlier versions named "
+                   "format version " + std::to_string(old) + "; this build reads version 5: earlier versions named "
                    "their model by its metadata and a few bytes of each tensor");
     expect_refused(s, bad, Status::unsupported, "compute the session again (prefill its tokens) and save it");
   }
@@ -313,6 +330,65 @@ TEST(SessionStateFile, BadFilesAreRefusedByName) {
   EXPECT_EQ(s.n_past(), 140);
 }
 
+// Version 5 gave int4 tiles one latent scale per channel over the tile
+// instead of one per token; nothing else changed. A version 4 file is read
+// (its bytes are version 5's) unless its cache is int4, whose old tiles this
+// build would misread: that is refused as unsupported, saying why, once the
+// checksum vouches for the file (a damaged one is corrupt).
+TEST(SessionStateFile, Version4IsReadButNotWithAnInt4Cache) {
+  auto model = Model::load(kTestdata + "/tiny-dense.gguf");
+  const std::string dir = ::testing::TempDir();
+  const std::string saved = dir + "/state_v5_" + test::process_tag() + ".lsess";
+  const std::string v4 = dir + "/state_v4_" + test::process_tag() + ".lsess";
+  for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
+    SCOPED_TRACE(latent_storage_name(st));
+    SessionOptions o;
+    o.cache = st;
+    o.threads = 2;
+    // A full tile and a partial one a layer: 140 tokens with 128-token tiles,
+    // 524 with int4's 512-token ones.
+    const int T = latent_cache_tile_tokens(st), n = T + 12;
+    const auto tokens = tokens_of(static_cast<std::size_t>(n) + 1);
+    o.n_ctx = 2 * T + 44;  // 300 with 128-token tiles
+    Session a(model, o);
+    ASSERT_EQ(a.cache().config().tile_tokens, T);
+    a.prefill(std::span(tokens).first(n));
+    a.save_state(saved);
+    const std::vector<std::uint8_t> bytes = file_bytes(saved);
+    std::uint32_t version = 0;
+    std::memcpy(&version, bytes.data() + 8, 4);
+    ASSERT_EQ(version, 5u);
+    std::vector<std::uint8_t> b = bytes;
+    const std::uint32_t four = 4;
+    std::memcpy(b.data() + 8, &four, 4);
+    write_bytes(v4, b);  // the checksum not recomputed: a damaged version field
+    Session s(model, o);
+    s.prefill(std::span(tokens).first(3));
+    expect_refused(s, v4, Status::bad_file, "is corrupt: its checksum does not match");
+    reseal(b);
+    write_bytes(v4, b);
+    if (st == LatentStorage::int4) {
+      expect_refused(s, v4, Status::unsupported, "format version 4 and an int4 cache; this build reads version 5");
+      expect_refused(s, v4, Status::unsupported, "compute the session again (prefill its tokens) and save it");
+      // The same session at version 5 loads: the version refuses it, not the cache.
+      s.load_state(saved);
+      EXPECT_EQ(s.n_past(), n);
+      EXPECT_EQ(logits_of(s), logits_of(a));
+      continue;
+    }
+    s.load_state(v4);
+    EXPECT_EQ(s.n_past(), n);
+    EXPECT_EQ(std::vector<std::int32_t>(s.tokens().begin(), s.tokens().end()),
+              std::vector<std::int32_t>(tokens.begin(), tokens.begin() + n));
+    EXPECT_EQ(logits_of(s), logits_of(a));
+    a.decode(tokens[n]);
+    s.decode(tokens[n]);
+    EXPECT_EQ(logits_of(s), logits_of(a));
+  }
+  std::filesystem::remove(saved);
+  std::filesystem::remove(v4);
+}
+
 #if LATTE_TEST_POSIX  // a FIFO
 // A FIFO named as the session file: refused, where opening it waited for a
 // writer forever and hung the caller's thread. In a child, under an alarm:
@@ -414,27 +490,35 @@ TEST(SessionStateFile, TilesWithNonFiniteValuesAreRefused) {
     c.n_layers = 2;
     c.d_c = 64;
     c.d_R = 16;
-    c.max_tokens = 512;
+    c.max_tokens = 4 * latent_cache_tile_tokens(st);
     c.storage = st;
     LatentCache src(c);
+    // A full tile and 2 tokens of the next (130 tokens with 128-token tiles;
+    // 514 with int4's 512-token ones).
+    const int T = src.config().tile_tokens, n = T + 2;
+    ASSERT_EQ(T, latent_cache_tile_tokens(st));
     std::vector<float> kv(64, 0.5f), pe(16, -0.25f);
     for (int l = 0; l < 2; ++l)
-      for (int t = 0; t < 130; ++t) src.write(l, t, 1, kv.data(), pe.data());
+      for (int t = 0; t < n; ++t) src.write(l, t, 1, kv.data(), pe.data());
     // The tiles as saved (an int4 cache's second, not full, in int8's layout).
     const std::size_t tb = src.layout().bytes;
-    const LatentTileLayout& last = src.stored_layout(130, 1);
-    std::vector<std::uint8_t> tiles(src.stored_bytes(130));
+    const LatentTileLayout& last = src.stored_layout(n, 1);
+    if (st == LatentStorage::int4) {
+      ASSERT_EQ(src.stored_layout(n, 0).storage, LatentStorage::int4);
+      ASSERT_EQ(last.storage, LatentStorage::int8);
+    }
+    std::vector<std::uint8_t> tiles(src.stored_bytes(n));
     ASSERT_EQ(tiles.size(), tb + last.bytes);
-    src.save_tiles(1, 130, tiles.data());
+    src.save_tiles(1, n, tiles.data());
     LatentCache ok(c);
-    ok.load_tiles(0, 130, tiles.data());
+    ok.load_tiles(0, n, tiles.data());
     std::vector<float> kv2(64), pe2(16);
-    ok.read_row(0, 129, kv2.data(), pe2.data());
+    ok.read_row(0, n - 1, kv2.data(), pe2.data());
     EXPECT_EQ(kv2, kv) << latent_storage_name(st);
-    // Row 200 of the second tile: past the 130 tokens, still checked.
+    // Row 72 of the second tile (token T + 72): past the n tokens, still checked.
     std::uint8_t* t1 = tiles.data() + tb;
     const float nan = std::nanf("");
-    const int row = 200 - 128;
+    const int row = 72;
     if (st == LatentStorage::f32) std::memcpy(t1 + (static_cast<std::size_t>(row) * 80 + 3) * 4, &nan, 4);
     if (st == LatentStorage::f16) {
       const std::uint16_t inf = 0x7C00;
@@ -443,7 +527,7 @@ TEST(SessionStateFile, TilesWithNonFiniteValuesAreRefused) {
     if (latent_storage_quantized(st)) std::memcpy(t1 + last.scale_offset + 4 * row, &nan, 4);
     LatentCache refuse(c);
     try {
-      refuse.load_tiles(0, 130, tiles.data());
+      refuse.load_tiles(0, n, tiles.data());
       ADD_FAILURE() << "no error for " << latent_storage_name(st);
     } catch (const Error& e) {
       EXPECT_EQ(e.status(), Status::bad_file);
@@ -587,11 +671,11 @@ TEST(SessionStateFile, ARopeSetTheModelLacksIsTheFilesFault) {
 // The checksum is no seal (anyone can recompute it): a file must hold only
 // values its model can write. An int8 scale of 3e38 loaded, and every
 // decode after it failed, blaming the model's weights; each such value is
-// now refused at load by layer, tile, row and field, for every cache type,
-// and a value just inside the model's bound still loads.
+// now refused at load by layer, tile, row (an int4 tile's latent scales: by
+// latent channel) and field, for every cache type, and a value just inside
+// the model's bound still loads.
 TEST(SessionStateFile, ValuesItsModelCannotWriteAreRefused) {
   auto model = Model::load(kTestdata + "/tiny-dense.gguf");
-  const auto tokens = testdata_tokens();
   const int n_vocab = model->params().n_vocab;
   const CacheBound bound = cache_bound(*model, 1);
   // The bounds are the model's: finite, and far below what overflows.
@@ -604,31 +688,38 @@ TEST(SessionStateFile, ValuesItsModelCannotWriteAreRefused) {
     SessionOptions o;
     o.cache = st;
     o.threads = 2;
-    o.n_ctx = 300;
+    // Two tiles a layer, the second of 12 tokens: 140 tokens with 128-token
+    // tiles, 524 with int4's 512-token ones (its first tile a full int4 one).
+    const int T = latent_cache_tile_tokens(st), n = T + 12;
+    const auto tokens = tokens_of(static_cast<std::size_t>(n) + 1);
+    o.n_ctx = 2 * T + 44;  // 300 with 128-token tiles
     Session a(model, o);
-    a.prefill(std::span(tokens).first(140));  // two 128-token tiles a layer
+    ASSERT_EQ(a.cache().config().tile_tokens, T);
+    a.prefill(std::span(tokens).first(n));
     const std::string good = ::testing::TempDir() + "/values_good.lsess";
     a.save_state(good);
     const std::vector<std::uint8_t> bytes = file_bytes(good);
     const LatentTileLayout& lay = a.cache().layout();
-    const int T = lay.tokens, dc = lay.d_c;
-    ASSERT_EQ(T, 128);
+    const int dc = lay.d_c;
+    ASSERT_EQ(lay.tokens, T);
     // Layer 1's tiles: tile t's row r, as bytes of the file (an int4
     // cache's second tile, not full, in int8's layout).
-    const std::size_t per_layer = a.cache().stored_bytes(140);
-    ASSERT_EQ(per_layer, lay.bytes + a.cache().stored_layout(140, 1).bytes);
-    const std::size_t layer1 = kHeader + 4 * 140 + 4 * static_cast<std::size_t>(n_vocab) + per_layer;
-    ASSERT_EQ(bytes.size(), kHeader + 4 * 140 + 4 * static_cast<std::size_t>(n_vocab) +
-                                static_cast<std::size_t>(model->params().n_layers) * per_layer + 8);
+    const std::size_t per_layer = a.cache().stored_bytes(n);
+    ASSERT_EQ(per_layer, lay.bytes + a.cache().stored_layout(n, 1).bytes);
+    const std::size_t head = kHeader + 4 * static_cast<std::size_t>(n) + 4 * static_cast<std::size_t>(n_vocab);
+    const std::size_t layer1 = head + per_layer;
+    ASSERT_EQ(bytes.size(), head + static_cast<std::size_t>(model->params().n_layers) * per_layer + 8);
     // The file with one field of layer 1 set to v (a scale's or a value's
     // bytes, as stored), resealed.
     const std::string bad = ::testing::TempDir() + "/values_bad_" + test::process_tag() + ".lsess";
     const auto with = [&](int tile, int row, int channel, float v) {
       std::vector<std::uint8_t> b = bytes;
       std::uint8_t* t = b.data() + layer1 + static_cast<std::size_t>(tile) * lay.bytes;
-      if (latent_storage_quantized(st)) {  // channel 0: the latent scale, 1: the rope scale
-        const std::size_t so = a.cache().stored_layout(140, tile).scale_offset;
-        std::memcpy(t + so + 4 * static_cast<std::size_t>(channel * T + row), &v, 4);
+      if (latent_storage_quantized(st)) {  // channel 0: the row's latent scale (int8's layout only), 1: its rope scale
+        const LatentTileLayout& tl = a.cache().stored_layout(n, tile);
+        ASSERT_TRUE(channel == 1 || tl.storage == LatentStorage::int8) << "an int4 tile has no latent scale per row";
+        const std::size_t so = channel == 0 ? tl.scale_offset : tl.rope_scale_offset;
+        std::memcpy(t + so + 4 * static_cast<std::size_t>(row), &v, 4);
       } else if (st == LatentStorage::f32) {
         std::memcpy(t + 4 * (static_cast<std::size_t>(row) * (dc + lay.d_R) + channel), &v, 4);
       } else {
@@ -638,44 +729,76 @@ TEST(SessionStateFile, ValuesItsModelCannotWriteAreRefused) {
       reseal(b);
       write_bytes(bad, b);
     };
+    // int4: the file with latent channel c's scale (f16) in layer 1's tile 0,
+    // the full one, set to v.
+    const auto with_channel_scale = [&](int c, float v) {
+      const LatentTileLayout& tl = a.cache().stored_layout(n, 0);
+      ASSERT_EQ(tl.storage, LatentStorage::int4);
+      std::vector<std::uint8_t> b = bytes;
+      const std::uint16_t h = f32_to_fp16(v);
+      std::memcpy(b.data() + layer1 + tl.channel_scale_offset + 2 * static_cast<std::size_t>(c), &h, 2);
+      reseal(b);
+      write_bytes(bad, b);
+    };
     Session s(model, o);
     s.prefill(std::span(tokens).first(3));
-    const bool int8 = latent_storage_quantized(st);
-    const int latent = int8 ? 0 : 3, rope = int8 ? 1 : dc + 2;
+    const bool quantized = latent_storage_quantized(st), int4 = st == LatentStorage::int4;
+    const int latent = quantized ? 0 : 3, rope = quantized ? 1 : dc + 2;
     const std::string where = "session file '" + bad + "': layer 1, tile 0, row 5 (token 5): ";
+    const std::string where_channel = "session file '" + bad + "': layer 1, tile 0, latent channel 5: ";
     // The probe's value; and the largest f16 holds.
     const float huge = st == LatentStorage::f16 ? 65504.f : 3e38f;
-    with(0, 5, latent, huge);
-    expect_refused(s, bad, Status::bad_file,
-                   where + (int8 ? "its latent scale is 3e+38; this model's layer gives at most "
-                                 : "latent value 3 is " + std::string(st == LatentStorage::f16 ? "65504" : "3e+38")));
+    if (int4) {  // its latent scales are per channel over the tile, f16
+      with_channel_scale(5, 65504.f);
+      expect_refused(s, bad, Status::bad_file, where_channel + "its scale is 65504; this model's layer gives at most ");
+    } else {
+      with(0, 5, latent, huge);
+      expect_refused(s, bad, Status::bad_file,
+                     where + (quantized ? "its latent scale is 3e+38; this model's layer gives at most "
+                                        : "latent value 3 is " + std::string(st == LatentStorage::f16 ? "65504" : "3e+38")));
+    }
     with(0, 5, rope, huge);
-    expect_refused(s, bad, Status::bad_file, where + (int8 ? "its rope scale is 3e+38" : "rope value 2 is "));
-    with(1, 140 - 128 - 1, latent, std::nanf(""));  // the last token's row
-    expect_refused(s, bad, Status::bad_file, "layer 1, tile 1, row 11 (token 139): ");
-    with(0, 5, latent, -1.f);
-    if (int8) expect_refused(s, bad, Status::bad_file, where + "its latent scale is -1;");
+    expect_refused(s, bad, Status::bad_file, where + (quantized ? "its rope scale is 3e+38" : "rope value 2 is "));
+    with(1, n - T - 1, latent, std::nanf(""));  // the last token's row (int4: the filling tile, int8's layout)
+    expect_refused(s, bad, Status::bad_file, "layer 1, tile 1, row 11 (token " + std::to_string(n - 1) + "): ");
+    if (int4) {
+      with_channel_scale(dc - 1, -1.f);
+      expect_refused(s, bad, Status::bad_file,
+                     "layer 1, tile 0, latent channel " + std::to_string(dc - 1) + ": its scale is -1;");
+      with_channel_scale(0, std::nanf(""));
+      expect_refused(s, bad, Status::bad_file, "layer 1, tile 0, latent channel 0: its scale is ");
+    } else {
+      with(0, 5, latent, -1.f);
+      if (quantized) expect_refused(s, bad, Status::bad_file, where + "its latent scale is -1;");
+    }
     // Just past the bound, and just inside it (the scale stands for 127 of
-    // itself; int4's latent scale for 7).
-    const double unit = st == LatentStorage::int4 ? 7.0 : int8 ? 127.0 : 1.0;
+    // itself; int4's channel scale for 7, stored as f16: a normal one, whose
+    // rounding (2^-11 of it at most) keeps both probes on their sides).
+    const double unit = int4 ? 7.0 : quantized ? 127.0 : 1.0;
     const float inside = static_cast<float>(bound.latent / unit * 0.999);
     const float past = static_cast<float>(bound.latent / unit * 1.01);
+    if (int4) {
+      ASSERT_TRUE(inside >= 0x1p-14f && past < 65504.f) << inside << " " << past;
+    }
     if (st != LatentStorage::f16 || past < 65504.f) {
-      with(0, 5, latent, past);
-      expect_refused(s, bad, Status::bad_file, where);
-      with(0, 5, latent, inside);
+      if (int4) with_channel_scale(5, past);
+      else with(0, 5, latent, past);
+      expect_refused(s, bad, Status::bad_file, int4 ? where_channel : where);
+      if (int4) with_channel_scale(5, inside);
+      else with(0, 5, latent, inside);
       Session t(model, o);
       EXPECT_NO_THROW(t.load_state(bad));
-      EXPECT_EQ(t.n_past(), 140);
+      EXPECT_EQ(t.n_past(), n);
     }
     // A row past the tokens holds what the format writes there: zeros.
-    with(1, 140 - 128 + 3, latent, 0.5f);
+    with(1, n - T + 3, latent, 0.5f);
     expect_refused(s, bad, Status::bad_file,
-                   "layer 1, tile 1, row 15 (token 143): past the 140 tokens, a row the format writes as zeros");
+                   "layer 1, tile 1, row 15 (token " + std::to_string(n + 3) + "): past the " + std::to_string(n) +
+                       " tokens, a row the format writes as zeros");
     // The file as saved loads, and continues as the saved session.
     s.load_state(good);
-    a.decode(tokens[140]);
-    s.decode(tokens[140]);
+    a.decode(tokens[n]);
+    s.decode(tokens[n]);
     EXPECT_EQ(logits_of(s), logits_of(a));
   }
 }
