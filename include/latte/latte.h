@@ -95,7 +95,7 @@ typedef enum latte_cache_type {
   LATTE_CACHE_F32 = 0,
   LATTE_CACHE_F16 = 1,
   LATTE_CACHE_INT8 = 2,
-  LATTE_CACHE_INT4 = 3 /* c_KV at 4 bits (one scale a token), k_pe at 8 */
+  LATTE_CACHE_INT4 = 3 /* c_KV at 4 bits (a scale per channel and 512 tokens), k_pe at 8 */
 } latte_cache_type;
 
 typedef struct latte_model latte_model;
