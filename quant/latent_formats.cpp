@@ -189,7 +189,8 @@ void put_int4_latents(const LatentTileLayout& L, std::uint8_t* base, int n, cons
     const float s = fp16_to_f32(h);
     const float inv = finite && s > 0.f && std::isfinite(1.f / s) ? 1.f / s : 0.f;
     for (int t = 0; t < L.tokens; ++t) {
-      float r = t < n ? std::nearbyint(rows[static_cast<std::size_t>(t) * C + c] * inv) : 0.f;
+      // A channel that is not finite keeps zeros beside its NaN scale.
+      float r = t < n && finite ? std::nearbyint(rows[static_cast<std::size_t>(t) * C + c] * inv) : 0.f;
       r = std::min(7.f, std::max(-7.f, r));
       set_q(L, base, c, t, static_cast<int>(r));
     }
@@ -236,19 +237,25 @@ void latent_store_tile(const LatentTileLayout& L, void* tile, int n, const float
     throw std::invalid_argument("latent_store_tile: " + std::to_string(n) + " rows for a tile of " +
                                 std::to_string(L.tokens));
   const int C = L.d_c + L.d_R;
-  const std::vector<float> zeros(static_cast<std::size_t>(C), 0.f);
   if (L.storage != LatentStorage::int4) {
+    const std::vector<float> zeros(n < L.tokens ? static_cast<std::size_t>(C) : 0, 0.f);
     for (int t = 0; t < L.tokens; ++t) {
       const float* r = t < n ? rows + static_cast<std::size_t>(t) * C : zeros.data();
       latent_store_row(L, tile, t, r, r + L.d_c);
     }
     return;
   }
+  // int4 allocates nothing (a cache's shift promises not to throw past its
+  // checks), but put_row's for rope parts wider than 4096.
   auto* base = static_cast<std::uint8_t*>(tile);
   put_int4_latents(L, base, n, rows);
   for (int t = 0; t < L.tokens; ++t) {
-    const float* r = t < n ? rows + static_cast<std::size_t>(t) * C : zeros.data();
-    rope_scales(L, tile)[t] = L.d_R > 0 ? put_row(L, base, t, r + L.d_c, L.d_R, L.d_c) : 0.f;
+    if (t < n) {
+      rope_scales(L, tile)[t] = L.d_R > 0 ? put_row(L, base, t, rows + static_cast<std::size_t>(t) * C + L.d_c, L.d_R, L.d_c) : 0.f;
+    } else {  // zeros: q 0 and a zero scale
+      for (int c = L.d_c; c < C; ++c) set_q(L, base, c, t, 0);
+      rope_scales(L, tile)[t] = 0.f;
+    }
   }
 }
 

@@ -29,8 +29,8 @@
 //                    channel's max|c_KV| over the tile's rows / 7, rounded
 //                    to f16; q = round(x / that f16 value), clamped to 7
 //             A tile is quantized whole (latent_store_tile): its channel
-//             scales depend on every row. 332 bytes per token for d_c 512,
-//             d_R 64, 128-token tiles.
+//             scales depend on every row. 326 bytes per token for d_c 512,
+//             d_R 64, 512-token tiles (the cache's, latent_cache.h).
 #pragma once
 
 #include <cstddef>

@@ -53,8 +53,8 @@ void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const 
   for (int h = h0; h < h1; ++h) {
     const float sl = quant_query<Arch>(q_lat + static_cast<std::size_t>(h) * d_c, d_c, q8 + static_cast<std::size_t>(h) * C,
                                        scale, qv[h]);
-    qv[2 * nh + h] = P.q4 ? 8.f * sl : corr8(sl);  // int4's nibbles carry +8 on every ISA
-    qv[4 * nh + h] = corr8(sl);                    // an int4 cache's int8 tile (the one filling)
+    qv[2 * nh + h] = corr8(sl);  // int8 tiles (int4 tiles quantize their own: i8_tile_query)
+    qv[4 * nh + h] = corr8(sl);  // an int4 cache's int8 tile (the one filling)
     const float sr = quant_query<Arch>(q_pe + static_cast<std::size_t>(h) * d_R, d_R,
                                        q8 + static_cast<std::size_t>(h) * C + d_c, scale, qv[nh + h]);
     qv[3 * nh + h] = corr8(sr);

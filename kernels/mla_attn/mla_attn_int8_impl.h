@@ -35,7 +35,7 @@ constexpr int value_hb() {
 
 // A query part quantized for the integer scores: q = round(x / s), s =
 // max|x| / QMAX (I8<Arch>), qs = s * scale. Vector loops: this runs once per
-// call for every head (and per int4 tile), and written scalar (9216 elements
+// call for every head (int4 tiles' own: i8_tile_query), and written scalar (9216 elements
 // for 16 heads) it would dominate a call at a short context
 // (docs/performance-log.md, "Figures moved out of code comments"). Rounding
 // as nearbyint's (to nearest even), so the result is the scalar one bit for
@@ -236,7 +236,8 @@ template <class Arch, bool Q4>
 }
 
 // Step 2: per head, online softmax, weights quantized with the token's
-// latent scale folded in. The block's latent scales are gathered once for
+// latent scale folded in (int4 tiles: none, their channel scales come with
+// the value products). The block's latent scales are gathered once for
 // all heads, so the passes read them contiguously instead of finding each
 // vector's tile and offset (a division).
 template <class Arch, bool Q4>
@@ -432,9 +433,11 @@ void i8_item(const MlaCtx<Arch>& X, int h0, int h1, std::int64_t t0, std::int64_
     I8Block B;
     B.tp = tp;
     ntile = imin(P.UT, t1 - tb);
-    // An int4 cache's int8 tile is a block of its own: its latent scales are
-    // ~18x smaller than int4's, and beside them its weights, quantized
-    // against the block's largest, would keep ~4 bits.
+    // An int4 cache's int8 tile (always its last) is a block of its own:
+    // the block's steps take one path for all of its tiles (B.int8), and
+    // its weights carry its tokens' latent scales where int4 tiles' carry
+    // none, so quantized beside them against the block's largest they
+    // would keep fewer bits.
     const std::int64_t t8 = Q4 ? X.cache->int8_tile : -1;
     if (t8 > tb && t8 < tb + ntile) ntile = t8 - tb;
     B.ntile = static_cast<int>(ntile);

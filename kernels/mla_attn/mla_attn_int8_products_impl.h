@@ -247,6 +247,11 @@ template <class Arch, int HB, int GB>
   constexpr int W = F::size;  // == 4L
   const int cpt = T / (4 * L);  // chunks per tile
   const std::size_t TG = T / 4;
+  if (nch <= 0) {
+    std::memset(out, 0, sizeof(float) * 16 * HB);
+    pf.from(0);
+    return;
+  }
   alignas(64) float fa[HB][GB][W];
   for (int h = 0; h < HB; ++h)
     for (int i = 0; i < GB; ++i) F(0.f).store_aligned(fa[h][i]);

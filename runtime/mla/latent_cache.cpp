@@ -186,7 +186,10 @@ void LatentCache::write(int layer, std::int64_t pos, int n, const float* c_kv, c
     if (!is_fill(size, t)) {  // a full tile's row, written again: the tile quantized again
       const int C = cfg_.d_c + cfg_.d_R;
       float* rows = row_.data();
-      for (int r = 0; r < T; ++r) latent_load_row(layout_, l.tiles[t], r, rows + r * C, rows + r * C + cfg_.d_c);
+      for (int r = 0; r < T; ++r) {
+        float* row = rows + static_cast<std::size_t>(r) * C;
+        latent_load_row(layout_, l.tiles[t], r, row, row + cfg_.d_c);
+      }
       float* row = rows + static_cast<std::size_t>(p % T) * C;
       std::memcpy(row, kv, sizeof(float) * cfg_.d_c);
       std::memcpy(row + cfg_.d_c, pe, sizeof(float) * cfg_.d_R);
@@ -205,7 +208,10 @@ void LatentCache::write(int layer, std::int64_t pos, int n, const float* c_kv, c
 
 void LatentCache::fill_to_tile(Layer& l, std::size_t t, float* rows) {
   const int T = cfg_.tile_tokens, C = cfg_.d_c + cfg_.d_R;
-  for (int r = 0; r < T; ++r) latent_load_row(fill_layout_, l.fill, r, rows + r * C, rows + r * C + cfg_.d_c);
+  for (int r = 0; r < T; ++r) {
+    float* row = rows + static_cast<std::size_t>(r) * C;
+    latent_load_row(fill_layout_, l.fill, r, row, row + cfg_.d_c);
+  }
   latent_store_tile(layout_, l.tiles[t], T, rows);
 }
 

@@ -103,7 +103,8 @@ class LatentCache {
   // after them move down by n_discard, their c_KV as stored and their k_pe
   // turned by `turn` (f32 and f16 in place; int8 dequantized, turned and
   // requantized with a fresh rope scale; int4: every full tile the rows land
-  // in quantized again, with channel scales from its new rows). n_keep, n_discard >= 0 and
+  // in quantized again, with channel scales from its new rows, kept rows of
+  // that tile included: they change too, unless the shift moves whole tiles). n_keep, n_discard >= 0 and
   // n_keep + n_discard <= size(layer) for every layer, else
   // Error(invalid_argument) and nothing changes; nothing else throws. The
   // layers are split over `threads` threads.

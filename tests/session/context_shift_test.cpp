@@ -252,7 +252,9 @@ TEST_P(CacheShift, TwiceEqualsOnceByTheSum) {
     }
   }
   // Three uniform roundings of at most a step: an RMS of at most half a step.
-  if (st == LatentStorage::int4) EXPECT_LE(std::sqrt(err2 / step2), 0.5);
+  if (st == LatentStorage::int4) {
+    EXPECT_LE(std::sqrt(err2 / step2), 0.5);
+  }
 }
 
 // A shift by whole tiles moves int4 tiles' rows together, so their channel
