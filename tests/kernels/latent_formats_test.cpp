@@ -264,6 +264,9 @@ TEST(LatentFormats, Int4ChannelScalesOfBadAndHugeValues) {
   latent_store_tile(L, tile.data(), 32, rows.data());
   const auto* cs = reinterpret_cast<const std::uint16_t*>(tile.data() + L.channel_scale_offset);
   EXPECT_TRUE(std::isnan(fp16_to_f32(cs[2])));
+  // Its values are zeros (nibble 8: channel 2 of group 0, tokens 0 and 7).
+  EXPECT_EQ(tile[0 * 16 + 2 * 4 + 0] & 15, 8);
+  EXPECT_EQ(tile[1 * 16 + 2 * 4 + 3] & 15, 8);
   EXPECT_EQ(fp16_to_f32(cs[5]), 65504.f);
   float kv[8], pe[4];
   latent_load_row(L, tile.data(), 9, kv, pe);
