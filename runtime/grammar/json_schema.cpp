@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -195,7 +196,9 @@ class Converter {
   std::optional<std::int64_t> count(const JsonValue& s, const char* key, const std::string& path) {
     const JsonValue* v = s.find(key);
     if (!v) return std::nullopt;
-    if (!v->is(T::number) || v->number < 0 || v->number != static_cast<double>(static_cast<std::int64_t>(v->number)))
+    // Judged before any cast: a double past int64's range does not convert
+    // (the grammar fuzzer's maxItems 1.1e22 did, undefined behaviour).
+    if (!v->is(T::number) || !(v->number >= 0) || v->number != std::floor(v->number))
       fail(path, std::string("'") + key + "' must be a non-negative integer");
     if (v->number > kMaxCount) fail(path, std::string("'") + key + "' above " + std::to_string(kMaxCount) + " is not supported");
     return static_cast<std::int64_t>(v->number);

@@ -168,6 +168,13 @@ TEST(JsonSchema, ArraysStringsEnumsFormats) {
   const Schema nonneg(R"({"type":"number","minimum":0})");
   EXPECT_TRUE(nonneg.admits("0.25"));
   EXPECT_FALSE(nonneg.admits("-0.25"));
+  // Counts past int64's range are refused by name, not cast (the grammar
+  // fuzzer found maxItems 1.1e22 converted: undefined behaviour).
+  EXPECT_EQ(refusal(R"({"type":"array","maxItems":11111111111111111111113})"),
+            "json schema: at #: 'maxItems' above 10000 is not supported");
+  EXPECT_EQ(refusal(R"({"type":"string","minLength":1e300})"),
+            "json schema: at #: 'minLength' above 10000 is not supported");
+  EXPECT_EQ(refusal(R"({"type":"array","minItems":1.5})"), "json schema: at #: 'minItems' must be a non-negative integer");
 }
 
 TEST(JsonSchema, RefsAndAlternatives) {
