@@ -51,11 +51,10 @@ void prepare_query(const Plan& P, std::uint8_t* base, const float* q_lat, const 
   float* qv = reinterpret_cast<float*>(base + P.off_qv);
   const auto corr8 = [](float sum) { return I8<Arch>::kOffset ? 128.f * sum : 0.f; };  // int8 bytes
   for (int h = h0; h < h1; ++h) {
-    const float sl = quant_query<Arch>(q_lat + static_cast<std::size_t>(h) * d_c, d_c, q8 + static_cast<std::size_t>(h) * C,
-                                       scale, qv[h]);
-    qv[2 * nh + h] = corr8(sl);  // int8 tiles (int4 tiles quantize their own: i8_tile_query)
-    qv[4 * nh + h] = corr8(sl);  // an int4 cache's int8 tile (the one filling)
-    const float sr = quant_query<Arch>(q_pe + static_cast<std::size_t>(h) * d_R, d_R,
+    const float sl = quant_query<Arch>(q_lat + static_cast<std::size_t>(h) * d_c, nullptr, d_c,
+                                       q8 + static_cast<std::size_t>(h) * C, scale, qv[h]);
+    qv[2 * nh + h] = corr8(sl);  // int8 tiles, an int4 cache's filling one among them (int4 tiles: i8_tile_query)
+    const float sr = quant_query<Arch>(q_pe + static_cast<std::size_t>(h) * d_R, nullptr, d_R,
                                        q8 + static_cast<std::size_t>(h) * C + d_c, scale, qv[nh + h]);
     qv[3 * nh + h] = corr8(sr);
     // The score pass works in log2 units: log2(e) goes into the scales once

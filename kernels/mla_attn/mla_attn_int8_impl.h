@@ -34,48 +34,51 @@ constexpr int value_hb() {
 }
 
 // A query part quantized for the integer scores: q = round(x / s), s =
-// max|x| / QMAX (I8<Arch>), qs = s * scale. Vector loops: this runs once per
-// call for every head (int4 tiles' own: i8_tile_query), and written scalar (9216 elements
-// for 16 heads) it would dominate a call at a short context
+// max|x| / QMAX (I8<Arch>), qs = s * scale; Scaled: of x times ch (an int4
+// tile's channel scales) instead of x. Vector loops: this runs once per
+// call for every head (and per int4 tile), and written scalar (9216
+// elements for 16 heads) it would dominate a call at a short context
 // (docs/performance-log.md, "Figures moved out of code comments"). Rounding
 // as nearbyint's (to nearest even), so the result is the scalar one bit for
 // bit. Returns the quantized values' sum (0 for a bad row), which times the
 // cache bytes' offset is the scores' correction.
-template <class Arch>
-float quant_query(const float* x, int n, std::int8_t* q, float scale, float& qs) {
+template <class Arch, bool Scaled = false>
+float quant_query(const float* x, const float* ch, int n, std::int8_t* q, float scale, float& qs) {
+  using K = I8<Arch>;
   using F = xsimd::batch<float, Arch>;
-  using Fi = xsimd::batch<std::int32_t, Arch>;
   constexpr int W = F::size;
-  constexpr int QMAX = I8<Arch>::QMAX;
-  alignas(64) std::int32_t ti[W];
+  constexpr int QMAX = K::QMAX;
+  const auto vec = [&](int i) {
+    const F v = F::load_unaligned(x + i);
+    return Scaled ? v * F::load_unaligned(ch + i) : v;
+  };
+  const auto one = [&](int i) { return Scaled ? x[i] * ch[i] : x[i]; };
   F amv(0.f);
   int i = 0;
-  for (; i + W <= n; i += W) amv = xsimd::max(amv, xsimd::abs(F::load_unaligned(x + i)));
+  for (; i + W <= n; i += W) amv = xsimd::max(amv, xsimd::abs(vec(i)));
   float amax = hmax<Arch>(amv, 0.f);
-  for (; i < n; ++i) amax = fmx(amax, std::fabs(x[i]));
+  for (; i < n; ++i) amax = fmx(amax, std::fabs(one(i)));
   // amax so small that QMAX / amax overflows: quantized as zeros.
   const float inv = amax > 0.f && __builtin_isfinite(QMAX / amax) ? QMAX / amax : 0.f;
   const F vinv(inv);
-  Fi sv(0);
+  typename K::acc sv = K::zero();
   // A NaN or inf in the query (a model whose numbers overflow) makes a
   // scaled lane NaN; the others stay within [-QMAX, QMAX] (2 * QMAX: room
   // for rounding). Such a query gets a NaN scale, so the output is NaN and
   // the session's logits check reports it, instead of finite garbage (the
-  // conversion's result for NaN differs by ISA) or an int overflow.
+  // conversion's result for NaN differs by ISA) or an int overflow; its
+  // lanes are stored as zeros.
   typename F::batch_bool_type finite(true);
   i = 0;
   for (; i + W <= n; i += W) {
-    const F y = F::load_unaligned(x + i) * vinv;
+    const F y = vec(i) * vinv;
     finite = finite & (xsimd::abs(y) <= F(2.f * QMAX));
-    const Fi v = xsimd::nearbyint_as_int(y);
-    sv += v;  // vector adds: lanes wrap, exact unless not finite
-    v.store_aligned(ti);
-    for (int k = 0; k < W; ++k) q[i + k] = static_cast<std::int8_t>(ti[k]);
+    sv = K::add(sv, K::quant_store(xsimd::select(finite, y, F(0.f)), q + i));  // lanes wrap, exact unless not finite
   }
   bool bad = !xsimd::all(finite);
-  int sum = bad ? 0 : hsum_i32(static_cast<typename Fi::register_type>(sv));
+  int sum = bad ? 0 : hsum_i32(sv);
   for (; i < n; ++i) {
-    const float r = std::nearbyint(x[i] * inv);
+    const float r = std::nearbyint(one(i) * inv);
     bad |= !(std::fabs(r) <= 2.f * QMAX);
     const int v = bad ? 0 : static_cast<int>(r);
     q[i] = static_cast<std::int8_t>(v);
@@ -90,8 +93,7 @@ namespace {  // not Arch-templated: internal, so no other ISA's object shares th
 // An int8 item's query and thread slot, at the plan's offsets.
 struct I8Slot {
   const std::int8_t* q8;             // (nh, C) quantized query
-  const float *qsl, *qsr, *cl, *cr;  // (nh) query scales (times log2(e)) and corrections
-  const float* cl8;                  // (nh) the latent correction over an int4 cache's int8 tile
+  const float *qsl, *qsr, *cl, *cr;  // (nh) query scales (times log2(e)) and corrections (int8 tiles)
   float* S;                          // (nh, BT) scores, then weights
   float* mx;                         // (nh, W) the block's running score max
   std::uint8_t* pv;                  // (nh, pv_stride) quantized weights
@@ -114,7 +116,6 @@ inline I8Slot i8_slot(const Plan& P, const std::uint8_t* base, std::uint8_t* thr
                 qv + P.nh,
                 qv + 2 * P.nh,
                 qv + 3 * P.nh,
-                qv + 4 * P.nh,
                 reinterpret_cast<float*>(thr + P.t_S),
                 reinterpret_cast<float*>(thr + P.t_mx),
                 thr + P.t_pv,
@@ -147,48 +148,14 @@ struct I8Block {
 }  // namespace
 
 // An int4 tile's query (Q4, not the filling tile): each head's latent query
-// times the tile's channel scales (ch, d_c), quantized again as quant_query
-// would (the same rounding, scale and correction, and a NaN scale for a
-// product that is not finite), for heads [h0, h1); the rope part was copied
-// at the item's start (i8_item). Once per tile and head, so fused: one pass
-// for the largest product, one that quantizes and stores the bytes.
+// times the tile's channel scales (ch, d_c), quantized again (quant_query),
+// for heads [h0, h1); the rope part was copied at the item's start (i8_item).
 template <class Arch>
 [[gnu::always_inline]] inline void i8_tile_query(const Plan& P, const I8Slot& s, const float* ch, int h0, int h1) {
-  using K = I8<Arch>;
-  using F = xsimd::batch<float, Arch>;
-  constexpr int W = F::size;
-  constexpr int QMAX = K::QMAX;
-  const int d_c = P.d_c;
   for (int h = h0; h < h1; ++h) {
-    const float* x = s.qf + static_cast<std::size_t>(h) * P.C;
-    std::int8_t* q = s.q8t + static_cast<std::size_t>(h) * P.C;
-    F amv(0.f);
-    int i = 0;
-    for (; i + W <= d_c; i += W)
-      amv = xsimd::max(amv, xsimd::abs(F::load_unaligned(x + i) * F::load_unaligned(ch + i)));
-    float amax = hmax<Arch>(amv, 0.f);
-    for (; i < d_c; ++i) amax = fmx(amax, std::fabs(x[i] * ch[i]));
-    const float inv = amax > 0.f && __builtin_isfinite(QMAX / amax) ? QMAX / amax : 0.f;
-    const F vinv(inv);
-    typename F::batch_bool_type finite(true);
-    typename K::acc sv = K::zero();
-    i = 0;
-    for (; i + W <= d_c; i += W) {
-      const F y = F::load_unaligned(x + i) * F::load_unaligned(ch + i) * vinv;
-      finite = finite & (xsimd::abs(y) <= F(2.f * QMAX));
-      sv = K::add(sv, K::quant_store(xsimd::select(finite, y, F(0.f)), q + i));
-    }
-    bool bad = !xsimd::all(finite);
-    int sum = bad ? 0 : hsum_i32(sv);
-    for (; i < d_c; ++i) {
-      const float r = std::nearbyint(x[i] * ch[i] * inv);
-      bad |= !(std::fabs(r) <= 2.f * QMAX);
-      const int v = bad ? 0 : static_cast<int>(r);
-      q[i] = static_cast<std::int8_t>(v);
-      sum += v;
-    }
-    s.qslt[h] = bad ? __builtin_nanf("") : inv > 0.f ? amax / QMAX * kLog2e : 0.f;
-    s.clt[h] = bad ? 0.f : 8.f * static_cast<float>(sum);  // int4's nibbles carry +8 on every ISA
+    const std::size_t o = static_cast<std::size_t>(h) * P.C;
+    const float sum = quant_query<Arch, true>(s.qf + o, ch, P.d_c, s.q8t + o, kLog2e, s.qslt[h]);
+    s.clt[h] = 8.f * sum;  // int4's nibbles carry +8 on every ISA
   }
 }
 
@@ -227,7 +194,7 @@ template <class Arch, bool Q4>
         i8_scores_n<Arch, score_hb<Arch>(), true>(h1 - h, B.tp[i], T, P.Gl, P.G, s.q8t + static_cast<std::size_t>(h) * P.C,
                                                   P.C, f, S, BT, mx, h == h0 ? next : nullptr);
       } else {
-        const ScoreScales f{s.qsl + h, s.qsr + h, (is8 ? s.cl8 : s.cl) + h, s.cr + h, tl, tr, B.nvalid - i * T};
+        const ScoreScales f{s.qsl + h, s.qsr + h, s.cl + h, s.cr + h, tl, tr, B.nvalid - i * T};
         i8_scores_n<Arch, score_hb<Arch>(), false>(h1 - h, B.tp[i], T, P.Gl, P.G, s.q8 + static_cast<std::size_t>(h) * P.C,
                                                    P.C, f, S, BT, mx, h == h0 ? next : nullptr);
       }

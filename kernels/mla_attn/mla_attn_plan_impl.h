@@ -59,7 +59,7 @@ struct Plan {
   bool q4 = false;  // int4
   std::size_t off_qf = 0;    // f32 (nh, C): scaled query (float path; int4's per-tile quantization)
   std::size_t off_q8 = 0;    // i8 (nh, C): quantized query (int8 path)
-  std::size_t off_qv = 0;    // f32 (5, nh): qsl, qsr (times log2(e)), corr_l, corr_r, corr_l of an int4 cache's int8 tile
+  std::size_t off_qv = 0;    // f32 (4, nh): qsl, qsr (times log2(e)), corr_l, corr_r
   std::size_t off_part = 0;  // per split: f32 o (nh, d_c), m (nh), l (nh)
   std::size_t off_bounds = 0;  // i64 (max_splits + 1): the splits' first tiles
   std::size_t off_state = 0;   // SplitState: the split's counts and the next item
@@ -99,7 +99,7 @@ inline Plan make_plan(int nh, const LatentTileLayout& L, int threads) {
   const std::size_t nhs = static_cast<std::size_t>(nh);
   p.off_qf = o; o += al64(4 * nhs * p.C);
   p.off_q8 = o; o += al64(nhs * p.C);
-  p.off_qv = o; o += al64(4 * 5 * nhs);
+  p.off_qv = o; o += al64(4 * 4 * nhs);
   p.part_floats = nhs * p.d_c + 2 * nhs;
   p.max_splits = max_splits_for(threads);
   p.off_part = o; o += al64(4 * p.part_floats * p.max_splits);
