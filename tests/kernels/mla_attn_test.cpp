@@ -156,8 +156,8 @@ std::vector<float> run_decode(const MlaAttnKernels& k, const Shape& sh, const Qu
 // int4: the same (the cache's rounding is in the reference too).
 // int4: twice int8's, for the query quantized again per tile against its
 // channel scales (0.1x to 2.5x here): channels that make little of a score
-// get fewer of the query's levels (measured up to 1.5e-3 on avx2, 7e-4 on
-// avx512; the format itself loses 1.5e-2 to 6e-2, MlaDecodeInt4).
+// get fewer of the query's levels (the measured errors: docs/performance-log.md,
+// "Issue 60, third part").
 double max_nmse(LatentStorage s, Isa isa) {
   if (!latent_storage_quantized(s)) return 1e-9;
   const double k = s == LatentStorage::int4 ? 2.0 : 1.0;

@@ -90,18 +90,23 @@ double kpe_bound(LatentStorage st, double amax_old, double amax_new, double exac
 
 class CacheShift : public ::testing::TestWithParam<LatentStorage> {};
 
+// A cache of the storage's own tile size (512 tokens for int4).
+LatentCacheConfig cache_config(LatentStorage st, int n_layers, int d_c, int d_R, std::int64_t max_tokens) {
+  LatentCacheConfig cc;
+  cc.n_layers = n_layers;
+  cc.d_c = d_c;
+  cc.d_R = d_R;
+  cc.max_tokens = max_tokens;
+  cc.storage = st;
+  return cc;
+}
+
 TEST_P(CacheShift, MovedRowsAreRopeAtTheirNewPosition) {
   const LatentStorage st = GetParam();
   for (const RopeCase& rc : rope_cases()) {
     SCOPED_TRACE(rc.name);
     const int dR = rc.rope.dim, dc = 32, n = 5000;  // past both original contexts (4096)
-    LatentCacheConfig cc;
-    cc.n_layers = 2;
-    cc.d_c = dc;
-    cc.d_R = dR;
-    cc.max_tokens = n;
-    cc.storage = st;
-    LatentCache cache(cc);
+    LatentCache cache(cache_config(st, 2, dc, dR, n));
     std::mt19937 rng(11);
     std::normal_distribution<float> nd(0.f, 1.f);
     // The unrotated keys, and each row as a prefill stores it: RoPE at its position.
@@ -194,12 +199,7 @@ TEST_P(CacheShift, MovedRowsAreRopeAtTheirNewPosition) {
 TEST_P(CacheShift, TwiceEqualsOnceByTheSum) {
   const LatentStorage st = GetParam();
   const RopeParams r = rope_cases()[0].rope;
-  LatentCacheConfig cc;
-  cc.n_layers = 1;
-  cc.d_c = 32;
-  cc.d_R = r.dim;
-  cc.max_tokens = 1000;
-  cc.storage = st;
+  const LatentCacheConfig cc = cache_config(st, 1, 32, r.dim, 1000);
   LatentCache a(cc), b(cc);
   std::mt19937 rng(3);
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -263,25 +263,21 @@ TEST_P(CacheShift, TwiceEqualsOnceByTheSum) {
 TEST_P(CacheShift, WholeTilesMoveTheirLatentsExactly) {
   const LatentStorage st = GetParam();
   const RopeParams r = rope_cases()[0].rope;
-  LatentCacheConfig cc;
-  cc.n_layers = 1;
-  cc.d_c = 32;
-  cc.d_R = r.dim;
-  cc.max_tokens = 1000;
-  cc.storage = st;
-  LatentCache c(cc);
+  const int T = latent_cache_tile_tokens(st), n = 5 * T + 40;  // 5 full tiles and a filling one
+  LatentCache c(cache_config(st, 1, 32, r.dim, n));
+  ASSERT_EQ(c.config().tile_tokens, T);
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0.f, 1.f);
   std::vector<float> ckv(32), k(r.dim);
-  for (int p = 0; p < 1000; ++p) {
+  for (int p = 0; p < n; ++p) {
     for (float& x : ckv) x = nd(rng) * (1 + p % 3);
     for (float& x : k) x = nd(rng);
     c.write(0, p, 1, ckv.data(), k.data());
   }
-  const int T = cc.tile_tokens;
-  std::vector<float> before(1000 * 32), kb(r.dim);
-  for (int p = 0; p < 1000; ++p) c.read_row(0, p, &before[p * 32], kb.data());
+  std::vector<float> before(static_cast<std::size_t>(n) * 32), kb(r.dim);
+  for (int p = 0; p < n; ++p) c.read_row(0, p, &before[p * 32], kb.data());
   c.shift(T, 2 * T, rope_turn(r, -2 * T));
+  ASSERT_EQ(c.size(0), n - 2 * T);
   std::vector<float> got(32);
   for (int q = 0; q < c.size(0); ++q) {
     c.read_row(0, q, got.data(), kb.data());
@@ -291,13 +287,7 @@ TEST_P(CacheShift, WholeTilesMoveTheirLatentsExactly) {
 }
 
 TEST_P(CacheShift, RefusesWhatItCannotDoAndChangesNothing) {
-  LatentCacheConfig cc;
-  cc.n_layers = 2;
-  cc.d_c = 32;
-  cc.d_R = 8;
-  cc.max_tokens = 64;
-  cc.storage = GetParam();
-  LatentCache c(cc);
+  LatentCache c(cache_config(GetParam(), 2, 32, 8, 64));
   std::vector<float> ckv(32 * 40, 0.5f), kpe(8 * 40, 0.25f);
   c.write(0, 0, 40, ckv.data(), kpe.data());
   c.write(1, 0, 39, ckv.data(), kpe.data());  // the shorter layer bounds the shift

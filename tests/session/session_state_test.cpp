@@ -65,6 +65,26 @@ std::vector<std::int32_t> tokens_of(std::size_t n) {
   return t;
 }
 
+// A session's setup with a full tile and a partial one of 12 tokens a layer:
+// T + 12 tokens (140 with 128-token tiles, 524 with int4's 512-token ones,
+// its first tile a full int4 one) in a context of 2T + 44 (300 with
+// 128-token tiles); tokens holds one more, to decode after.
+struct TwoTiles {
+  int T, n;
+  std::vector<std::int32_t> tokens;
+  SessionOptions options;
+};
+TwoTiles two_tiles(LatentStorage st) {
+  TwoTiles t;
+  t.T = latent_cache_tile_tokens(st);
+  t.n = t.T + 12;
+  t.tokens = tokens_of(static_cast<std::size_t>(t.n) + 1);
+  t.options.cache = st;
+  t.options.threads = 2;
+  t.options.n_ctx = 2 * t.T + 44;
+  return t;
+}
+
 // Files in dir whose names start with prefix.
 int files_in(const std::string& dir, const std::string& prefix) {
   int n = 0;
@@ -342,14 +362,10 @@ TEST(SessionStateFile, Version4IsReadButNotWithAnInt4Cache) {
   const std::string v4 = dir + "/state_v4_" + test::process_tag() + ".lsess";
   for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     SCOPED_TRACE(latent_storage_name(st));
-    SessionOptions o;
-    o.cache = st;
-    o.threads = 2;
-    // A full tile and a partial one a layer: 140 tokens with 128-token tiles,
-    // 524 with int4's 512-token ones.
-    const int T = latent_cache_tile_tokens(st), n = T + 12;
-    const auto tokens = tokens_of(static_cast<std::size_t>(n) + 1);
-    o.n_ctx = 2 * T + 44;  // 300 with 128-token tiles
+    const TwoTiles tt = two_tiles(st);
+    const int T = tt.T, n = tt.n;
+    const auto& tokens = tt.tokens;
+    const SessionOptions& o = tt.options;
     Session a(model, o);
     ASSERT_EQ(a.cache().config().tile_tokens, T);
     a.prefill(std::span(tokens).first(n));
@@ -685,14 +701,10 @@ TEST(SessionStateFile, ValuesItsModelCannotWriteAreRefused) {
   ASSERT_LT(bound.rope, 1e4);
   for (LatentStorage st : {LatentStorage::f32, LatentStorage::f16, LatentStorage::int8, LatentStorage::int4}) {
     SCOPED_TRACE(latent_storage_name(st));
-    SessionOptions o;
-    o.cache = st;
-    o.threads = 2;
-    // Two tiles a layer, the second of 12 tokens: 140 tokens with 128-token
-    // tiles, 524 with int4's 512-token ones (its first tile a full int4 one).
-    const int T = latent_cache_tile_tokens(st), n = T + 12;
-    const auto tokens = tokens_of(static_cast<std::size_t>(n) + 1);
-    o.n_ctx = 2 * T + 44;  // 300 with 128-token tiles
+    const TwoTiles tt = two_tiles(st);
+    const int T = tt.T, n = tt.n;
+    const auto& tokens = tt.tokens;
+    const SessionOptions& o = tt.options;
     Session a(model, o);
     ASSERT_EQ(a.cache().config().tile_tokens, T);
     a.prefill(std::span(tokens).first(n));
