@@ -27,11 +27,8 @@ namespace latte {
 inline constexpr int kLatentCacheTileTokens = 128;
 // int4 caches: 512 tokens per tile, each latent channel's scale over them.
 // Against 128: the kernels rescale the query and flush the value sums once
-// per tile, so a 16K decode's attention ran 7% slower than with one scale a
-// token rather than 29% (bench_mla_attn), and the logits lost less (the
-// filling tile, at int8, holds up to 511 tokens; at 512-544 tokens, where it
-// holds few, 1.54e-3 against 1.65e-3): docs/performance-log.md, "Issue 60,
-// third part".
+// per tile, so the attention runs faster, and the logits lose no more
+// (docs/performance-log.md, "Issue 60, third part").
 inline constexpr int kLatentCacheInt4TileTokens = 512;
 inline int latent_cache_tile_tokens(LatentStorage s) {
   return s == LatentStorage::int4 ? kLatentCacheInt4TileTokens : kLatentCacheTileTokens;
