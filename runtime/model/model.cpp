@@ -136,7 +136,7 @@ std::size_t Model::decode_weight_bytes() const {
   auto bytes = [](const WeightRef& w) { return static_cast<std::size_t>(w.rows) * w.row_bytes; };
   auto ffn = [&](const FfnWeights& f) { return bytes(f.gate) + bytes(f.up) + bytes(f.down); };
   const int nh = params_.mla.n_heads;
-  std::size_t n = bytes(output_) + token_embd_.row_bytes;
+  std::size_t n = bytes(output_) + bytes(output_tail_) + token_embd_.row_bytes;
   for (int il = 0; il < params_.n_layers; ++il) {
     const LayerWeights& L = layers_[il];
     n += bytes(L.wq) + bytes(L.wq_a) + bytes(L.wq_b) + bytes(L.wkv_a) + bytes(L.wo);
@@ -154,9 +154,12 @@ std::size_t Model::decode_weight_bytes() const {
 // The matrices decode streams through the weight multiply, re-laid out in
 // the private copy where the active ISA has x16 kernels for their type: every
 // layer's attention and FFN matrices, the per-head W_UK^T and W_UV where the
-// file holds them apart (attn_k_b, attn_v_b), the experts (each head's or
-// expert's rows a multiple of 16, so each is a tile-aligned slice) and the output matrix
-// unless it is the embedding table (read by rows). Each is listed in relaid_:
+// file holds them apart (attn_k_b, attn_v_b), each head's W_UV rows inside
+// attn_kv_b where it holds them there (legacy files: the heads' rows lie
+// apart, so each head is relaid alone), the experts (each head's or
+// expert's rows a multiple of 16, so each is a tile-aligned slice) and the
+// output matrix, also where it is the embedding table (the graph takes a
+// token's row out of its tile). Each is listed in relaid_:
 // the fingerprint is of the file's bytes, so it takes them back to the
 // file's layout as it hashes them (a saved session names the same model
 // whether it was mapped or read). In file order, in slices of at most 64
@@ -167,23 +170,41 @@ void Model::interleave(const LoadOptions& options) {
   const std::uint8_t* lo = file_.private_data();
   const std::uint8_t* hi = lo + file_.file_size();
   struct Item {
-    WeightRef* w;        // the matrix, or an expert stack's first expert (head)
-    std::int64_t rows;   // rows of the whole tensor
+    WeightRef* w;               // the matrix, or a stack's first head or expert (head), flagged x16
+    const std::uint8_t* data;   // the rows relaid: w's, or one head's of a stack whose heads lie apart
+    std::int64_t rows;          // rows from data: the whole tensor, or one head's
   };
   std::vector<Item> items;
+  auto eligible = [&](const WeightRef& w, const std::uint8_t* data, std::int64_t rows) {
+    if (w.empty() || !k.x16_fast(w.type) || w.rows % 16 != 0) return false;
+    return data >= lo && data + static_cast<std::size_t>(rows) * w.row_bytes <= hi;  // else a copy of ours
+  };
   auto add = [&](WeightRef& w, std::int64_t rows) {
-    if (w.empty() || w.data == token_embd_.data || !k.x16_fast(w.type) || w.rows % 16 != 0) return;
-    if (w.data < lo || w.data + static_cast<std::size_t>(rows) * w.row_bytes > hi) return;  // a copy of ours
-    items.push_back({&w, rows});
+    if (eligible(w, w.data, rows)) items.push_back({&w, w.data, rows});
   };
   auto add_ffn = [&](FfnWeights& f) {
     add(f.gate, f.gate.rows);
     add(f.up, f.up.rows);
     add(f.down, f.down.rows);
   };
-  auto add_stack = [&](HeadWeights& h, std::int64_t count) {  // count heads or experts, back to back
-    if (h.stride == static_cast<std::size_t>(h.head.rows) * h.head.row_bytes) add(h.head, h.head.rows * count);
+  // count heads or experts: back to back, relaid as one matrix; apart (a
+  // legacy attn_kv_b's W_UV rows between its W_UK rows), each alone, all or none.
+  auto add_stack = [&](HeadWeights& h, std::int64_t count) {
+    const std::size_t bytes = static_cast<std::size_t>(h.head.rows) * h.head.row_bytes;
+    if (h.stride == bytes) return add(h.head, h.head.rows * count);
+    if (h.stride < bytes) return;
+    for (std::int64_t i = 0; i < count; ++i)
+      if (!eligible(h.head, h.head.data + i * h.stride, h.head.rows)) return;
+    for (std::int64_t i = 0; i < count; ++i) items.push_back({&h.head, h.head.data + i * h.stride, h.head.rows});
   };
+  // An output head of rows not in whole tiles: its whole tiles relaid, the
+  // last rows % 16 left as they are (a vocabulary of 73,448: MiniCPM3's).
+  if (const std::int64_t whole = output_.rows / 16 * 16; whole > 0 && whole < output_.rows) {
+    if (const WeightRef tiles = output_.row_slice(0, whole); eligible(tiles, tiles.data, whole)) {
+      output_tail_ = output_.row_slice(whole, output_.rows - whole);
+      output_ = tiles;
+    }
+  }
   add(output_, output_.rows);
   for (LayerWeights& l : layers_) {
     for (WeightRef* w : {&l.wq, &l.wq_a, &l.wq_b, &l.wkv_a, &l.wo}) add(*w, w->rows);
@@ -200,7 +221,7 @@ void Model::interleave(const LoadOptions& options) {
     if (options.on_progress) options.on_progress(size + file_bytes, 2 * size);
   };
   if (items.empty()) return;
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.w->data < b.w->data; });
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.data < b.data; });
   try {
     relaid_.reserve(items.size());
   } catch (const std::bad_alloc&) {
@@ -212,7 +233,7 @@ void Model::interleave(const LoadOptions& options) {
     for (const Item& it : items) {
       WeightRef& w = *it.w;
       constexpr std::size_t kSlice = std::size_t{64} << 20;
-      const std::size_t rows = static_cast<std::size_t>(it.rows), offset = static_cast<std::size_t>(w.data - lo);
+      const std::size_t rows = static_cast<std::size_t>(it.rows), offset = static_cast<std::size_t>(it.data - lo);
       const std::size_t step = std::max<std::size_t>(16, kSlice / w.row_bytes / 16 * 16);
       for (std::size_t r0 = 0; r0 < rows; r0 += step) {
         const std::size_t n = std::min(step, rows - r0);
@@ -237,12 +258,13 @@ void Model::interleave(const LoadOptions& options) {
       }
       w.x16 = true;
       interleaved_bytes_ += static_cast<std::size_t>(it.rows) * w.row_bytes;
-      relaid_.push_back({static_cast<std::size_t>(w.data - lo), w.type, static_cast<std::size_t>(it.rows),
+      relaid_.push_back({offset, w.type, static_cast<std::size_t>(it.rows),
                          static_cast<std::size_t>(w.cols)});
     }
   });
   std::sort(relaid_.begin(), relaid_.end(),
             [](const RelaidMatrix& a, const RelaidMatrix& b) { return a.offset < b.offset; });
+  if (token_embd_.data == output_.data) token_embd_.x16 = output_.x16;  // tied: one table
 }
 
 void Model::bind(const LoadOptions& options) {

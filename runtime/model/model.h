@@ -117,9 +117,16 @@ class Model {
   const ModelParams& params() const { return params_; }
   const GgufFile& file() const { return file_; }
   const LayerWeights& layer(int i) const { return layers_[i]; }
-  const WeightRef& token_embd() const { return token_embd_; }  // (n_vocab, d)
-  const float* output_norm() const { return output_norm_; }    // (d)
-  const WeightRef& output() const { return output_; }          // (n_vocab, d)
+  // (n_vocab, d). x16 where it is the output head too (tied) and was relaid:
+  // then its rows below n_vocab / 16 * 16 lie in x16 tiles, the rest as the
+  // file holds them.
+  const WeightRef& token_embd() const { return token_embd_; }
+  const float* output_norm() const { return output_norm_; }  // (d)
+  // The output head: (n_vocab, d), or where it was relaid and n_vocab is not
+  // a multiple of 16 (x16 takes whole tiles) its rows in whole tiles, x16,
+  // and output_tail() the last n_vocab % 16, as the file holds them.
+  const WeightRef& output() const { return output_; }
+  const WeightRef& output_tail() const { return output_tail_; }  // (n_vocab % 16, d) or empty
   // minicpm3: per-pair rope frequency factors (long / short), else empty.
   const std::vector<float>& rope_factors(bool long_context) const {
     return long_context ? rope_long_ : rope_short_;
@@ -161,7 +168,7 @@ class Model {
 
   GgufFile file_;
   ModelParams params_;
-  WeightRef token_embd_, output_;
+  WeightRef token_embd_, output_, output_tail_;
   const float* output_norm_ = nullptr;
   std::vector<LayerWeights> layers_;
   std::vector<std::vector<std::uint8_t>> packed_;  // owned re-laid-out weights

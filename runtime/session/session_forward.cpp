@@ -14,6 +14,7 @@
 
 #include "kernels/isa.h"
 #include "quant/ggml_blocks.h"
+#include "quant/x16_layout.h"
 #include "runtime/mla/cost_model.h"
 #include "runtime/mla/rope.h"
 #include "runtime/session/gemm_f32.h"
@@ -88,10 +89,22 @@ void Session::forward_step(std::span<StepPart> parts) {
     for_row_elements(n, d, threads, [&](std::size_t i) { h[i] += y[i] * p.residual_scale; });
   };
   const WeightRef& emb = model.token_embd();
+  // An x16 table (tied to the output head): a row's bytes lie across its
+  // tile, which goes back to the file's layout first (rows past the last
+  // whole tile lie as the file holds them).
+  std::uint8_t* tile =  // (16, row_bytes)
+      emb.x16 ? reinterpret_cast<std::uint8_t*>(g.embd_tile.get((16 * emb.row_bytes + 3) / 4)) : nullptr;
   for (const StepPart& pt : parts)
     for (std::size_t i = 0; i < pt.tokens.size(); ++i) {  // serial: dequantize_row_ref may throw (not here: the type was checked at load)
       float* row = h + (static_cast<std::size_t>(pt.off) + i) * d;
-      dequantize_row_ref(emb.type, emb.data + static_cast<std::size_t>(pt.tokens[i]) * emb.row_bytes, row, d);
+      const auto id = static_cast<std::size_t>(pt.tokens[i]);
+      const std::uint8_t* src = emb.data + id * emb.row_bytes;
+      if (tile && id < static_cast<std::size_t>(emb.rows) / 16 * 16) {
+        x16_deinterleave(emb.type, emb.data + id / 16 * 16 * emb.row_bytes, 0,
+                         static_cast<std::size_t>(d) / ggml_block_elems(emb.type), tile, emb.row_bytes);
+        src = tile + id % 16 * emb.row_bytes;
+      }
+      dequantize_row_ref(emb.type, src, row, d);
       if (p.embed_scale != 1.f)
         for (int k = 0; k < d; ++k) row[k] *= p.embed_scale;
     }
@@ -177,15 +190,22 @@ void Session::forward_step(std::span<StepPart> parts) {
   }
   if (p.logit_scale != 1.f)
     for (std::size_t i = 0; i < static_cast<std::size_t>(nl) * d; ++i) x[i] *= p.logit_scale;
+  // lg (nl, n_vocab): the output head's whole tiles, and its last rows where
+  // those lie apart (Model::output_tail), in one region.
+  auto output_head = [&](float* lg) {
+    const WeightRef &head = model.output(), &tail = model.output_tail();
+    if (tail.empty()) return g.wm.linear(head, x, d, nl, lg, V);
+    g.wm.linear_shared({{&head, lg, V}, {&tail, lg + head.rows, V}}, x, d, nl);
+  };
   if (parts.size() == 1) {  // straight to the session's buffer
     StepPart& pt = parts[0];
     float* lg = pt.logits_out ? pt.logits_out : pt.s->last_logits_.data();  // (nl, n_vocab)
-    g.wm.linear(model.output(), x, d, nl, lg, V);
+    output_head(lg);
     if (pt.logits_out)
       std::memcpy(pt.s->last_logits_.data(), lg + static_cast<std::size_t>(nl - 1) * V, sizeof(float) * V);
   } else {
     float* lg = g.logits.get(static_cast<std::size_t>(nl) * V);  // (nl, n_vocab)
-    g.wm.linear(model.output(), x, d, nl, lg, V);
+    output_head(lg);
     std::size_t r = 0;
     for (StepPart& pt : parts) {
       const std::size_t rows = pt.logits_out ? pt.tokens.size() : 1;

@@ -57,6 +57,7 @@ struct Session::Graph {
   AlignedBuffer y;        // (n, d) a block's output, added to h
   AlignedBuffer rope_cs;  // (n, d_R) the chunk's rotations: cos | sin
   AlignedBuffer logits;   // (parts, n_vocab) a step's logits, before they go to each session
+  AlignedBuffer embd_tile;  // (16, row_bytes) bytes: an x16 embedding table's tile in the file's layout
   std::vector<AttnSpan> spans;  // a step's absorbed parts (Session::forward_step)
 };
 

@@ -497,7 +497,8 @@ int expect_interleaved_products_agree(const Model& x16, const Model& mapped) {
         EXPECT_LE(err, 1e-5 * mag) << "max |difference| " << err << " of products up to " << mag;
       }
   };
-  check("output", 0, x16.output(), mapped.output(), 1, nullptr, nullptr);
+  // (x16's output head: its whole tiles; the rest, output_tail, as the file holds it)
+  check("output", 0, x16.output(), mapped.output().row_slice(0, x16.output().rows), 1, nullptr, nullptr);
   const ModelParams& p = mapped.params();
   for (int l = 0; l < p.n_layers; ++l) {
     const LayerWeights &a = x16.layer(l), &b = mapped.layer(l);
@@ -530,13 +531,18 @@ int expect_interleaved_products_agree(const Model& x16, const Model& mapped) {
 // mapped model's up to f32 summation order (above), the logits do within
 // what that order can flip downstream (below); they do not depend on the
 // thread count; the model's fingerprint is the file's. Read without
-// interleaving, the bits are the mapping's.
-void check_read_into_memory(GgmlType type) {
-  SCOPED_TRACE(ggml_type_name(type));
+// interleaving, the bits are the mapping's. A legacy file's W_UV heads lie
+// apart inside attn_kv_b, each relaid alone; a tied output head is the
+// embedding table, relaid too (each token's row taken out of its tile).
+void check_read_into_memory(GgmlType type, KvLayout layout = KvLayout::split, bool tied = false) {
+  SCOPED_TRACE(std::string(ggml_type_name(type)) + (layout == KvLayout::legacy ? ", legacy attn_kv_b" : "") +
+               (tied ? ", tied output" : ""));
   RandomModelSpec spec;
+  spec.layout = layout;
+  spec.tied_output = tied;
   spec.d_model = 256;
   spec.ff = 512;
-  spec.n_vocab = 320;
+  spec.n_vocab = tied ? 328 : 320;  // tied: not whole tiles, so the output head keeps a tail
   spec.n_experts = 4;
   spec.n_experts_used = 2;
   spec.n_experts_shared = 1;
@@ -544,7 +550,8 @@ void check_read_into_memory(GgmlType type) {
   spec.kv_lora_rank = 64;  // attn_k_b (64 x 32 a head) and attn_v_b (32 x 64): block-32 types, interleaved
   spec.d_nope = spec.d_v = 32;
   spec.weight_type = type;
-  const std::string path = ::testing::TempDir() + "/x16_" + ggml_type_name(type) + ".gguf";
+  const std::string path = ::testing::TempDir() + "/x16_" + ggml_type_name(type) +
+                           (layout == KvLayout::legacy ? "_legacy" : "") + (tied ? "_tied" : "") + ".gguf";
   write_random_model(spec, path);
   LoadOptions read, read_plain;
   read.file = read_plain.file = GgufLoad::read;
@@ -564,8 +571,22 @@ void check_read_into_memory(GgmlType type) {
     EXPECT_TRUE(x16->output().x16 && x16->layer(0).dense.up.x16);
     EXPECT_EQ(x16->layer(0).wo.x16, kernels::matvec_kernels(active_isa()).x16_fast(x16->layer(0).wo.type));  // 128 columns
     EXPECT_FALSE(x16->layer(0).wkv_a.x16);
-    for (const HeadWeights* h : {&x16->layer(1).wuk_t, &x16->layer(1).wuv})
-      EXPECT_TRUE(h->head.x16 == b32_fast && h->head.type == b32 && h->head.rows % 16 == 0);
+    EXPECT_EQ(x16->token_embd().x16, tied);
+    EXPECT_EQ(x16->token_embd().data == x16->output().data, tied);
+    EXPECT_EQ(x16->output().rows, spec.n_vocab / 16 * 16);
+    EXPECT_EQ(x16->output_tail().rows, spec.n_vocab % 16);
+    if (tied) {
+      EXPECT_FALSE(x16->output_tail().x16);
+      EXPECT_EQ(x16->output_tail().data, x16->output().data + x16->output().rows * x16->output().row_bytes);
+    }
+    const HeadWeights &uk = x16->layer(1).wuk_t, &uv = x16->layer(1).wuv;
+    EXPECT_TRUE(uv.head.x16 == b32_fast && uv.head.type == b32 && uv.head.rows % 16 == 0);
+    if (layout == KvLayout::legacy) {  // W_UK^T: an f32 transposed copy of ours
+      EXPECT_TRUE(uk.head.type == GgmlType::F32 && !uk.head.x16);
+      EXPECT_GT(uv.stride, static_cast<std::size_t>(uv.head.rows) * uv.head.row_bytes);  // the heads lie apart
+    } else {
+      EXPECT_TRUE(uk.head.x16 == b32_fast && uk.head.type == b32 && uk.head.rows % 16 == 0);
+    }
   } else {
     EXPECT_EQ(x16->interleaved_weight_bytes(), 0u);
   }
@@ -633,6 +654,8 @@ TEST(Session, WeightsReadIntoMemoryAreInterleavedAndKeepTheLogits) {
   check_read_into_memory(GgmlType::Q6_K);  // those Q8_0, on the row kernels
   check_read_into_memory(GgmlType::IQ4_XS);  // those IQ4_NL
   check_read_into_memory(GgmlType::Q4_0);
+  check_read_into_memory(GgmlType::Q4_K, KvLayout::legacy, /*tied=*/true);
+  check_read_into_memory(GgmlType::Q5_0, KvLayout::legacy, /*tied=*/false);
 }
 
 // The parts a large expert is split into (moe_experts: ceil(n / 128) of
