@@ -155,6 +155,12 @@ inline void store32(I8x32 q, float s0, float s1, float m, float* out) {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
 // as the __m256i form, with no saturation
 inline __m512i dot4(__m512i acc, __m512i u, __m512i s) { return _mm512_dpbusd_epi32(acc, u, s); }
+// dot4 against the 4 bytes at p in every lane, as vpdpbusd's embedded
+// broadcast (GCC 12 keeps a separate vpbroadcastd for the intrinsic).
+inline __m512i dot4_bcast(__m512i acc, __m512i u, const void* p) {
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*static_cast<const std::int32_t*>(p)));
+  return acc;
+}
 #endif
 #if defined(__AVX512F__)
 inline std::int32_t hsum_i32(__m512i v) { return _mm512_reduce_add_epi32(v); }

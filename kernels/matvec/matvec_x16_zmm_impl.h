@@ -1,7 +1,8 @@
 // matvec's AVX-512 VNNI kernels over row-interleaved tiles (x16, matvec.h):
 // one tile of 16 rows against up to 4 tokens, one int32 lane per row, so a
-// 64-byte load of weights feeds one vpdpbusd per token and nibble half and
-// the tile's 16 outputs leave in one store. Empty without those flags.
+// 64-byte load of weights feeds one vpdpbusd per token and nibble half (its
+// activation word broadcast by the instruction itself: dot4_bcast) and the
+// tile's 16 outputs leave in one store. Empty without those flags.
 #pragma once
 
 #include "kernels/matvec/matvec_rows_impl.h"
@@ -11,12 +12,6 @@ inline namespace LATTE_KERNEL_ISA_NS {
 namespace {
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-
-inline __m512i bcast_word(const std::int8_t* p) {
-  std::int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
 
 static_assert(X16Q5K::kScales == X16Q4K::kScales && X16Q5K::kDmin == X16Q4K::kDmin);
 // The 6-bit scales and mins of a Q4_K (or Q5_K) x16 block's 16 rows (sc8[j], mn8[j]:
@@ -86,8 +81,8 @@ void tile_k45_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* const*
           h = _mm512_mask_add_epi8(h, x16_q5_k_bits(p, 2 * c + 1, k), h, k16);
         }
         for (int t = 0; t < NT; ++t) {
-          lo[t] = dot4(lo[t], l, bcast_word(xk[t][b].qs + 64 * c + 4 * k));
-          hi[t] = dot4(hi[t], h, bcast_word(xk[t][b].qs + 64 * c + 32 + 4 * k));
+          lo[t] = dot4_bcast(lo[t], l, xk[t][b].qs + 64 * c + 4 * k);
+          hi[t] = dot4_bcast(hi[t], h, xk[t][b].qs + 64 * c + 32 + 4 * k);
         }
       }
       const __m512i s0 = _mm512_cvtepu8_epi32(sc8[2 * c]), s1 = _mm512_cvtepu8_epi32(sc8[2 * c + 1]);
@@ -147,7 +142,7 @@ void tile_q6_k_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* const
           v[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(a, 4), m4), hb, m30, 0xF8);
           v[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(c, 4), m4), _mm512_srli_epi16(hb, 2), m30, 0xF8);
           for (int q = 0; q < 4; ++q)
-            for (int t = 0; t < NT; ++t) dq[q][t] = dot4(dq[q][t], v[q], bcast_word(xk[t][b].qs + 128 * n + 32 * q + 4 * w));
+            for (int t = 0; t < NT; ++t) dq[q][t] = dot4_bcast(dq[q][t], v[q], xk[t][b].qs + 128 * n + 32 * q + 4 * w);
         }
         for (int q = 0; q < 4; ++q)
           for (int t = 0; t < NT; ++t) ai[t] = _mm512_add_epi32(ai[t], _mm512_mullo_epi32(dq[q][t], sc[8 * n + 2 * q + h]));
@@ -198,8 +193,8 @@ void tile_iq4_xs_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8K* con
         const __m512i l = _mm512_shuffle_epi8(tbl, _mm512_and_si512(v, m4));
         const __m512i h = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
         for (int t = 0; t < NT; ++t) {
-          lo[t] = dot4(lo[t], l, bcast_word(xk[t][b].qs + 32 * j + 4 * k));
-          hi[t] = dot4(hi[t], h, bcast_word(xk[t][b].qs + 32 * j + 16 + 4 * k));
+          lo[t] = dot4_bcast(lo[t], l, xk[t][b].qs + 32 * j + 4 * k);
+          hi[t] = dot4_bcast(hi[t], h, xk[t][b].qs + 32 * j + 16 + 4 * k);
         }
       }
       const __m512i ls = x16_iq4_xs_scales(p, j);
@@ -256,8 +251,8 @@ void tile_b32_x16(const std::uint8_t* tile, std::size_t nb, const ActQ8* const* 
         h = _mm512_shuffle_epi8(tbl, h);
       }
       for (int t = 0; t < NT; ++t) {
-        dl[t] = dot4(dl[t], l, bcast_word(xq[t][g].qs + 4 * k));
-        dh[t] = dot4(dh[t], h, bcast_word(xq[t][g].qs + 16 + 4 * k));
+        dl[t] = dot4_bcast(dl[t], l, xq[t][g].qs + 4 * k);
+        dh[t] = dot4_bcast(dh[t], h, xq[t][g].qs + 16 + 4 * k);
       }
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
