@@ -195,7 +195,8 @@ void Session::forward_step(std::span<StepPart> parts) {
   auto output_head = [&](float* lg) {
     const WeightRef &head = model.output(), &tail = model.output_tail();
     if (tail.empty()) return g.wm.linear(head, x, d, nl, lg, V);
-    g.wm.linear_shared({{&head, lg, V}, {&tail, lg + head.rows, V}}, x, d, nl);
+    const auto ld = static_cast<std::size_t>(V);
+    g.wm.linear_shared({{&head, lg, ld}, {&tail, lg + head.rows, ld}}, x, d, nl);
   };
   if (parts.size() == 1) {  // straight to the session's buffer
     StepPart& pt = parts[0];
